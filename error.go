@@ -1,0 +1,61 @@
+package dbpilot
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes, in the manner of Ben Johnson's wtf: adapters map their failures
+// to one of these so that the CLI (exit status) and the HTTP API (status code)
+// can answer without knowing the adapter.
+const (
+	ECONFLICT   = "conflict"    // already exists, in use
+	EINTERNAL   = "internal"    // a bug or an unexpected state
+	EINVALID    = "invalid"     // bad input
+	ENOTFOUND   = "not_found"   // no such sandbox, cluster, file
+	EUNAVAIL    = "unavailable" // cannot connect, timed out, server gone
+	EAUTH       = "auth"        // access denied
+	EUNSUPPORTD = "unsupported" // flavor/version cannot do this
+)
+
+// Error is an error with a code and a one-line, user-facing message.
+type Error struct {
+	Code    string
+	Message string
+	Err     error // optional cause
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil && e.Message == "" {
+		return e.Err.Error()
+	}
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WrapError returns an *Error with code and message whose cause is err.
+func WrapError(code string, err error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, EINTERNAL for
+// any other non-nil error, and "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}

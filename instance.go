@@ -1,0 +1,162 @@
+package dbpilot
+
+import (
+	"time"
+)
+
+// Instance is what dbpilot observed of one server at one moment.
+//
+// An instance that could not be reached has Reachable=false, LastError set and
+// only Key (and whatever was known before) filled in.
+type Instance struct {
+	Key        InstanceKey `json:"key"`
+	Reachable  bool        `json:"reachable"`
+	LastError  string      `json:"last_error,omitempty"`
+	ObservedAt time.Time   `json:"observed_at"`
+
+	Flavor         Flavor        `json:"flavor,omitempty"`
+	Version        Version       `json:"version"`
+	VersionComment string        `json:"version_comment,omitempty"`
+	ServerID       uint32        `json:"server_id"`
+	ServerUUID     string        `json:"server_uuid,omitempty"` // MySQL; empty on MariaDB
+	Hostname       string        `json:"hostname,omitempty"`
+	ReportHost     string        `json:"report_host,omitempty"`
+	ReportPort     int           `json:"report_port,omitempty"`
+	Uptime         time.Duration `json:"uptime_ns"`
+
+	ReadOnly      bool `json:"read_only"`
+	SuperReadOnly bool `json:"super_read_only"` // MySQL only; false on MariaDB
+
+	LogBin            bool   `json:"log_bin"`
+	BinlogFormat      string `json:"binlog_format,omitempty"`
+	LogReplicaUpdates bool   `json:"log_replica_updates"`
+	// SlaveNetTimeout is slave_net_timeout: how long a replica waits for data
+	// from its source before it considers the connection dead.
+	SlaveNetTimeout time.Duration `json:"slave_net_timeout_ns"`
+
+	GTID     GTIDState            `json:"gtid"`
+	Channels []ReplicationChannel `json:"channels,omitempty"`
+	SemiSync SemiSyncState        `json:"semi_sync"`
+
+	// Replicas are the servers this instance reports as connected to it
+	// (SHOW SLAVE HOSTS / SHOW REPLICAS, or Binlog Dump threads).
+	Replicas []InstanceKey `json:"replicas,omitempty"`
+}
+
+// IsReplica reports whether the instance has at least one replication channel.
+func (i *Instance) IsReplica() bool { return len(i.Channels) > 0 }
+
+// Channel returns the channel replicating from source, or nil.
+func (i *Instance) Channel(source InstanceKey) *ReplicationChannel {
+	for c := range i.Channels {
+		if i.Channels[c].Source.Normalized() == source.Normalized() {
+			return &i.Channels[c]
+		}
+	}
+	return nil
+}
+
+// GTIDState is the server's GTID bookkeeping. MariaDB fields are GTID lists
+// ("0-1-100,1-2-5"); MySQL fields are GTID sets ("uuid:1-100"). Parse them
+// with package gtid.
+type GTIDState struct {
+	// MySQL: gtid_mode (OFF, ON, ...). MariaDB has GTIDs always on: "ON".
+	Mode string `json:"mode,omitempty"`
+
+	// MariaDB.
+	BinlogPos  string `json:"binlog_pos,omitempty"`
+	SlavePos   string `json:"slave_pos,omitempty"`
+	CurrentPos string `json:"current_pos,omitempty"`
+	DomainID   uint32 `json:"domain_id"`
+	StrictMode bool   `json:"strict_mode"`
+
+	// MySQL.
+	Executed               string `json:"executed,omitempty"`
+	Purged                 string `json:"purged,omitempty"`
+	EnforceGTIDConsistency string `json:"enforce_gtid_consistency,omitempty"`
+}
+
+// IOState is the state of a replication channel's IO (receiver) thread.
+type IOState string
+
+// IO thread states as SHOW SLAVE STATUS reports them.
+const (
+	IORunning    IOState = "Yes"
+	IOStopped    IOState = "No"
+	IOConnecting IOState = "Connecting"
+)
+
+// ReplicationChannel is one row of SHOW ALL SLAVES STATUS (MariaDB) or
+// SHOW REPLICA/SLAVE STATUS (MySQL), in one vocabulary.
+type ReplicationChannel struct {
+	// Name is the MariaDB connection name or MySQL channel name; "" is the default.
+	Name       string      `json:"name"`
+	Source     InstanceKey `json:"source"`
+	SourceUser string      `json:"source_user,omitempty"`
+
+	IORunning    IOState `json:"io_running"`
+	SQLRunning   bool    `json:"sql_running"`
+	IOStateText  string  `json:"io_state,omitempty"`  // Slave_IO_State
+	SQLStateText string  `json:"sql_state,omitempty"` // Slave_SQL_Running_State
+
+	LastIOErrno  int    `json:"last_io_errno,omitempty"`
+	LastIOError  string `json:"last_io_error,omitempty"`
+	LastSQLErrno int    `json:"last_sql_errno,omitempty"`
+	LastSQLError string `json:"last_sql_error,omitempty"`
+
+	// SecondsBehind is Seconds_Behind_Master; nil when the server reports NULL.
+	SecondsBehind *int64 `json:"seconds_behind,omitempty"`
+
+	// UsingGTID is MariaDB's Using_Gtid (No, Slave_Pos, Current_Pos); for MySQL
+	// "Auto_Position" when Auto_Position=1, else "No".
+	UsingGTID string `json:"using_gtid,omitempty"`
+	// GTIDIOPos is MariaDB's Gtid_IO_Pos: what the IO thread has received.
+	GTIDIOPos string `json:"gtid_io_pos,omitempty"`
+	// RetrievedGTIDSet and ExecutedGTIDSet are MySQL's.
+	RetrievedGTIDSet string `json:"retrieved_gtid_set,omitempty"`
+	ExecutedGTIDSet  string `json:"executed_gtid_set,omitempty"`
+
+	SourceLogFile      string `json:"source_log_file,omitempty"`
+	ReadSourceLogPos   uint64 `json:"read_source_log_pos,omitempty"`
+	RelaySourceLogFile string `json:"relay_source_log_file,omitempty"`
+	ExecSourceLogPos   uint64 `json:"exec_source_log_pos,omitempty"`
+	RelayLogSpace      uint64 `json:"relay_log_space,omitempty"`
+
+	SourceServerID uint32 `json:"source_server_id,omitempty"`
+	SourceUUID     string `json:"source_uuid,omitempty"`
+	ConnectRetry   int    `json:"connect_retry,omitempty"`
+	// HeartbeatPeriod is the channel's heartbeat period; 0 when disabled or unknown.
+	HeartbeatPeriod time.Duration `json:"heartbeat_period_ns"`
+	SQLDelay        int           `json:"sql_delay,omitempty"`
+	ParallelMode    string        `json:"parallel_mode,omitempty"` // MariaDB
+}
+
+// Healthy reports whether both threads run.
+func (c *ReplicationChannel) Healthy() bool { return c.IORunning == IORunning && c.SQLRunning }
+
+// SemiSyncState is the semi-synchronous replication state of a server. Both
+// sides may be enabled on one server (a replica ready to be promoted).
+type SemiSyncState struct {
+	// Primary side (rpl_semi_sync_master_* / rpl_semi_sync_source_*).
+	PrimaryEnabled bool `json:"primary_enabled"`
+	PrimaryActive  bool `json:"primary_active"` // status ON: not fallen back to async
+	PrimaryClients int  `json:"primary_clients"`
+	// PrimaryTimeout is how long a commit waits for an ACK before falling back.
+	PrimaryTimeout time.Duration `json:"primary_timeout_ns"`
+	// Replica side.
+	ReplicaEnabled bool `json:"replica_enabled"`
+	ReplicaActive  bool `json:"replica_active"`
+}
+
+// Role returns "primary", "replica", "both" or "" for the semi-sync sides enabled.
+func (s SemiSyncState) Role() string {
+	switch {
+	case s.PrimaryEnabled && s.ReplicaEnabled:
+		return "both"
+	case s.PrimaryEnabled:
+		return "primary"
+	case s.ReplicaEnabled:
+		return "replica"
+	}
+	return ""
+}

@@ -1,0 +1,42 @@
+package dbpilot
+
+// ProblemCode names one kind of problem analysis can find.
+type ProblemCode string
+
+// Problems found by analysis. Names follow orchestrator's where one exists.
+const (
+	ProblemUnreachable           ProblemCode = "Unreachable"
+	ProblemReplicationIOStopped  ProblemCode = "ReplicationIOStopped"
+	ProblemReplicationSQLStopped ProblemCode = "ReplicationSQLStopped"
+	ProblemReplicaLagging        ProblemCode = "ReplicaLagging"
+	ProblemErrantGTID            ProblemCode = "ErrantGTID"
+	ProblemReplicaNotReadOnly    ProblemCode = "ReplicaNotReadOnly"
+	ProblemPrimaryReadOnly       ProblemCode = "PrimaryReadOnly"
+	ProblemNoBinlog              ProblemCode = "NoBinlog"
+	ProblemNoLogReplicaUpdates   ProblemCode = "NoLogReplicaUpdates"
+	ProblemSemiSyncNoReplicas    ProblemCode = "SemiSyncNoReplicas"
+	ProblemSlowFailureDetection  ProblemCode = "SlowFailureDetection"
+	ProblemNoGTID                ProblemCode = "NoGTID"
+)
+
+// Severity ranks problems.
+type Severity string
+
+// Severities, most to least urgent.
+const (
+	SeverityCritical Severity = "critical"
+	SeverityWarning  Severity = "warning"
+	SeverityInfo     Severity = "info"
+)
+
+// Problem is one finding of analysis on one instance (and channel, if any).
+type Problem struct {
+	Code     ProblemCode `json:"code"`
+	Severity Severity    `json:"severity"`
+	Instance InstanceKey `json:"instance"`
+	Channel  string      `json:"channel,omitempty"`
+	// Message is one human line: what is wrong and the evidence.
+	Message string `json:"message"`
+	// Detail carries machine-readable evidence, e.g. {"errant": "0-2-5"}.
+	Detail map[string]string `json:"detail,omitempty"`
+}
