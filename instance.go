@@ -67,6 +67,10 @@ type GTIDState struct {
 	BinlogPos  string `json:"binlog_pos,omitempty"`
 	SlavePos   string `json:"slave_pos,omitempty"`
 	CurrentPos string `json:"current_pos,omitempty"`
+	// BinlogState is gtid_binlog_state: the last GTID of every (domain, server)
+	// pair in the binlog. Errant transactions are found by comparing it with
+	// the source's.
+	BinlogState string `json:"binlog_state,omitempty"`
 	DomainID   uint32 `json:"domain_id"`
 	StrictMode bool   `json:"strict_mode"`
 

@@ -1,0 +1,276 @@
+// Package mysql is everything in dbpilot that speaks SQL to a MySQL or MariaDB
+// server: connecting, inspecting, and controlling replication, with the
+// differences between flavors and versions (SHOW SLAVE vs SHOW REPLICA,
+// MariaDB vs MySQL GTID) kept in this package.
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	driver "github.com/go-sql-driver/mysql"
+)
+
+// Default timeouts. Every SQL call dbpilot makes is bounded.
+const (
+	DefaultConnectTimeout = 1 * time.Second
+	DefaultQueryTimeout   = 5 * time.Second
+)
+
+// Credentials is a user and password. The password is never printed: String
+// and the %v verbs show only the user.
+type Credentials struct {
+	User     string `json:"user"`
+	Password string `json:"password"`
+}
+
+// String shows the user only.
+func (c Credentials) String() string { return c.User }
+
+// GoString shows the user only.
+func (c Credentials) GoString() string { return fmt.Sprintf("Credentials{User:%q}", c.User) }
+
+// Options configures connections.
+type Options struct {
+	Credentials
+	ConnectTimeout time.Duration // default DefaultConnectTimeout
+	QueryTimeout   time.Duration // default DefaultQueryTimeout
+}
+
+func (o Options) withDefaults() Options {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.QueryTimeout <= 0 {
+		o.QueryTimeout = DefaultQueryTimeout
+	}
+	return o
+}
+
+// DB is a connection pool to one server, holding a single connection by
+// default so that session settings stay put.
+type DB struct {
+	Key  dbpilot.InstanceKey
+	opts Options
+	db   *sql.DB
+}
+
+// Open connects to the server at key and checks that it answers.
+func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	cfg := driver.NewConfig()
+	cfg.User = opts.User
+	cfg.Passwd = opts.Password
+	cfg.Net = "tcp"
+	cfg.Addr = key.String()
+	cfg.Timeout = opts.ConnectTimeout
+	cfg.ReadTimeout = opts.QueryTimeout + time.Second
+	cfg.WriteTimeout = opts.QueryTimeout + time.Second
+	cfg.InterpolateParams = true
+	cfg.AllowNativePasswords = true
+	cfg.Params = map[string]string{"sql_mode": "''"}
+	connector, err := driver.NewConnector(cfg)
+	if err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "mysql: configure connection to %s", key)
+	}
+	sdb := sql.OpenDB(connector)
+	sdb.SetMaxOpenConns(2)
+	sdb.SetMaxIdleConns(2)
+	sdb.SetConnMaxIdleTime(time.Minute)
+	d := &DB{Key: key, opts: opts, db: sdb}
+	pctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout+opts.QueryTimeout)
+	defer cancel()
+	if err := sdb.PingContext(pctx); err != nil {
+		sdb.Close()
+		return nil, d.classify(err, "connect")
+	}
+	return d, nil
+}
+
+// Close closes the pool.
+func (d *DB) Close() error { return d.db.Close() }
+
+// SQL returns the underlying pool for callers that need it (tests, dump).
+func (d *DB) SQL() *sql.DB { return d.db }
+
+// Exec runs statements one by one, each with the query timeout.
+func (d *DB) Exec(ctx context.Context, stmts ...string) error {
+	for _, s := range stmts {
+		qctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
+		_, err := d.db.ExecContext(qctx, s)
+		cancel()
+		if err != nil {
+			return d.classify(err, "exec "+firstWords(s))
+		}
+	}
+	return nil
+}
+
+// Rows is a result set read fully into memory as strings, keyed by column.
+// NULL is reported as a missing key in Map and as nil in Values.
+type Rows struct {
+	Columns []string
+	Values  [][]*string
+}
+
+// Maps returns every row as a column→value map; NULL columns are absent.
+func (r *Rows) Maps() []map[string]string {
+	out := make([]map[string]string, 0, len(r.Values))
+	for _, row := range r.Values {
+		m := make(map[string]string, len(row))
+		for i, v := range row {
+			if v != nil {
+				m[r.Columns[i]] = *v
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Query runs one statement with the query timeout and reads every row.
+func (d *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
+	qctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
+	defer cancel()
+	rows, err := d.db.QueryContext(qctx, query, args...)
+	if err != nil {
+		return nil, d.classify(err, "query "+firstWords(query))
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, d.classify(err, "query "+firstWords(query))
+	}
+	res := &Rows{Columns: cols}
+	for rows.Next() {
+		raw := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range raw {
+			ptrs[i] = &raw[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, d.classify(err, "query "+firstWords(query))
+		}
+		vals := make([]*string, len(cols))
+		for i, b := range raw {
+			if b != nil {
+				s := string(b)
+				vals[i] = &s
+			}
+		}
+		res.Values = append(res.Values, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.classify(err, "query "+firstWords(query))
+	}
+	return res, nil
+}
+
+// QueryValue runs a query expected to return one value; ok is false for no row or NULL.
+func (d *DB) QueryValue(ctx context.Context, query string, args ...any) (val string, ok bool, err error) {
+	r, err := d.Query(ctx, query, args...)
+	if err != nil {
+		return "", false, err
+	}
+	if len(r.Values) == 0 || len(r.Values[0]) == 0 || r.Values[0][0] == nil {
+		return "", false, nil
+	}
+	return *r.Values[0][0], true, nil
+}
+
+func firstWords(s string) string {
+	f := strings.Fields(s)
+	if len(f) > 4 {
+		f = f[:4]
+	}
+	out := strings.Join(f, " ")
+	// Never echo a password that a statement might carry.
+	if i := strings.Index(strings.ToUpper(out), "PASSWORD"); i >= 0 {
+		out = out[:i] + "..."
+	}
+	return out
+}
+
+// ServerError numbers dbpilot reacts to.
+const (
+	ErAccessDenied      = 1045
+	ErDBAccessDenied    = 1044
+	ErSpecificAccess    = 1227
+	ErUnknownSystemVar  = 1193
+	ErParseError        = 1064
+	ErNoSuchTable       = 1146
+	ErBadSlave          = 1200 // ER_BAD_SLAVE: replica not configured
+	ErSlaveMustStop     = 1198
+	ErUnknownConnection = 1617 // MariaDB: no such master connection
+)
+
+// ServerErrorNumber returns the server error number in err's chain, or 0.
+func ServerErrorNumber(err error) uint16 {
+	var me *driver.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// classify wraps err with the instance and the operation, and assigns a
+// dbpilot error code. The DSN (and so the password) is never part of it.
+func (d *DB) classify(err error, op string) error {
+	return Classify(err, d.Key, d.opts.User, op)
+}
+
+// Classify wraps a driver error with context and a dbpilot error code.
+func Classify(err error, key dbpilot.InstanceKey, user, op string) error {
+	if err == nil {
+		return nil
+	}
+	var me *driver.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case ErAccessDenied, ErDBAccessDenied:
+			return dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: access denied for user %q (check the user and password)", op, key, user)
+		case ErSpecificAccess:
+			return dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: user %q lacks a privilege", op, key, user)
+		}
+		return dbpilot.WrapError(dbpilot.EINTERNAL, err, "mysql: %s on %s", op, key)
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, errors.New("timed out"), "mysql: %s on %s", op, key)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) || errors.Is(err, driver.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, simplifyNetErr(err), "mysql: %s on %s", op, key)
+	}
+	if errors.Is(err, context.Canceled) {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "mysql: %s on %s", op, key)
+	}
+	return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "mysql: %s on %s", op, key)
+}
+
+// simplifyNetErr turns "dial tcp 127.0.0.1:1: connect: connection refused"
+// into "connection refused".
+func simplifyNetErr(err error) error {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return errors.New(msg)
+}
+
+func init() {
+	// The driver logs "packets.go: unexpected EOF" style noise through its own
+	// logger; dbpilot reports errors itself.
+	_ = driver.SetLogger(nopLogger{})
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Print(...any) {}
