@@ -71,8 +71,8 @@ type GTIDState struct {
 	// pair in the binlog. Errant transactions are found by comparing it with
 	// the source's.
 	BinlogState string `json:"binlog_state,omitempty"`
-	DomainID   uint32 `json:"domain_id"`
-	StrictMode bool   `json:"strict_mode"`
+	DomainID    uint32 `json:"domain_id"`
+	StrictMode  bool   `json:"strict_mode"`
 
 	// MySQL.
 	Executed               string `json:"executed,omitempty"`
