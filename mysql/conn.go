@@ -42,6 +42,9 @@ type Options struct {
 	Credentials
 	ConnectTimeout time.Duration // default DefaultConnectTimeout
 	QueryTimeout   time.Duration // default DefaultQueryTimeout
+	// Socket, when set, connects through this Unix socket instead of TCP to
+	// the key (which still names the instance in messages).
+	Socket string
 }
 
 func (o Options) withDefaults() Options {
@@ -70,6 +73,10 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 	cfg.Passwd = opts.Password
 	cfg.Net = "tcp"
 	cfg.Addr = key.String()
+	if opts.Socket != "" {
+		cfg.Net = "unix"
+		cfg.Addr = opts.Socket
+	}
 	cfg.Timeout = opts.ConnectTimeout
 	cfg.ReadTimeout = opts.QueryTimeout + time.Second
 	cfg.WriteTimeout = opts.QueryTimeout + time.Second

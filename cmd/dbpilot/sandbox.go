@@ -1,0 +1,389 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/sandbox"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) sandboxCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Deploy and manage real local MariaDB/MySQL topologies",
+		Long: `Sandboxes are real local servers for testing and demonstration: each node has
+its own datadir, socket and port on 127.0.0.1, binary logging, GTID
+(MariaDB gtid_strict_mode; MySQL gtid_mode=ON), small buffers, and an admin
+and a replication account with generated passwords.
+
+Files live under $DBPILOT_HOME/sandboxes/NAME (default ~/.dbpilot); the
+descriptor sandbox.json (mode 0600) holds the credentials, and every other
+command accepts --sandbox NAME [--node N] instead of HOST:PORT.`,
+	}
+	cmd.AddCommand(a.sandboxDeploy(), a.sandboxList(), a.sandboxStatus(),
+		a.sandboxStartStop("start"), a.sandboxStartStop("stop"), a.sandboxStartStop("restart"), a.sandboxKill(),
+		a.sandboxDestroy(), a.sandboxSQL(), a.sandboxEnv())
+	return cmd
+}
+
+func (a *app) sandboxDeploy() *cobra.Command {
+	var spec sandbox.Spec
+	cmd := &cobra.Command{
+		Use:   "deploy NAME",
+		Short: "Create and start a sandbox topology",
+		Long: `Create and start a sandbox.
+
+Topologies:
+  single        one server
+  replication   node1 is the primary, the other nodes replicate from it (default 3 nodes)
+  ring          circular replication node1→node2→…→node1, each writer in its own GTID domain
+  multi-source  nodes 1..N-1 are primaries (own domains) feeding node N through named connections
+
+Replication uses GTID (MariaDB MASTER_USE_GTID=slave_pos, MySQL auto-position),
+a 1 s connect retry and heartbeat, and slave_net_timeout=4 so a dead source is
+noticed within seconds. Accounts are created with binary logging off, so a new
+sandbox has no errant transactions.
+
+Server binaries (mariadbd, then mysqld) are looked for under --basedir, or on
+PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
+		Example: `  dbpilot sandbox deploy demo --topology replication --nodes 3 --semi-sync
+  dbpilot sandbox deploy r1 --topology ring --port-base 23000
+  dbpilot sandbox deploy ms --topology multi-source --nodes 4 --option innodb_buffer_pool_size=64M`,
+		Args: exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec.Name = args[0]
+			spec.Log = func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
+			d, err := sandbox.Deploy(cmd.Context(), spec)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "sandbox %s deployed: %s, %d nodes, %s %s\n", d.Name, d.Topology, len(d.Nodes), d.Flavor, d.Version)
+			return printNodes(a.stdout, d)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&spec.Topology, "topology", sandbox.TopologyReplication, "single, replication, ring or multi-source")
+	f.IntVar(&spec.Nodes, "nodes", 0, "number of nodes (default: 1 for single, 3 otherwise)")
+	f.BoolVar(&spec.SemiSync, "semi-sync", false, "enable semi-synchronous replication on every node")
+	f.StringVar(&spec.Basedir, "basedir", "", "directory holding the server binaries (bin/, sbin/); default: search PATH")
+	f.IntVar(&spec.PortBase, "port-base", 0, "node N listens on port-base+N (default: a free block in 20001-29999)")
+	f.StringArrayVar(&spec.Options, "option", nil, "extra server option KEY=VALUE for every node (repeatable)")
+	f.BoolVar(&spec.Force, "force", false, "replace an existing sandbox of the same name")
+	return cmd
+}
+
+func printNodes(w io.Writer, d *sandbox.Descriptor) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tADDRESS\tROLE\tSERVER_ID\tDOMAIN\tSOURCES")
+	for _, n := range d.Nodes {
+		var src []string
+		for _, s := range n.Sources {
+			if s.Channel != "" {
+				src = append(src, s.Channel+"←"+s.Node)
+			} else {
+				src = append(src, s.Node)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", n.Name, n.Key(), n.Role, n.ServerID, n.DomainID, strings.Join(src, ","))
+	}
+	return tw.Flush()
+}
+
+func (a *app) sandboxList() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List sandboxes",
+		Args:  exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			all, bad, err := sandbox.List()
+			if err != nil {
+				return err
+			}
+			for _, e := range bad {
+				fmt.Fprintln(a.stderr, "dbpilot: warning: "+e.Error())
+			}
+			if asJSON {
+				type item struct {
+					Name     string `json:"name"`
+					Topology string `json:"topology"`
+					Flavor   string `json:"flavor"`
+					Version  string `json:"version"`
+					Nodes    int    `json:"nodes"`
+					Ports    []int  `json:"ports"`
+					Dir      string `json:"dir"`
+				}
+				items := []item{}
+				for _, d := range all {
+					it := item{Name: d.Name, Topology: d.Topology, Flavor: string(d.Flavor), Version: d.Version, Nodes: len(d.Nodes), Dir: d.Dir}
+					for _, n := range d.Nodes {
+						it.Ports = append(it.Ports, n.Port)
+					}
+					items = append(items, it)
+				}
+				return writeJSON(a.stdout, items)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTOPOLOGY\tSERVER\tNODES\tPORTS\tDIR")
+			for _, d := range all {
+				ports := ""
+				if len(d.Nodes) > 0 {
+					ports = fmt.Sprintf("%d-%d", d.Nodes[0].Port, d.Nodes[len(d.Nodes)-1].Port)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s %s\t%d\t%s\t%s\n", d.Name, d.Topology, d.Flavor, d.Version, len(d.Nodes), ports, d.Dir)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) sandboxStatus() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show each node: running, port, role, replication state",
+		Long:  "Show each node of a sandbox: whether it runs, its port and role, and the state of its replication channels.\nExits 1 when a node is down or a channel is broken.",
+		Args:  exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := sandbox.Load(args[0])
+			if err != nil {
+				return err
+			}
+			st := sandbox.Status(cmd.Context(), d)
+			bad := false
+			for _, s := range st {
+				if !s.Running {
+					bad = true
+				}
+				for _, c := range s.Channels {
+					if c.IO != "Yes" || !c.SQL {
+						bad = true
+					}
+				}
+			}
+			if asJSON {
+				if err := writeJSON(a.stdout, st); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "NODE\tPORT\tROLE\tSTATE\tRO\tREPLICATION\tGTID")
+				for _, s := range st {
+					state := "running"
+					if !s.Running {
+						state = "down: " + s.Error
+					}
+					var repl []string
+					for _, c := range s.Channels {
+						r := fmt.Sprintf("%s io=%s sql=%s", c.Source, c.IO, yesNo(c.SQL))
+						if c.Name != "" {
+							r = c.Name + ":" + r
+						}
+						if c.Lag != nil {
+							r += fmt.Sprintf(" lag=%ds", *c.Lag)
+						}
+						if c.Error != "" {
+							r += " error=" + c.Error
+						}
+						repl = append(repl, r)
+					}
+					if len(repl) == 0 {
+						repl = []string{"-"}
+					}
+					ro := "-"
+					if s.Running {
+						ro = yesNo(s.ReadOnly)
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Node, s.Port, s.Role, state, ro, strings.Join(repl, "; "), s.GTID)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
+			if bad {
+				return errProblemsFound
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "Yes"
+	}
+	return "No"
+}
+
+func (a *app) sandboxStartStop(verb string) *cobra.Command {
+	short := map[string]string{
+		"start":   "Start a sandbox's nodes (or one node)",
+		"stop":    "Stop a sandbox's nodes (or one node) with a clean shutdown",
+		"restart": "Restart a sandbox's nodes (or one node)",
+	}[verb]
+	return &cobra.Command{
+		Use:   verb + " NAME [NODE]",
+		Short: short,
+		Args:  rangeArgs(1, 2, "NAME [NODE]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := sandbox.Load(args[0])
+			if err != nil {
+				return err
+			}
+			node := ""
+			if len(args) == 2 {
+				node = args[1]
+			}
+			switch verb {
+			case "start":
+				err = sandbox.Start(cmd.Context(), d, node, sandbox.ProcessOptions{})
+			case "stop":
+				err = sandbox.Stop(d, node)
+			case "restart":
+				err = sandbox.Restart(cmd.Context(), d, node, sandbox.ProcessOptions{})
+			}
+			if err != nil {
+				return err
+			}
+			what := "sandbox " + d.Name
+			if node != "" {
+				what += " node " + node
+			}
+			past := map[string]string{"start": "started", "stop": "stopped", "restart": "restarted"}[verb]
+			fmt.Fprintf(a.stdout, "%s %s\n", what, past)
+			return nil
+		},
+	}
+}
+
+func (a *app) sandboxKill() *cobra.Command {
+	return &cobra.Command{
+		Use:   "kill NAME NODE",
+		Short: "Kill a node with SIGKILL, as a crash would (for failure tests)",
+		Args:  exactArgs(2, "NAME NODE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := sandbox.Load(args[0])
+			if err != nil {
+				return err
+			}
+			if err := sandbox.Kill(d, args[1]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "sandbox %s node %s killed\n", d.Name, args[1])
+			return nil
+		},
+	}
+}
+
+func (a *app) sandboxDestroy() *cobra.Command {
+	return &cobra.Command{
+		Use:   "destroy NAME",
+		Short: "Stop every process of a sandbox and remove all its files",
+		Args:  exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := sandbox.Destroy(args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "sandbox %s destroyed\n", args[0])
+			return nil
+		},
+	}
+}
+
+func (a *app) sandboxSQL() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "sql NAME NODE 'SQL'",
+		Short:   "Run one SQL statement on a node as the admin user",
+		Example: "  dbpilot sandbox sql demo node1 'CREATE DATABASE app'\n  dbpilot sandbox sql demo 2 'SHOW SLAVE STATUS'",
+		Args:    exactArgs(3, "NAME NODE 'SQL'"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := sandbox.Load(args[0])
+			if err != nil {
+				return err
+			}
+			rows, err := sandbox.Exec(cmd.Context(), d, args[1], args[2])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, rows.Maps())
+			}
+			if len(rows.Columns) == 0 {
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, strings.Join(rows.Columns, "\t"))
+			for _, r := range rows.Values {
+				cells := make([]string, len(r))
+				for i, v := range r {
+					if v == nil {
+						cells[i] = "NULL"
+					} else {
+						cells[i] = strings.ReplaceAll(*v, "\n", " ")
+					}
+				}
+				fmt.Fprintln(tw, strings.Join(cells, "\t"))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print rows as JSON")
+	return cmd
+}
+
+func (a *app) sandboxEnv() *cobra.Command {
+	return &cobra.Command{
+		Use:     "env NAME",
+		Short:   "Print shell exports for a sandbox (ports, sockets, credentials, DSNs)",
+		Long:    "Print shell exports for a sandbox. The output contains passwords: eval it, do not paste it into tickets.",
+		Example: "  eval \"$(dbpilot sandbox env demo)\"\n  mariadb -h127.0.0.1 -P$NODE1_PORT -u$DBPILOT_USER -p$DBPILOT_PASSWORD",
+		Args:    exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := sandbox.Load(args[0])
+			if err != nil {
+				return err
+			}
+			for _, l := range sandbox.Env(d) {
+				fmt.Fprintln(a.stdout, l)
+			}
+			return nil
+		},
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			if n == 0 {
+				return dbpilot.Errorf(dbpilot.EINVALID, "%s takes no arguments (see --help)", cmd.CommandPath())
+			}
+			return dbpilot.Errorf(dbpilot.EINVALID, "%s needs %s (see --help)", cmd.CommandPath(), names)
+		}
+		return nil
+	}
+}
+
+func rangeArgs(min, max int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < min || len(args) > max {
+			return dbpilot.Errorf(dbpilot.EINVALID, "%s needs %s (see --help)", cmd.CommandPath(), names)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,185 @@
+package sandbox
+
+import (
+	"fmt"
+	"os/user"
+	"path/filepath"
+	"strings"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// Timeouts that make a dead source noticed within seconds: a 1 s heartbeat
+// keeps an idle healthy link alive, and slave_net_timeout declares a silent
+// link dead.
+const (
+	sandboxNetTimeout = 4 // seconds
+	heartbeatSeconds  = 1
+)
+
+// nodeConfig renders a node's option file.
+func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, error) {
+	v := s.ParsedVersion()
+	kv := [][2]string{
+		{"datadir", n.Datadir},
+		{"socket", n.Socket},
+		{"port", fmt.Sprint(n.Port)},
+		{"bind_address", "127.0.0.1"},
+		{"pid_file", n.PidFile},
+		{"log_error", n.ErrorLog},
+		{"tmpdir", filepath.Join(n.Dir, "tmp")},
+		{"server_id", fmt.Sprint(n.ServerID)},
+		{"report_host", "127.0.0.1"},
+		{"report_port", fmt.Sprint(n.Port)},
+		{"skip_name_resolve", "ON"},
+		{"log_bin", "binlog"},
+		{"relay_log", "relay-bin"},
+		{"binlog_format", "ROW"},
+		{"sync_binlog", "1"},
+		{"innodb_flush_log_at_trx_commit", "1"},
+		// Small footprint: five nodes fit comfortably in 2 GB.
+		{"innodb_buffer_pool_size", "32M"},
+		{"innodb_log_buffer_size", "4M"},
+		{"key_buffer_size", "1M"},
+		{"max_connections", "100"},
+		{"table_open_cache", "256"},
+		{"thread_cache_size", "8"},
+		{"tmp_table_size", "8M"},
+		{"max_heap_table_size", "8M"},
+		{"performance_schema", "OFF"},
+		{"max_allowed_packet", "64M"},
+	}
+	if s.Basedir != "" {
+		kv = append(kv, [2]string{"basedir", s.Basedir})
+	}
+	if u, err := user.Current(); err == nil && u.Uid == "0" {
+		// mysqld refuses to run as root unless told to.
+		kv = append(kv, [2]string{"user", "root"})
+	}
+	if s.Flavor == dbpilot.FlavorMariaDB {
+		kv = append(kv,
+			[2]string{"log_slave_updates", "ON"},
+			[2]string{"gtid_strict_mode", "ON"},
+			[2]string{"gtid_domain_id", fmt.Sprint(n.DomainID)},
+			[2]string{"slave_net_timeout", fmt.Sprint(sandboxNetTimeout)},
+			[2]string{"innodb_log_file_size", "32M"},
+			[2]string{"slave_parallel_threads", "2"},
+			[2]string{"slave_parallel_mode", "optimistic"},
+		)
+		if d.SemiSync {
+			kv = append(kv,
+				[2]string{"rpl_semi_sync_master_enabled", "ON"},
+				[2]string{"rpl_semi_sync_slave_enabled", "ON"},
+			)
+		}
+	} else {
+		replicaWords := v.AtLeast(8, 0, 26)
+		kv = append(kv,
+			[2]string{"gtid_mode", "ON"},
+			[2]string{"enforce_gtid_consistency", "ON"},
+		)
+		if replicaWords {
+			kv = append(kv, [2]string{"log_replica_updates", "ON"}, [2]string{"replica_net_timeout", fmt.Sprint(sandboxNetTimeout)})
+		} else {
+			kv = append(kv, [2]string{"log_slave_updates", "ON"}, [2]string{"slave_net_timeout", fmt.Sprint(sandboxNetTimeout)})
+		}
+		if v.AtLeast(8, 0, 0) {
+			kv = append(kv, [2]string{"mysqlx", "OFF"}, [2]string{"innodb_redo_log_capacity", "64M"})
+		} else {
+			kv = append(kv, [2]string{"innodb_log_file_size", "32M"})
+		}
+		if d.SemiSync {
+			if replicaWords {
+				kv = append(kv,
+					[2]string{"plugin_load_add", "semisync_source.so"},
+					[2]string{"plugin_load_add", "semisync_replica.so"},
+					[2]string{"loose_rpl_semi_sync_source_enabled", "ON"},
+					[2]string{"loose_rpl_semi_sync_replica_enabled", "ON"},
+				)
+			} else {
+				kv = append(kv,
+					[2]string{"plugin_load_add", "semisync_master.so"},
+					[2]string{"plugin_load_add", "semisync_slave.so"},
+					[2]string{"loose_rpl_semi_sync_master_enabled", "ON"},
+					[2]string{"loose_rpl_semi_sync_slave_enabled", "ON"},
+				)
+			}
+		}
+	}
+	if n.Role == RoleReplica {
+		kv = append(kv, [2]string{"read_only", "ON"})
+	}
+	// User options come last and override ours.
+	extra, err := parseOptions(options)
+	if err != nil {
+		return "", err
+	}
+	kv = mergeOptions(kv, extra)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "# dbpilot sandbox %s, %s (%s %s). Rendered by dbpilot; edits are kept until redeploy.\n", d.Name, n.Name, s.Flavor, s.Version)
+	b.WriteString("[mysqld]\n")
+	for _, p := range kv {
+		fmt.Fprintf(&b, "%s=%s\n", p[0], p[1])
+	}
+	fmt.Fprintf(&b, "\n[client]\nsocket=%s\nport=%d\nhost=127.0.0.1\n", n.Socket, n.Port)
+	return b.String(), nil
+}
+
+// parseOptions validates --option KEY=VALUE pairs.
+func parseOptions(options []string) ([][2]string, error) {
+	var out [][2]string
+	for _, o := range options {
+		k, v, ok := strings.Cut(o, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n[]=") || strings.ContainsAny(v, "\n") {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "sandbox: invalid --option %q: want KEY=VALUE, e.g. --option innodb_buffer_pool_size=64M", o)
+		}
+		out = append(out, [2]string{strings.ReplaceAll(k, "-", "_"), strings.TrimSpace(v)})
+	}
+	return out, nil
+}
+
+// mergeOptions overrides keys of base present in extra (dash and underscore
+// equivalent) and appends new ones; repeatable keys like plugin_load_add are
+// appended.
+func mergeOptions(base, extra [][2]string) [][2]string {
+	norm := func(k string) string { return strings.ReplaceAll(strings.ToLower(k), "-", "_") }
+	out := append([][2]string(nil), base...)
+	for _, e := range extra {
+		replaced := false
+		if norm(e[0]) != "plugin_load_add" {
+			for i := range out {
+				if norm(out[i][0]) == norm(e[0]) {
+					out[i][1] = e[1]
+					replaced = true
+				}
+			}
+		}
+		if !replaced {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// InitCommand returns the program and arguments that initialize a node's
+// datadir: mariadb-install-db for MariaDB, mysqld --initialize-insecure for
+// MySQL 5.7 and 8.x.
+func InitCommand(s Server, configPath string) (string, []string) {
+	if s.Flavor == dbpilot.FlavorMariaDB {
+		args := []string{"--defaults-file=" + configPath, "--skip-test-db"}
+		if s.ParsedVersion().AtLeast(10, 4, 0) {
+			args = append(args, "--auth-root-authentication-method=normal")
+		}
+		if s.Basedir != "" {
+			args = append(args, "--basedir="+s.Basedir)
+		}
+		return s.InstallDB, args
+	}
+	args := []string{"--defaults-file=" + configPath, "--initialize-insecure"}
+	if s.Basedir != "" {
+		args = append(args, "--basedir="+s.Basedir)
+	}
+	return s.Mysqld, args
+}
