@@ -57,6 +57,9 @@ func ParseInstanceKey(s string) (InstanceKey, error) {
 			return InstanceKey{}, Errorf(EINVALID, "invalid instance address %q: want HOST:PORT", orig)
 		}
 		host, portStr = h, p
+		if portStr == "" {
+			return InstanceKey{}, Errorf(EINVALID, "invalid instance address %q: port \"\" is not a number from 1 to 65535", orig)
+		}
 	} else if strings.Count(s, ":") > 1 {
 		// A bare IPv6 literal without brackets: no port.
 		if net.ParseIP(s) == nil {
