@@ -92,7 +92,7 @@ func MustSandbox(t testing.TB, spec sandbox.Spec) *sandbox.Descriptor {
 		t.Fatalf("testutil: deploy sandbox %s (%s): %v", spec.Name, spec.Topology, err)
 	}
 	t.Cleanup(func() {
-		if err := sandbox.Destroy(d.Name); err != nil {
+		if err := sandbox.Destroy(d.Name); err != nil && dbpilot.ErrorCode(err) != dbpilot.ENOTFOUND {
 			t.Errorf("testutil: destroy sandbox %s: %v", d.Name, err)
 		}
 	})
