@@ -58,6 +58,7 @@ bench: deps build
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzParseMariaGTID -fuzztime 20s ./gtid/
 	$(GO) test -run XXX -fuzz FuzzParseMariaList -fuzztime 20s ./gtid/
+	$(GO) test -run XXX -fuzz FuzzParseMariaSet -fuzztime 20s ./gtid/
 	$(GO) test -run XXX -fuzz FuzzParseMySQLSet -fuzztime 20s ./gtid/
 
 clean:

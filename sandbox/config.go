@@ -46,7 +46,6 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 		{"thread_cache_size", "8"},
 		{"tmp_table_size", "8M"},
 		{"max_heap_table_size", "8M"},
-		{"performance_schema", "OFF"},
 		{"max_allowed_packet", "64M"},
 	}
 	if s.Basedir != "" {
@@ -65,12 +64,16 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 			[2]string{"innodb_log_file_size", "32M"},
 			[2]string{"slave_parallel_threads", "2"},
 			[2]string{"slave_parallel_mode", "optimistic"},
+			[2]string{"performance_schema", "OFF"},
 		)
-		if d.SemiSync {
-			kv = append(kv,
-				[2]string{"rpl_semi_sync_master_enabled", "ON"},
-				[2]string{"rpl_semi_sync_slave_enabled", "ON"},
-			)
+		// Semi-sync primary side only where some node replicates from this
+		// one: with it on and no replica connected, MariaDB makes every
+		// commit (replicated ones too) wait rpl_semi_sync_master_timeout.
+		if d.SemiSync && hasReplicas(d, n) {
+			kv = append(kv, [2]string{"rpl_semi_sync_master_enabled", "ON"})
+		}
+		if d.SemiSync && len(n.Sources) > 0 {
+			kv = append(kv, [2]string{"rpl_semi_sync_slave_enabled", "ON"})
 		}
 	} else {
 		replicaWords := v.AtLeast(8, 0, 26)
@@ -89,20 +92,21 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 			kv = append(kv, [2]string{"innodb_log_file_size", "32M"})
 		}
 		if d.SemiSync {
-			if replicaWords {
-				kv = append(kv,
-					[2]string{"plugin_load_add", "semisync_source.so"},
-					[2]string{"plugin_load_add", "semisync_replica.so"},
-					[2]string{"loose_rpl_semi_sync_source_enabled", "ON"},
-					[2]string{"loose_rpl_semi_sync_replica_enabled", "ON"},
-				)
-			} else {
-				kv = append(kv,
-					[2]string{"plugin_load_add", "semisync_master.so"},
-					[2]string{"plugin_load_add", "semisync_slave.so"},
-					[2]string{"loose_rpl_semi_sync_master_enabled", "ON"},
-					[2]string{"loose_rpl_semi_sync_slave_enabled", "ON"},
-				)
+			// Both plugins everywhere (a replica may be promoted); each side
+			// enabled only where it has a partner.
+			source, replica := "source", "replica"
+			if !replicaWords {
+				source, replica = "master", "slave"
+			}
+			kv = append(kv,
+				[2]string{"plugin_load_add", "semisync_" + source + ".so"},
+				[2]string{"plugin_load_add", "semisync_" + replica + ".so"},
+			)
+			if hasReplicas(d, n) {
+				kv = append(kv, [2]string{"loose_rpl_semi_sync_" + source + "_enabled", "ON"})
+			}
+			if len(n.Sources) > 0 {
+				kv = append(kv, [2]string{"loose_rpl_semi_sync_" + replica + "_enabled", "ON"})
 			}
 		}
 	}
@@ -182,4 +186,16 @@ func InitCommand(s Server, configPath string) (string, []string) {
 		args = append(args, "--basedir="+s.Basedir)
 	}
 	return s.Mysqld, args
+}
+
+// hasReplicas reports whether some node of d replicates from n.
+func hasReplicas(d *Descriptor, n *Node) bool {
+	for _, o := range d.Nodes {
+		for _, s := range o.Sources {
+			if s.Node == n.Name {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -100,7 +100,7 @@ func TestNodeConfigMariaDB(t *testing.T) {
 	want := map[string]string{
 		"port": "21002", "server_id": "21002", "bind_address": "127.0.0.1", "report_host": "127.0.0.1", "report_port": "21002",
 		"log_bin": "binlog", "log_slave_updates": "ON", "gtid_strict_mode": "ON", "gtid_domain_id": "0",
-		"read_only": "ON", "rpl_semi_sync_master_enabled": "ON", "rpl_semi_sync_slave_enabled": "ON",
+		"read_only": "ON", "rpl_semi_sync_slave_enabled": "ON",
 		"slave_net_timeout": "4", "innodb_buffer_pool_size": "64M", "max_connections": "50",
 		"datadir": "/s/node2/data", "socket": "/s/node2/mysqld.sock",
 	}
@@ -112,9 +112,16 @@ func TestNodeConfigMariaDB(t *testing.T) {
 	if _, ok := m["gtid_mode"]; ok {
 		t.Error("MariaDB config has MySQL's gtid_mode")
 	}
+	if _, ok := m["rpl_semi_sync_master_enabled"]; ok {
+		t.Error("replica without replicas has semi-sync primary side on")
+	}
 	p, _ := nodeConfig(srv, d, d.Nodes[0], nil)
-	if _, ok := configMap(t, p)["read_only"]; ok {
+	pm := configMap(t, p)
+	if _, ok := pm["read_only"]; ok {
 		t.Error("primary is configured read_only")
+	}
+	if v := pm["rpl_semi_sync_master_enabled"]; len(v) != 1 || v[0] != "ON" {
+		t.Errorf("primary semi-sync primary side = %v", v)
 	}
 }
 
@@ -125,9 +132,9 @@ func TestNodeConfigMySQL(t *testing.T) {
 		forbidden []string
 	}{
 		{"8.4.3", []string{"gtid_mode=ON", "enforce_gtid_consistency=ON", "log_replica_updates=ON", "replica_net_timeout=4", "mysqlx=OFF",
-			"plugin_load_add=semisync_source.so", "plugin_load_add=semisync_replica.so", "loose_rpl_semi_sync_source_enabled=ON"},
-			[]string{"log_slave_updates", "gtid_strict_mode", "gtid_domain_id", "rpl_semi_sync_master_enabled"}},
-		{"8.0.21", []string{"log_slave_updates=ON", "slave_net_timeout=4", "plugin_load_add=semisync_master.so", "loose_rpl_semi_sync_master_enabled=ON", "mysqlx=OFF"},
+			"plugin_load_add=semisync_source.so", "plugin_load_add=semisync_replica.so", "loose_rpl_semi_sync_replica_enabled=ON"},
+			[]string{"log_slave_updates", "gtid_strict_mode", "gtid_domain_id", "rpl_semi_sync_master_enabled", "loose_rpl_semi_sync_source_enabled"}},
+		{"8.0.21", []string{"log_slave_updates=ON", "slave_net_timeout=4", "plugin_load_add=semisync_master.so", "loose_rpl_semi_sync_slave_enabled=ON", "mysqlx=OFF"},
 			[]string{"log_replica_updates", "gtid_domain_id"}},
 		{"5.7.44", []string{"log_slave_updates=ON", "innodb_log_file_size=32M", "gtid_mode=ON"},
 			[]string{"mysqlx", "innodb_redo_log_capacity"}},

@@ -150,7 +150,7 @@ func Status(ctx context.Context, d *Descriptor) []NodeStatus {
 			return nil
 		}
 		defer db.Close()
-		inst, err := inspectDB(ctx, db)
+		inst, err := db.Inspect(ctx)
 		if err != nil {
 			st.Error = err.Error()
 			return nil

@@ -1,0 +1,155 @@
+package topology
+
+import (
+	"context"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// DefaultConcurrency is how many instances Discover inspects at once unless
+// told otherwise.
+const DefaultConcurrency = 8
+
+// Options tune Discover.
+type Options struct {
+	// Concurrency bounds the inspections in flight; 0 means DefaultConcurrency.
+	Concurrency int
+	// Timeout bounds the whole crawl; 0 means no bound but the context's.
+	Timeout time.Duration
+}
+
+// Validate reports options that cannot be used.
+func (o Options) Validate() error {
+	if o.Concurrency < 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "invalid discovery concurrency %d: want 1 or more (0 for the default %d)", o.Concurrency, DefaultConcurrency)
+	}
+	if o.Timeout < 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "invalid discovery timeout %s: want a positive duration (0 for none)", o.Timeout)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	return o
+}
+
+// Discover crawls the replication topology from the seeds: up through each
+// instance's channels' sources and down through its reported replicas, with
+// at most opt.Concurrency inspections in flight. Each instance (by normalized
+// key) is inspected once, so rings and co-primaries terminate.
+//
+// An instance that fails to inspect is returned with Reachable=false and
+// LastError set to the inspector's error message (the inspector must keep
+// passwords out of its errors; the mysql package does), and is not expanded. The
+// returned instances carry the key they were reached at and are sorted by key.
+//
+// If the crawl is cut short (the context is done or opt.Timeout passes) before
+// every known instance was inspected, Discover returns what it observed so far
+// and an error with code EUNAVAIL. Instances whose inspection was interrupted
+// are left out rather than reported unreachable.
+func Discover(ctx context.Context, in dbpilot.Inspector, seeds []dbpilot.InstanceKey, opt Options) ([]*dbpilot.Instance, error) {
+	if in == nil {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "discovery needs an inspector")
+	}
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	opt = opt.withDefaults()
+
+	crawlCtx, cancel := context.WithCancel(ctx)
+	if opt.Timeout > 0 {
+		crawlCtx, cancel = context.WithTimeout(ctx, opt.Timeout)
+	}
+	defer cancel()
+
+	seen := map[dbpilot.InstanceKey]bool{}
+	var queue []dbpilot.InstanceKey
+	enqueue := func(k dbpilot.InstanceKey) {
+		if k.Host == "" || k.Port <= 0 {
+			return // e.g. a replica registered without report_host
+		}
+		n := k.Normalized()
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		queue = append(queue, k)
+	}
+	for _, k := range seeds {
+		enqueue(k)
+	}
+	if len(queue) == 0 {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "discovery needs at least one seed instance (HOST:PORT)")
+	}
+
+	type result struct {
+		key  dbpilot.InstanceKey
+		inst *dbpilot.Instance
+		err  error
+	}
+	// Buffered so that an inspection never blocks on reporting.
+	results := make(chan result, opt.Concurrency)
+	var out []*dbpilot.Instance
+	inflight, interrupted := 0, 0
+	for {
+		for len(queue) > 0 && inflight < opt.Concurrency && crawlCtx.Err() == nil {
+			k := queue[0]
+			queue = queue[1:]
+			inflight++
+			go func() {
+				inst, err := in.Inspect(crawlCtx, k)
+				results <- result{k, inst, err}
+			}()
+		}
+		if inflight == 0 {
+			break
+		}
+		r := <-results // every started inspection is waited for
+		inflight--
+
+		if r.err != nil && crawlCtx.Err() != nil {
+			interrupted++ // not observed: the crawl was cut short
+			continue
+		}
+		inst := observed(r.key, r.inst, r.err)
+		out = append(out, inst)
+		if !inst.Reachable {
+			continue
+		}
+		for _, c := range inst.Channels {
+			enqueue(c.Source)
+		}
+		for _, k := range inst.Replicas {
+			enqueue(k)
+		}
+	}
+	sortInstances(out)
+
+	if missed := len(queue) + interrupted; missed > 0 {
+		if err := ctx.Err(); err != nil {
+			return out, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "discovery stopped: %d instances inspected, %d not", len(out), missed)
+		}
+		return out, dbpilot.Errorf(dbpilot.EUNAVAIL, "discovery did not finish within %s: %d instances inspected, %d not (raise the timeout)", opt.Timeout, len(out), missed)
+	}
+	return out, nil
+}
+
+// observed turns one inspection's outcome into the instance Discover reports.
+func observed(key dbpilot.InstanceKey, inst *dbpilot.Instance, err error) *dbpilot.Instance {
+	if err == nil && inst == nil {
+		err = dbpilot.Errorf(dbpilot.EINTERNAL, "inspect %s: the inspector returned no instance", key)
+	}
+	if err != nil {
+		return &dbpilot.Instance{Key: key, Reachable: false, LastError: err.Error(), ObservedAt: time.Now()}
+	}
+	cp := *inst // the inspector's value may be shared; adjust a copy
+	cp.Key = key
+	if !cp.Reachable && cp.LastError == "" {
+		cp.LastError = "unreachable"
+	}
+	return &cp
+}
