@@ -105,6 +105,7 @@ sandbox descriptor (--sandbox NAME).` + exitHelp,
 		a.inspectCommand(),
 		a.topologyCommand(),
 		a.analyzeCommand(),
+		a.gtidCommand(),
 	)
 	return root
 }
