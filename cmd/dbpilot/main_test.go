@@ -180,7 +180,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "unreachable") {
 		t.Errorf("topology with a stopped node: exit %d\n%s", code, out)
 	}
-	if code, out, errOut = runCLI(t, "sandbox", "deploy", "e2e"); code != 2 || !strings.Contains(errOut, "already exists") {
+	if code, _, errOut = runCLI(t, "sandbox", "deploy", "e2e"); code != 2 || !strings.Contains(errOut, "already exists") {
 		t.Errorf("deploy over existing: %d %s", code, errOut)
 	}
 	if code, out, errOut = runCLI(t, "sandbox", "destroy", "e2e"); code != 0 {
