@@ -60,6 +60,9 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzParseMariaList -fuzztime 20s ./gtid/
 	$(GO) test -run XXX -fuzz FuzzParseMariaSet -fuzztime 20s ./gtid/
 	$(GO) test -run XXX -fuzz FuzzParseMySQLSet -fuzztime 20s ./gtid/
+	$(GO) test -run XXX -fuzz FuzzParseInstanceKey -fuzztime 20s .
+	$(GO) test -run XXX -fuzz FuzzParseVersion -fuzztime 20s .
+	$(GO) test -run XXX -fuzz FuzzParseServerVersion -fuzztime 20s ./sandbox/
 
 clean:
 	rm -rf bin

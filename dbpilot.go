@@ -66,7 +66,7 @@ func ParseInstanceKey(s string) (InstanceKey, error) {
 			return InstanceKey{}, Errorf(EINVALID, "invalid instance address %q: want HOST:PORT ([v6]:PORT for IPv6)", orig)
 		}
 	}
-	if host == "" || strings.ContainsAny(host, " /\\@") {
+	if !validHost(host) {
 		return InstanceKey{}, Errorf(EINVALID, "invalid instance address %q: bad host %q", orig, host)
 	}
 	port := DefaultPort
@@ -78,6 +78,22 @@ func ParseInstanceKey(s string) (InstanceKey, error) {
 		port = p
 	}
 	return InstanceKey{Host: host, Port: port}, nil
+}
+
+// validHost accepts IP addresses and host names (letters, digits, '-', '_', '.').
+func validHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // Flavor is the server family.

@@ -207,3 +207,25 @@ func TestSpecValidate(t *testing.T) {
 		t.Errorf("default nodes = %d, %v", s.Nodes, err)
 	}
 }
+
+func FuzzParseServerVersion(f *testing.F) {
+	for _, s := range []string{
+		"mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)",
+		"/usr/sbin/mysqld  Ver 8.0.36-28 for Linux on x86_64 (Percona Server (GPL), Release 28, Revision 47601f19)",
+		"Ver 1.2.3", "Ver 99999999999999999999.0.0", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		srv, err := ParseServerVersion(s)
+		if err != nil {
+			return
+		}
+		if srv.Flavor == "" || srv.Version == "" {
+			t.Fatalf("ParseServerVersion(%q) = %+v", s, srv)
+		}
+		if _, err := dbpilot.ParseVersion(srv.Version); err != nil {
+			t.Fatalf("ParseServerVersion(%q) gave unparsable version %q", s, srv.Version)
+		}
+	})
+}
