@@ -113,6 +113,14 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 	if n.Role == RoleReplica {
 		kv = append(kv, [2]string{"read_only", "ON"})
 	}
+	if d.Topology == TopologyRing || d.Topology == TopologyMultiSource {
+		// Several writers: interleave AUTO_INCREMENT values so that inserts
+		// on different writers never collide, as MySQL-Sandbox does.
+		kv = append(kv,
+			[2]string{"auto_increment_increment", fmt.Sprint(len(d.Nodes))},
+			[2]string{"auto_increment_offset", fmt.Sprint(n.Index)},
+		)
+	}
 	// User options come last and override ours.
 	extra, err := parseOptions(options)
 	if err != nil {

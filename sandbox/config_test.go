@@ -174,6 +174,10 @@ func TestLayout(t *testing.T) {
 	if d.Nodes[0].Sources[0].Node != "node3" || d.Nodes[1].Sources[0].Node != "node1" || d.Nodes[2].DomainID != 3 {
 		t.Errorf("ring layout wrong: %+v %+v %+v", d.Nodes[0], d.Nodes[1], d.Nodes[2])
 	}
+	cfg, err := nodeConfig(Server{Flavor: dbpilot.FlavorMariaDB, Version: "10.11.6"}, d, d.Nodes[1], nil)
+	if err != nil || !strings.Contains(cfg, "\nauto_increment_increment=3\n") || !strings.Contains(cfg, "\nauto_increment_offset=2\n") {
+		t.Errorf("ring node lacks interleaved auto-increment settings: %v\n%s", err, cfg)
+	}
 	d, _ = testDescriptor(TopologyMultiSource, dbpilot.FlavorMariaDB, "10.11.6", 4, false)
 	sink := d.Nodes[3]
 	if len(sink.Sources) != 3 || sink.Sources[2].Channel != "node3" || d.Nodes[0].Role != RoleSource || d.Nodes[1].DomainID != 2 {

@@ -146,6 +146,24 @@ func TestRingTopology(t *testing.T) {
 	for _, n := range d.Nodes {
 		waitValue(t, d, n.Name, "SELECT @@gtid_current_pos", want)
 	}
+	// Inserts on every writer do not collide on AUTO_INCREMENT keys.
+	mustExec(t, d, "node1", "CREATE TABLE app.ai (id INT AUTO_INCREMENT PRIMARY KEY, n INT)")
+	for _, n := range d.Nodes {
+		waitValue(t, d, n.Name, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app' AND table_name='ai'", "1")
+	}
+	for i := 0; i < 5; i++ {
+		for _, n := range d.Nodes {
+			mustExec(t, d, n.Name, "INSERT INTO app.ai (n) VALUES (1)")
+		}
+	}
+	for _, n := range d.Nodes {
+		waitValue(t, d, n.Name, "SELECT COUNT(*) FROM app.ai", "15")
+	}
+	for _, s := range sandbox.Status(context.Background(), d) {
+		if len(s.Channels) != 1 || s.Channels[0].IO != "Yes" || !s.Channels[0].SQL {
+			t.Errorf("%s replication broke after concurrent inserts: %+v", s.Node, s.Channels)
+		}
+	}
 	assertDestroyed(t, d)
 }
 
