@@ -1,0 +1,543 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// Inspect reads the full state of the server behind d: identity and version,
+// the variables that matter to replication, GTID state, every replication
+// channel, semi-sync state and the replicas connected to it.
+//
+// Flavor: MariaDB when @@version or @@version_comment says "MariaDB",
+// Percona Server when @@version_comment says "Percona", MySQL otherwise.
+//
+// It costs few round trips: one for the version, one SELECT for every
+// variable, one SHOW GLOBAL STATUS, one replica status and one replica list;
+// MySQL adds SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync%' (plugin variables
+// may be absent) and, on a replica, the heartbeat periods from
+// performance_schema; a server that lists no replica with a host adds a
+// processlist read. An Inspector saves the version round trip on later calls.
+//
+// Optional parts that the server refuses (a missing privilege on the replica
+// list or on performance_schema, a missing table) are skipped; a failure to
+// read the variables, the status or the replica status fails the call.
+func (d *DB) Inspect(ctx context.Context) (*dbpilot.Instance, error) {
+	s := session{q: d, key: d.Key, user: d.opts.User}
+	inst, _, err := s.inspect(ctx, nil)
+	return inst, err
+}
+
+// querier is what inspection needs of a connection: *DB, or recorded outputs
+// in tests.
+type querier interface {
+	Query(ctx context.Context, query string, args ...any) (*Rows, error)
+}
+
+// session is one inspection of one server.
+type session struct {
+	q    querier
+	key  dbpilot.InstanceKey
+	user string
+}
+
+// serverIdent is what the first query of an inspection learns. An Inspector
+// keeps it between calls.
+type serverIdent struct {
+	Flavor  dbpilot.Flavor
+	Version dbpilot.Version
+	Comment string
+}
+
+func (id serverIdent) dialect() Dialect { return Dialect{Flavor: id.Flavor, Version: id.Version} }
+
+func (id serverIdent) mariaDB() bool { return id.Flavor == dbpilot.FlavorMariaDB }
+
+// semiSyncInSelect reports whether the semi-sync variables always exist and
+// can be read in the variables SELECT: MariaDB 10.3+ has semi-sync built in;
+// elsewhere it is a plugin that may be absent.
+func (id serverIdent) semiSyncInSelect() bool { return id.mariaDB() && id.Version.AtLeast(10, 3, 0) }
+
+// query runs q and, on failure, names the operation in the error instead of
+// the statement, keeping the error code.
+func (s *session) query(ctx context.Context, op, q string) (*Rows, error) {
+	r, err := s.q.Query(ctx, q)
+	if err != nil {
+		cause := err
+		var e *dbpilot.Error
+		if errors.As(err, &e) && e.Err != nil {
+			cause = e.Err
+		}
+		return nil, Classify(cause, s.key, s.user, op)
+	}
+	return r, nil
+}
+
+// isServerError reports whether the server answered err (a privilege, a
+// missing table or variable), as opposed to a connection failure or timeout.
+func isServerError(err error) bool { return ServerErrorNumber(err) != 0 }
+
+const versionSQL = "SELECT @@global.version, @@global.version_comment"
+
+// inspect reads the server. known is what an earlier call learned of the
+// server's identity, or nil; the identity used is returned for next time.
+func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Instance, *serverIdent, error) {
+	var (
+		id   serverIdent
+		vars map[string]string
+	)
+	if known != nil {
+		v, err := s.readVariables(ctx, *known)
+		switch {
+		case err == nil && v["version"] == known.Version.Raw && v["version_comment"] == known.Comment:
+			id, vars = *known, v
+		case err != nil && !isServerError(err):
+			return nil, nil, err
+		}
+		// Otherwise the server behind the address changed (an upgrade, another
+		// server on the port): detect it again.
+	}
+	if vars == nil {
+		var err error
+		if id, err = s.detect(ctx); err != nil {
+			return nil, nil, err
+		}
+		if vars, err = s.readVariables(ctx, id); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	r, err := s.query(ctx, "read status", statusSQL(id))
+	if err != nil {
+		return nil, nil, err
+	}
+	status := nameValues(r.Maps())
+
+	if !id.semiSyncInSelect() {
+		r, err := s.query(ctx, "read semi-sync variables", semiSyncVariablesSQL)
+		switch {
+		case err == nil:
+			for k, v := range nameValues(r.Maps()) {
+				vars[k] = v
+			}
+		case !isServerError(err):
+			return nil, nil, err
+		}
+	}
+
+	inst, err := buildInstance(s.key, id, vars, status)
+	if err != nil {
+		return nil, nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "mysql: inspect %s", s.key)
+	}
+
+	if inst.Channels, err = s.readChannels(ctx, id); err != nil {
+		return nil, nil, err
+	}
+	if inst.Replicas, err = s.readReplicas(ctx, id); err != nil {
+		return nil, nil, err
+	}
+	inst.ObservedAt = time.Now()
+	return inst, &id, nil
+}
+
+func (s *session) detect(ctx context.Context) (serverIdent, error) {
+	r, err := s.query(ctx, "read version", versionSQL)
+	if err != nil {
+		return serverIdent{}, err
+	}
+	if len(r.Values) != 1 || len(r.Values[0]) != 2 || r.Values[0][0] == nil {
+		return serverIdent{}, dbpilot.Errorf(dbpilot.EINTERNAL, "mysql: read version on %s: unexpected result", s.key)
+	}
+	id := serverIdent{}
+	raw := *r.Values[0][0]
+	if c := r.Values[0][1]; c != nil {
+		id.Comment = *c
+	}
+	id.Flavor = DetectFlavor(raw, id.Comment)
+	if id.Version, err = parseServerVersion(raw, id.Flavor); err != nil {
+		return serverIdent{}, dbpilot.WrapError(dbpilot.EUNSUPPORTD, err, "mysql: read version on %s", s.key)
+	}
+	return id, nil
+}
+
+// variableNames lists the global variables Inspect reads, for the flavor and
+// version: new names where MySQL renamed them (8.0.26: log_replica_updates,
+// replica_net_timeout), since the old ones are deprecated and will go.
+func variableNames(id serverIdent) []string {
+	names := []string{"version", "version_comment", "server_id", "hostname", "port",
+		"report_host", "report_port", "read_only", "log_bin", "binlog_format"}
+	v := id.Version
+	if id.mariaDB() {
+		names = append(names, "log_slave_updates", "slave_net_timeout")
+		if v.AtLeast(10, 0, 2) {
+			names = append(names, "gtid_domain_id", "gtid_strict_mode", "gtid_binlog_pos",
+				"gtid_slave_pos", "gtid_current_pos", "gtid_binlog_state")
+		}
+		if id.semiSyncInSelect() {
+			names = append(names, "rpl_semi_sync_master_enabled", "rpl_semi_sync_slave_enabled",
+				"rpl_semi_sync_master_timeout")
+		}
+		return names
+	}
+	if v.AtLeast(5, 6, 0) {
+		names = append(names, "server_uuid")
+	}
+	if v.AtLeast(5, 7, 8) {
+		names = append(names, "super_read_only")
+	}
+	if v.AtLeast(8, 0, 26) {
+		names = append(names, "log_replica_updates", "replica_net_timeout")
+	} else {
+		names = append(names, "log_slave_updates", "slave_net_timeout")
+	}
+	if v.AtLeast(5, 6, 5) {
+		names = append(names, "gtid_mode", "enforce_gtid_consistency", "gtid_executed", "gtid_purged")
+	}
+	return names
+}
+
+func variablesSQL(names []string) string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("@@global.")
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+// readVariables runs the variables SELECT and returns canonical name → value;
+// NULL values are absent.
+func (s *session) readVariables(ctx context.Context, id serverIdent) (map[string]string, error) {
+	names := variableNames(id)
+	r, err := s.query(ctx, "read variables", variablesSQL(names))
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Values) != 1 || len(r.Values[0]) != len(names) {
+		return nil, dbpilot.Errorf(dbpilot.EINTERNAL, "mysql: read variables on %s: got %d rows, want 1 row of %d values", s.key, len(r.Values), len(names))
+	}
+	vars := make(map[string]string, len(names))
+	for i, n := range names {
+		if v := r.Values[0][i]; v != nil {
+			vars[canonicalName(n)] = *v
+		}
+	}
+	return vars, nil
+}
+
+// statusSQL reads uptime and semi-sync status; names the server lacks (no
+// plugin, the other vocabulary) are simply not returned.
+func statusSQL(id serverIdent) string {
+	names := []string{"Uptime", "Rpl_semi_sync_master_status", "Rpl_semi_sync_master_clients", "Rpl_semi_sync_slave_status"}
+	if id.Flavor.IsMySQLFamily() {
+		names = append(names, "Rpl_semi_sync_source_status", "Rpl_semi_sync_source_clients", "Rpl_semi_sync_replica_status")
+	}
+	for i, n := range names {
+		names[i] = "'" + n + "'"
+	}
+	return "SHOW GLOBAL STATUS WHERE Variable_name IN (" + strings.Join(names, ", ") + ")"
+}
+
+// semiSyncVariablesSQL returns nothing when no semi-sync plugin is loaded.
+const semiSyncVariablesSQL = "SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync%'"
+
+// buildInstance fills an Instance from the variables (canonical names) and
+// status the inspection read.
+func buildInstance(key dbpilot.InstanceKey, id serverIdent, vars, status map[string]string) (*dbpilot.Instance, error) {
+	f := &fields{row: vars, what: "server variables"}
+	inst := &dbpilot.Instance{
+		Key:            key,
+		Reachable:      true,
+		Flavor:         id.Flavor,
+		Version:        id.Version,
+		VersionComment: id.Comment,
+	}
+	inst.ServerID = uint32(f.uint("server_id", 32))
+	inst.ServerUUID = f.str("server_uuid")
+	inst.Hostname = f.str("hostname")
+	inst.ReportHost = f.str("report_host")
+	inst.ReportPort = int(f.uint("report_port", 16))
+	inst.ReadOnly = f.bool("read_only")
+	inst.SuperReadOnly = f.bool("super_read_only")
+	inst.LogBin = f.bool("log_bin")
+	inst.BinlogFormat = f.str("binlog_format")
+	inst.LogReplicaUpdates = f.bool("log_slave_updates")
+	inst.SlaveNetTimeout = time.Duration(f.uint("slave_net_timeout", 32)) * time.Second
+	if id.mariaDB() {
+		inst.GTID = dbpilot.GTIDState{
+			Mode:        "ON",
+			BinlogPos:   f.str("gtid_binlog_pos"),
+			SlavePos:    f.str("gtid_slave_pos"),
+			CurrentPos:  f.str("gtid_current_pos"),
+			BinlogState: f.str("gtid_binlog_state"),
+			DomainID:    uint32(f.uint("gtid_domain_id", 32)),
+			StrictMode:  f.bool("gtid_strict_mode"),
+		}
+	} else {
+		enforce := f.str("enforce_gtid_consistency")
+		if b, ok := parseBool(enforce); ok && enforce != "" {
+			enforce = map[bool]string{true: "ON", false: "OFF"}[b] // MySQL 5.6 prints 1/0
+		}
+		inst.GTID = dbpilot.GTIDState{
+			Mode:                   f.str("gtid_mode"),
+			Executed:               cleanGTIDSet(f.str("gtid_executed")),
+			Purged:                 cleanGTIDSet(f.str("gtid_purged")),
+			EnforceGTIDConsistency: enforce,
+		}
+	}
+	sf := &fields{row: canonicalRow(status), what: "server status"}
+	inst.Uptime = time.Duration(sf.uint("uptime", 32)) * time.Second
+	inst.SemiSync = parseSemiSync(vars, status)
+	if f.err != nil {
+		return nil, f.err
+	}
+	if sf.err != nil {
+		return nil, sf.err
+	}
+	return inst, nil
+}
+
+// heartbeatSQL reads MySQL's per-channel heartbeat periods (seconds), which
+// SHOW REPLICA STATUS does not show.
+const heartbeatSQL = "SELECT CHANNEL_NAME, HEARTBEAT_INTERVAL FROM performance_schema.replication_connection_configuration"
+
+func (s *session) readChannels(ctx context.Context, id serverIdent) ([]dbpilot.ReplicationChannel, error) {
+	const op = "read replica status"
+	r, err := s.query(ctx, op, id.dialect().ShowReplicaStatusSQL())
+	if err != nil {
+		return nil, err
+	}
+	var channels []dbpilot.ReplicationChannel
+	for _, row := range r.Maps() {
+		c, err := parseReplicaStatusRow(id.Flavor, row)
+		if err != nil {
+			return nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "mysql: %s on %s", op, s.key)
+		}
+		channels = append(channels, c)
+	}
+	if len(channels) == 0 || !id.Flavor.IsMySQLFamily() || !id.Version.AtLeast(5, 7, 0) {
+		return channels, nil
+	}
+	r, err = s.query(ctx, "read replica heartbeat periods", heartbeatSQL)
+	switch {
+	case err == nil:
+		applyHeartbeats(channels, r.Maps())
+	case !isServerError(err):
+		return nil, err
+	}
+	// A server error (no privilege on performance_schema, no table) leaves
+	// the periods unknown (0).
+	return channels, nil
+}
+
+// applyHeartbeats sets each channel's heartbeat period from
+// replication_connection_configuration rows (CHANNEL_NAME, HEARTBEAT_INTERVAL).
+func applyHeartbeats(channels []dbpilot.ReplicationChannel, rows []map[string]string) {
+	periods := make(map[string]time.Duration, len(rows))
+	for _, row := range rows {
+		r := canonicalRow(row)
+		if d, ok := parseSeconds(r["heartbeat_interval"]); ok {
+			periods[r["channel_name"]] = d
+		}
+	}
+	for i := range channels {
+		if d, ok := periods[channels[i].Name]; ok {
+			channels[i].HeartbeatPeriod = d
+		}
+	}
+}
+
+// processlistSQL lists replication dump threads: one per connected replica.
+const processlistSQL = "SELECT ID, USER, HOST, COMMAND FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'"
+
+// readReplicas lists the replicas connected to the server: SHOW SLAVE HOSTS /
+// SHOW REPLICAS first; when that lists none, lists one without a host, or is
+// refused, the Binlog Dump threads of the processlist. Those carry the
+// replica's address but not its port: the replica is assumed to listen on
+// this server's port (orchestrator's convention). A processlist host that a
+// listed replica already has is not added again, and neither is this server
+// itself (a local sandbox, where every replica connects from 127.0.0.1).
+func (s *session) readReplicas(ctx context.Context, id serverIdent) ([]dbpilot.InstanceKey, error) {
+	var listed []dbpilot.InstanceKey
+	hostless := 0
+	r, err := s.query(ctx, "list replicas", id.dialect().ShowReplicasSQL())
+	switch {
+	case err == nil:
+		listed, hostless = parseReplicaHosts(r.Maps(), s.key.Port)
+	case !isServerError(err):
+		return nil, err
+	}
+	if err == nil && len(listed) > 0 && hostless == 0 {
+		return mergeReplicas(s.key, listed), nil
+	}
+	r, err = s.query(ctx, "read processlist", processlistSQL)
+	if err != nil {
+		if isServerError(err) {
+			return mergeReplicas(s.key, listed), nil
+		}
+		return nil, err
+	}
+	return mergeReplicas(s.key, listed, newHosts(listed, parseProcesslistReplicas(r.Maps(), s.key.Port))), nil
+}
+
+// newHosts returns the keys of found whose host is not the host of a key in
+// listed.
+func newHosts(listed, found []dbpilot.InstanceKey) []dbpilot.InstanceKey {
+	hosts := make(map[string]bool, len(listed))
+	for _, k := range listed {
+		hosts[k.Normalized().Host] = true
+	}
+	var out []dbpilot.InstanceKey
+	for _, k := range found {
+		if !hosts[k.Normalized().Host] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Inspector implements dbpilot.Inspector. It keeps one connection pool per
+// instance, opened on first use and reopened after a connection failure, and
+// remembers each server's flavor and version to save a round trip. It is safe
+// for concurrent use; calls for one instance run one at a time.
+type Inspector struct {
+	opts Options
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[dbpilot.InstanceKey]*inspectorConn // by normalized key
+}
+
+// inspectorConn is the state kept for one instance. sem holds a token while an
+// inspection of the instance runs; db and id belong to the token holder.
+type inspectorConn struct {
+	sem chan struct{}
+	db  *DB
+	id  *serverIdent
+}
+
+// NewInspector returns an Inspector that connects with opts.
+func NewInspector(opts Options) *Inspector {
+	return &Inspector{opts: opts.withDefaults(), conns: make(map[dbpilot.InstanceKey]*inspectorConn)}
+}
+
+var _ dbpilot.Inspector = (*Inspector)(nil)
+
+var errInspectorClosed = dbpilot.Errorf(dbpilot.EUNAVAIL, "mysql: inspector closed")
+
+// Inspect reads the state of the server at key (see DB.Inspect). It returns
+// the error, and no Instance, when the server cannot be reached; callers
+// record the unreachable instance themselves. The returned Instance's Key is
+// key as given.
+func (in *Inspector) Inspect(ctx context.Context, key dbpilot.InstanceKey) (*dbpilot.Instance, error) {
+	c, err := in.acquire(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { <-c.sem }()
+	if c.db == nil {
+		db, err := Open(ctx, key, in.opts)
+		if err != nil {
+			return nil, err
+		}
+		c.db, c.id = db, nil
+	}
+	s := session{q: c.db, key: key, user: in.opts.User}
+	inst, id, err := s.inspect(ctx, c.id)
+	if err != nil {
+		if dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL {
+			// The connection may be broken or stuck: start afresh next time.
+			c.db.Close()
+			c.db, c.id = nil, nil
+		}
+		return nil, err
+	}
+	c.id = id
+	return inst, nil
+}
+
+// acquire returns key's state holding its token, waiting for an inspection
+// in flight.
+func (in *Inspector) acquire(ctx context.Context, key dbpilot.InstanceKey) (*inspectorConn, error) {
+	nk := key.Normalized()
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return nil, errInspectorClosed
+	}
+	c := in.conns[nk]
+	if c == nil {
+		c = &inspectorConn{sem: make(chan struct{}, 1)}
+		in.conns[nk] = c
+	}
+	in.mu.Unlock()
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, Classify(ctx.Err(), key, in.opts.User, "inspect")
+	}
+	// Close or Forget may have dropped c while we waited.
+	in.mu.Lock()
+	closed, current := in.closed, in.conns[nk] == c
+	in.mu.Unlock()
+	if closed || !current {
+		<-c.sem
+		if closed {
+			return nil, errInspectorClosed
+		}
+		return in.acquire(ctx, key)
+	}
+	return c, nil
+}
+
+// Forget closes the connection to key, if any, and drops what the inspector
+// remembers of it: for instances that left the fleet. It waits for an
+// inspection of key in flight.
+func (in *Inspector) Forget(key dbpilot.InstanceKey) error {
+	nk := key.Normalized()
+	in.mu.Lock()
+	c := in.conns[nk]
+	delete(in.conns, nk)
+	in.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.close()
+}
+
+func (c *inspectorConn) close() error {
+	c.sem <- struct{}{}
+	defer func() { <-c.sem }()
+	if c.db == nil {
+		return nil
+	}
+	err := c.db.Close()
+	c.db, c.id = nil, nil
+	return err
+}
+
+// Close closes every connection, waiting for inspections in flight. Inspect
+// fails after Close.
+func (in *Inspector) Close() error {
+	in.mu.Lock()
+	in.closed = true
+	conns := in.conns
+	in.conns = map[dbpilot.InstanceKey]*inspectorConn{}
+	in.mu.Unlock()
+	var errs []error
+	for _, c := range conns {
+		if err := c.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
