@@ -1,0 +1,159 @@
+package mysql_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/testutil"
+	"github.com/dbpilot/dbpilot/mysql"
+	"github.com/dbpilot/dbpilot/sandbox"
+)
+
+// inspectUntil inspects key until ok(instance) holds or 10 s pass.
+func inspectUntil(t *testing.T, in *mysql.Inspector, key dbpilot.InstanceKey, what string, ok func(*dbpilot.Instance) bool) *dbpilot.Instance {
+	t.Helper()
+	var inst *dbpilot.Instance
+	var err error
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		inst, err = in.Inspect(context.Background(), key)
+		if err == nil && ok(inst) {
+			return inst
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("inspect %s: %s never held (last: %+v, %v)", key, what, inst, err)
+	return nil
+}
+
+func TestInspectReplication(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3, SemiSync: true})
+	in := mysql.NewInspector(d.AdminOptions())
+	t.Cleanup(func() { in.Close() })
+	ctx := context.Background()
+	p, r := d.Nodes[0], d.Nodes[1]
+	if _, err := sandbox.Exec(ctx, d, "node1", "CREATE DATABASE app"); err != nil {
+		t.Fatal(err)
+	}
+	pid := p.ServerID
+	wantPos := fmt.Sprintf("0-%d-1", pid)
+
+	prim := inspectUntil(t, in, p.Key(), "2 semi-sync clients and 2 replicas", func(i *dbpilot.Instance) bool {
+		return i.SemiSync.PrimaryClients == 2 && len(i.Replicas) == 2
+	})
+	if !prim.Reachable || prim.Key != p.Key() || prim.Flavor != dbpilot.FlavorMariaDB || prim.Version.Major != 10 || !strings.Contains(prim.Version.Raw, "MariaDB") {
+		t.Errorf("primary identity: %+v", prim)
+	}
+	if prim.ServerID != pid || prim.ServerUUID != "" || prim.ReadOnly || prim.SuperReadOnly || !prim.LogBin || prim.BinlogFormat != "ROW" || !prim.LogReplicaUpdates {
+		t.Errorf("primary settings: id %d uuid %q ro %v sro %v log_bin %v format %q lsu %v", prim.ServerID, prim.ServerUUID, prim.ReadOnly, prim.SuperReadOnly, prim.LogBin, prim.BinlogFormat, prim.LogReplicaUpdates)
+	}
+	g := prim.GTID
+	if g.Mode != "ON" || g.BinlogPos != wantPos || g.CurrentPos != wantPos || g.SlavePos != "" || g.BinlogState != wantPos || g.DomainID != 0 || !g.StrictMode {
+		t.Errorf("primary GTID: %+v, want binlog/current/state %s", g, wantPos)
+	}
+	if len(prim.Channels) != 0 || prim.IsReplica() {
+		t.Errorf("primary has channels: %+v", prim.Channels)
+	}
+	s := prim.SemiSync
+	if !s.PrimaryEnabled || !s.PrimaryActive || s.PrimaryTimeout != 10*time.Second || s.ReplicaEnabled {
+		t.Errorf("primary semi-sync: %+v", s)
+	}
+	var reps []string
+	for _, k := range prim.Replicas {
+		reps = append(reps, k.String())
+	}
+	sort.Strings(reps)
+	if want := d.Nodes[1].Key().String() + "," + d.Nodes[2].Key().String(); strings.Join(reps, ",") != want {
+		t.Errorf("replicas = %v, want %s", reps, want)
+	}
+	if time.Since(prim.ObservedAt) > time.Minute {
+		t.Errorf("observed at %v", prim.ObservedAt)
+	}
+	// Uptime has a resolution of one second; a fresh server may show 0.
+	inspectUntil(t, in, p.Key(), "uptime of 1 s or more", func(i *dbpilot.Instance) bool { return i.Uptime >= time.Second && i.Uptime < time.Hour })
+
+	rep := inspectUntil(t, in, r.Key(), "replica caught up", func(i *dbpilot.Instance) bool { return i.GTID.CurrentPos == wantPos })
+	if !rep.ReadOnly || rep.ServerID != r.ServerID || rep.SlaveNetTimeout != 4*time.Second || !rep.LogBin || !rep.LogReplicaUpdates {
+		t.Errorf("replica settings: ro %v id %d net timeout %v", rep.ReadOnly, rep.ServerID, rep.SlaveNetTimeout)
+	}
+	if rep.GTID.SlavePos != wantPos || rep.GTID.BinlogPos != wantPos {
+		t.Errorf("replica GTID: %+v", rep.GTID)
+	}
+	if len(rep.Channels) != 1 {
+		t.Fatalf("replica channels: %+v", rep.Channels)
+	}
+	c := rep.Channels[0]
+	if c.Name != "" || c.Source != p.Key() || c.SourceUser != "repl" || c.IORunning != dbpilot.IORunning || !c.SQLRunning || !c.Healthy() {
+		t.Errorf("channel: %+v", c)
+	}
+	if c.SecondsBehind == nil || *c.SecondsBehind != 0 || c.UsingGTID != "Slave_Pos" || c.GTIDIOPos != wantPos || c.SourceServerID != pid {
+		t.Errorf("channel position: lag %v using %q io pos %q source id %d", c.SecondsBehind, c.UsingGTID, c.GTIDIOPos, c.SourceServerID)
+	}
+	if c.HeartbeatPeriod != time.Second || c.ConnectRetry != 1 || c.SourceLogFile == "" || c.ReadSourceLogPos == 0 || c.ExecSourceLogPos != c.ReadSourceLogPos {
+		t.Errorf("channel settings: %+v", c)
+	}
+	if !rep.SemiSync.ReplicaEnabled || !rep.SemiSync.ReplicaActive || rep.SemiSync.PrimaryEnabled {
+		t.Errorf("replica semi-sync: %+v", rep.SemiSync)
+	}
+
+	// A stopped SQL thread with an error is reported with the error.
+	if _, err := sandbox.Exec(ctx, d, "node2", "STOP SLAVE SQL_THREAD"); err != nil {
+		t.Fatal(err)
+	}
+	rep = inspectUntil(t, in, r.Key(), "SQL thread stopped", func(i *dbpilot.Instance) bool { return len(i.Channels) == 1 && !i.Channels[0].SQLRunning })
+	if rep.Channels[0].IORunning != dbpilot.IORunning || rep.Channels[0].SecondsBehind != nil {
+		t.Errorf("after STOP SLAVE SQL_THREAD: %+v", rep.Channels[0])
+	}
+}
+
+func TestInspectMultiSource(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyMultiSource, Nodes: 3})
+	in := mysql.NewInspector(d.AdminOptions())
+	t.Cleanup(func() { in.Close() })
+	sink := inspectUntil(t, in, d.Nodes[2].Key(), "two running channels", func(i *dbpilot.Instance) bool {
+		return len(i.Channels) == 2 && i.Channels[0].Healthy() && i.Channels[1].Healthy()
+	})
+	names := []string{sink.Channels[0].Name, sink.Channels[1].Name}
+	sort.Strings(names)
+	if strings.Join(names, ",") != "node1,node2" {
+		t.Errorf("channel names = %v", names)
+	}
+	for _, c := range sink.Channels {
+		src, _ := d.Node(c.Name)
+		if c.Source != src.Key() || c.UsingGTID != "Slave_Pos" {
+			t.Errorf("channel %s: source %s using %s", c.Name, c.Source, c.UsingGTID)
+		}
+	}
+	if sink.GTID.DomainID != 3 {
+		t.Errorf("sink domain %d", sink.GTID.DomainID)
+	}
+}
+
+func TestInspectErrors(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologySingle})
+	ctx := context.Background()
+	bad := mysql.NewInspector(mysql.Options{Credentials: mysql.Credentials{User: d.Admin.User, Password: "wrong-secret"}})
+	defer bad.Close()
+	_, err := bad.Inspect(ctx, d.Nodes[0].Key())
+	if dbpilot.ErrorCode(err) != dbpilot.EAUTH || !strings.Contains(err.Error(), d.Nodes[0].Key().String()) || strings.Contains(err.Error(), "wrong-secret") {
+		t.Errorf("wrong password: %v (code %s)", err, dbpilot.ErrorCode(err))
+	}
+	in := mysql.NewInspector(d.AdminOptions())
+	defer in.Close()
+	if _, err := in.Inspect(ctx, d.Nodes[0].Key()); err != nil {
+		t.Fatal(err)
+	}
+	// The server goes away: the next inspect fails as unavailable, without the password.
+	if err := sandbox.Kill(d, "node1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = in.Inspect(ctx, d.Nodes[0].Key())
+	if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || strings.Contains(err.Error(), d.Admin.Password) {
+		t.Errorf("inspect of a killed server: %v (code %s)", err, dbpilot.ErrorCode(err))
+	}
+}
