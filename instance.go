@@ -129,10 +129,13 @@ type ReplicationChannel struct {
 	SourceServerID uint32 `json:"source_server_id,omitempty"`
 	SourceUUID     string `json:"source_uuid,omitempty"`
 	ConnectRetry   int    `json:"connect_retry,omitempty"`
-	// HeartbeatPeriod is the channel's heartbeat period; 0 when disabled or unknown.
+	// HeartbeatPeriod is the channel's heartbeat period; 0 when disabled.
 	HeartbeatPeriod time.Duration `json:"heartbeat_period_ns"`
-	SQLDelay        int           `json:"sql_delay,omitempty"`
-	ParallelMode    string        `json:"parallel_mode,omitempty"` // MariaDB
+	// HeartbeatUnknown is set when the server did not tell the period (MySQL
+	// without access to performance_schema): HeartbeatPeriod means nothing.
+	HeartbeatUnknown bool   `json:"heartbeat_unknown,omitempty"`
+	SQLDelay         int    `json:"sql_delay,omitempty"`
+	ParallelMode     string `json:"parallel_mode,omitempty"` // MariaDB
 }
 
 // Healthy reports whether both threads run.

@@ -335,7 +335,7 @@ func (s *session) readChannels(ctx context.Context, id serverIdent) ([]dbpilot.R
 		return nil, err
 	}
 	// A server error (no privilege on performance_schema, no table) leaves
-	// the periods unknown (0).
+	// the periods unknown (HeartbeatUnknown).
 	return channels, nil
 }
 
@@ -352,6 +352,7 @@ func applyHeartbeats(channels []dbpilot.ReplicationChannel, rows []map[string]st
 	for i := range channels {
 		if d, ok := periods[channels[i].Name]; ok {
 			channels[i].HeartbeatPeriod = d
+			channels[i].HeartbeatUnknown = false
 		}
 	}
 }

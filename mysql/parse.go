@@ -307,6 +307,11 @@ func parseReplicaStatusRow(flavor dbpilot.Flavor, row map[string]string) (dbpilo
 	c.SourceUUID = f.str("master_uuid")
 	c.ConnectRetry = f.int("connect_retry")
 	c.HeartbeatPeriod = f.seconds("slave_heartbeat_period")
+	// MariaDB has the period in the row; MySQL's comes from performance_schema
+	// (applyHeartbeats) and stays unknown until read there.
+	if _, ok := f.row["slave_heartbeat_period"]; !ok {
+		c.HeartbeatUnknown = true
+	}
 	c.SQLDelay = f.int("sql_delay")
 	c.ParallelMode = f.str("parallel_mode")
 	if f.err != nil {

@@ -227,7 +227,9 @@ func (a *analyzer) channel(in *dbpilot.Instance, ch *dbpilot.ReplicationChannel)
 	if snt := in.SlaveNetTimeout; snt > 0 {
 		hb := ch.HeartbeatPeriod
 		slow := snt > a.opt.MaxDetection
-		idleDrops := hb <= 0 || hb >= snt
+		// An unknown heartbeat period (MySQL without performance_schema
+		// access) is judged on slave_net_timeout alone.
+		idleDrops := !ch.HeartbeatUnknown && (hb <= 0 || hb >= snt)
 		if slow || idleDrops {
 			targetS := max(int(a.opt.MaxDetection/time.Second), 2)
 			d := base()
@@ -240,6 +242,8 @@ func (a *analyzer) channel(in *dbpilot.Instance, ch *dbpilot.ReplicationChannel)
 				fix = v.changeSource(ch.Name, "HEARTBEAT_PERIOD", num(snt/2))
 			}
 			switch {
+			case ch.HeartbeatUnknown:
+				why += " (heartbeat period unknown)"
 			case hb <= 0:
 				why = strings.TrimPrefix(why+fmt.Sprintf("; the heartbeat is off, so an idle healthy link also times out after %s", seconds(snt)), "; ")
 			case hb >= snt:

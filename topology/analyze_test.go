@@ -168,6 +168,19 @@ func TestAnalyzeRules(t *testing.T) {
 			want: []string{"21002:SlowFailureDetection:warning", "21003:SlowFailureDetection:warning"},
 		},
 		{
+			name: "heartbeat period unknown (MySQL without performance_schema): judged on slave_net_timeout alone",
+			base: "healthy",
+			modify: func(in []*dbpilot.Instance) []*dbpilot.Instance {
+				for _, p := range []int{21002, 21003} {
+					find(in, p).Channels[0].HeartbeatPeriod = 0
+					find(in, p).Channels[0].HeartbeatUnknown = true
+				}
+				find(in, 21003).SlaveNetTimeout = 60 * time.Second
+				return in
+			},
+			want: []string{"21003:SlowFailureDetection:warning"},
+		},
+		{
 			name: "file/position replication",
 			base: "healthy",
 			modify: func(in []*dbpilot.Instance) []*dbpilot.Instance {
