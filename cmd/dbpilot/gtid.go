@@ -83,11 +83,17 @@ The flavor is guessed (a UUID means MySQL) unless --flavor is given.` + exitHelp
 	}
 	cmd.PersistentFlags().StringVar(&flavor, "flavor", "", "mysql or mariadb (default: guess from the text)")
 	pr := func(s string) { fmt.Fprintln(a.stdout, s) }
-	setString := func(g gtidSet) string {
-		if g.mysql {
-			return g.mysqlS.String()
+	// pair builds a subcommand taking two GTID sets A and B.
+	pair := func(c *cobra.Command, names string, f func(x, y gtidSet) error) *cobra.Command {
+		c.Args = exactArgs(2, names)
+		c.RunE = func(_ *cobra.Command, args []string) error {
+			x, y, err := parseGTIDPair(args[0], args[1], flavor)
+			if err != nil {
+				return err
+			}
+			return f(x, y)
 		}
-		return g.maria.String()
+		return c
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:     "canonical SET",
@@ -99,108 +105,86 @@ The flavor is guessed (a UUID means MySQL) unless --flavor is given.` + exitHelp
 			if err != nil {
 				return err
 			}
-			if !g.mysql && g.isList {
+			switch {
+			case g.mysql:
+				pr(g.mysqlS.String())
+			case g.isList:
 				pr(g.mariaL.String())
-				return nil
-			}
-			pr(setString(g))
-			return nil
-		},
-	}, &cobra.Command{
-		Use:   "union A B",
-		Short: "Print A ∪ B",
-		Args:  exactArgs(2, "A B"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			x, y, err := parseGTIDPair(args[0], args[1], flavor)
-			if err != nil {
-				return err
-			}
-			if x.mysql {
-				pr(x.mysqlS.Union(y.mysqlS).String())
-			} else if x.isList && y.isList {
-				pr(x.mariaL.Union(y.mariaL).String())
-			} else {
-				pr(x.maria.Union(y.maria).String())
+			default:
+				pr(g.maria.String())
 			}
 			return nil
 		},
-	}, &cobra.Command{
-		Use:   "subtract A B",
-		Short: "Print A − B: the transactions in A that B lacks",
-		Args:  exactArgs(2, "A B"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			x, y, err := parseGTIDPair(args[0], args[1], flavor)
-			if err != nil {
-				return err
-			}
-			if x.mysql {
-				pr(x.mysqlS.Subtract(y.mysqlS).String())
-			} else {
-				pr(x.maria.Subtract(y.maria).String())
-			}
-			return nil
-		},
-	}, &cobra.Command{
+	})
+	cmd.AddCommand(pair(&cobra.Command{Use: "union A B", Short: "Print A ∪ B"}, "A B", func(x, y gtidSet) error {
+		switch {
+		case x.mysql:
+			pr(x.mysqlS.Union(y.mysqlS).String())
+		case x.isList && y.isList:
+			pr(x.mariaL.Union(y.mariaL).String())
+		default:
+			pr(x.maria.Union(y.maria).String())
+		}
+		return nil
+	}))
+	cmd.AddCommand(pair(&cobra.Command{Use: "subtract A B", Short: "Print A − B: the transactions in A that B lacks"}, "A B", func(x, y gtidSet) error {
+		if x.mysql {
+			pr(x.mysqlS.Subtract(y.mysqlS).String())
+		} else {
+			pr(x.maria.Subtract(y.maria).String())
+		}
+		return nil
+	}))
+	cmd.AddCommand(pair(&cobra.Command{
 		Use:   "errant REPLICA SOURCE",
 		Short: "Print the errant transactions of a replica: what it has that its source lacks (exit 1 when any)",
 		Long: `Print what a replica has that its source lacks. Give MariaDB's @@gtid_binlog_state
 of both servers, or MySQL's @@gtid_executed. Exits 1 when there are errant transactions.`,
 		Example: "  dbpilot gtid errant '0-1-10,0-2-3' '0-1-12'",
-		Args:    exactArgs(2, "REPLICA SOURCE"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			x, y, err := parseGTIDPair(args[0], args[1], flavor)
-			if err != nil {
-				return err
+	}, "REPLICA SOURCE", func(x, y gtidSet) error {
+		var out string
+		if x.mysql {
+			out = gtid.ErrantMySQL(x.mysqlS, y.mysqlS).String()
+		} else {
+			if !x.isList || !y.isList {
+				return dbpilot.Errorf(dbpilot.EINVALID, "errant takes MariaDB GTID lists (@@gtid_binlog_state), not ranges")
 			}
-			var out string
-			if x.mysql {
-				out = gtid.ErrantMySQL(x.mysqlS, y.mysqlS).String()
-			} else {
-				if !x.isList || !y.isList {
-					return dbpilot.Errorf(dbpilot.EINVALID, "errant takes MariaDB GTID lists (@@gtid_binlog_state), not ranges")
-				}
-				out = gtid.ErrantMariaDB(x.mariaL, y.mariaL).String()
-			}
-			pr(out)
-			if out != "" {
-				return errProblemsFound
-			}
-			return nil
-		},
-	}, &cobra.Command{
+			out = gtid.ErrantMariaDB(x.mariaL, y.mariaL).String()
+		}
+		pr(out)
+		if out != "" {
+			return errProblemsFound
+		}
+		return nil
+	}))
+	cmd.AddCommand(pair(&cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two positions per MariaDB domain or MySQL source UUID: which is ahead, and where they diverge",
-		Args:  exactArgs(2, "A B"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			x, y, err := parseGTIDPair(args[0], args[1], flavor)
-			if err != nil {
-				return err
-			}
-			if x.mysql {
-				for _, c := range gtid.CompareMySQLSets(x.mysqlS, y.mysqlS) {
-					id := c.UUID
-					if c.Tag != "" {
-						id += ":" + c.Tag
-					}
-					fmt.Fprintf(a.stdout, "%s: A %s B", id, c.Order)
-					if !c.OnlyA.IsEmpty() {
-						fmt.Fprintf(a.stdout, "; only in A: %s", c.OnlyA)
-					}
-					if !c.OnlyB.IsEmpty() {
-						fmt.Fprintf(a.stdout, "; only in B: %s", c.OnlyB)
-					}
-					fmt.Fprintln(a.stdout)
+	}, "A B", func(x, y gtidSet) error {
+		if x.mysql {
+			for _, c := range gtid.CompareMySQLSets(x.mysqlS, y.mysqlS) {
+				id := c.UUID
+				if c.Tag != "" {
+					id += ":" + c.Tag
 				}
-				return nil
-			}
-			if !x.isList || !y.isList {
-				return dbpilot.Errorf(dbpilot.EINVALID, "compare takes MariaDB GTID positions (e.g. @@gtid_current_pos), not ranges")
-			}
-			for _, c := range gtid.CompareMariaPositions(x.mariaL, y.mariaL) {
-				fmt.Fprintln(a.stdout, c.String())
+				fmt.Fprintf(a.stdout, "%s: A %s B", id, c.Order)
+				if !c.OnlyA.IsEmpty() {
+					fmt.Fprintf(a.stdout, "; only in A: %s", c.OnlyA)
+				}
+				if !c.OnlyB.IsEmpty() {
+					fmt.Fprintf(a.stdout, "; only in B: %s", c.OnlyB)
+				}
+				fmt.Fprintln(a.stdout)
 			}
 			return nil
-		},
-	})
+		}
+		if !x.isList || !y.isList {
+			return dbpilot.Errorf(dbpilot.EINVALID, "compare takes MariaDB GTID positions (e.g. @@gtid_current_pos), not ranges")
+		}
+		for _, c := range gtid.CompareMariaPositions(x.mariaL, y.mariaL) {
+			pr(c.String())
+		}
+		return nil
+	}))
 	return cmd
 }

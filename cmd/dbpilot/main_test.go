@@ -187,3 +187,29 @@ func TestCLIEndToEnd(t *testing.T) {
 		t.Errorf("destroy: %d %s %s", code, out, errOut)
 	}
 }
+
+func TestGTIDCommand(t *testing.T) {
+	u := "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	tests := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"gtid", "canonical", "1-2-5, 0-1-100"}, 0, "0-1-100,1-2-5\n"},
+		{[]string{"gtid", "canonical", strings.ToUpper(u) + ":4-9:1-3"}, 0, u + ":1-9\n"},
+		{[]string{"gtid", "union", "0-1-5", "0-1-7,1-2-3"}, 0, "0-1-7,1-2-3\n"},
+		{[]string{"gtid", "union", u + ":1-3", u + ":5"}, 0, u + ":1-3:5\n"},
+		{[]string{"gtid", "subtract", "0-1-10", "0-1-4"}, 0, "0-1:5-10\n"},
+		{[]string{"gtid", "subtract", u + ":1-10", u + ":2-4"}, 0, u + ":1:5-10\n"},
+		{[]string{"gtid", "errant", "0-1-10,0-2-3", "0-1-12"}, 1, "0-2-3\n"},
+		{[]string{"gtid", "errant", u + ":1-10", u + ":1-12"}, 0, "\n"},
+		{[]string{"gtid", "compare", "0-1-10,1-2-3", "0-1-12,1-3-3"}, 0, "domain 0: 0-1-10 behind 0-1-12\ndomain 1: 1-2-3 diverged 1-3-3\n"},
+		{[]string{"gtid", "canonical", "--flavor", "postgres", "0-1-1"}, 2, ""},
+	}
+	for _, tt := range tests {
+		code, out, errOut := runCLI(t, tt.args...)
+		if code != tt.code || out != tt.out {
+			t.Errorf("%v: exit %d, stdout %q (stderr %q); want %d, %q", tt.args, code, out, errOut, tt.code, tt.out)
+		}
+	}
+}

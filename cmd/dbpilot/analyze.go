@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dbpilot/dbpilot/topology"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) analyzeCommand() *cobra.Command {
+	var cf crawlFlags
+	cmd := &cobra.Command{
+		Use:   "analyze HOST:PORT | --sandbox NAME",
+		Short: "Discover a topology and list the problems found, per cluster and per server",
+		Long: `Discover a topology like 'dbpilot topology' and analyze it. Problems:
+
+  Unreachable            a server cannot be read (the error is shown)
+  ReplicationIOStopped   a channel's IO thread is stopped or failing to connect
+  ReplicationSQLStopped  a channel's SQL thread is stopped (with the last error)
+  ReplicaLagging         Seconds_Behind_Master above --lag-threshold
+  ErrantGTID             a replica has GTIDs its sources lack (MariaDB: from
+                         gtid_binlog_state; MySQL: gtid_executed)
+  ReplicaNotReadOnly     a replica accepts writes
+  PrimaryReadOnly        a primary with replicas is read_only
+  NoBinlog               a replica without log_bin (cannot be promoted)
+  NoLogReplicaUpdates    a replica without log_slave_updates (its replicas would
+                         miss transactions after a promotion)
+  SemiSyncNoReplicas     semi-sync is on at a primary but no replica acknowledges
+  SlowFailureDetection   heartbeat / slave_net_timeout settings that delay
+                         noticing a dead source beyond --max-detection
+  NoGTID                 a channel that does not replicate with GTID` + exitHelp,
+		Example: `  dbpilot analyze --sandbox demo
+  dbpilot analyze 10.0.0.5:3306 --lag-threshold 30s --json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := cf.crawl(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			var health []topology.ClusterHealth
+			for _, c := range r.clusters {
+				health = append(health, topology.Summarize(c, r.problems))
+			}
+			if cf.asJSON {
+				if health == nil {
+					health = []topology.ClusterHealth{}
+				}
+				err = writeJSON(a.stdout, map[string]any{"clusters": health, "healthy": !r.unhealthy()})
+			} else {
+				err = printAnalysis(a, health)
+			}
+			return r.outcome(err)
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
+
+func printAnalysis(a *app, health []topology.ClusterHealth) error {
+	for i, h := range health {
+		if i > 0 {
+			fmt.Fprintln(a.stdout)
+		}
+		var prim []string
+		for _, p := range h.Primaries {
+			prim = append(prim, p.String())
+		}
+		state := "healthy"
+		if !h.Healthy {
+			state = "PROBLEMS"
+		}
+		fmt.Fprintf(a.stdout, "cluster %s: %s (%d instances, primary %s)\n", h.Name, state, h.Instances, strings.Join(prim, ", "))
+		if len(h.Problems) == 0 {
+			fmt.Fprintln(a.stdout, "  no problems found")
+		}
+		for _, p := range h.Problems {
+			where := p.Instance.String()
+			if p.Channel != "" {
+				where += " [" + p.Channel + "]"
+			}
+			fmt.Fprintf(a.stdout, "  %-8s %-22s %-21s %s\n", p.Severity, where, p.Code, p.Message)
+		}
+	}
+	return nil
+}

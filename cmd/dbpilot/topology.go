@@ -1,0 +1,43 @@
+package main
+
+import (
+	"github.com/dbpilot/dbpilot/topology"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) topologyCommand() *cobra.Command {
+	var cf crawlFlags
+	cmd := &cobra.Command{
+		Use:   "topology HOST:PORT | --sandbox NAME",
+		Short: "Discover a replication topology from any member and draw it as a tree",
+		Long: `Discover every server connected to the given one — up through its replication
+sources and down through SHOW SLAVE HOSTS / SHOW REPLICAS (falling back to the
+processlist's Binlog Dump threads) — concurrently, each server once, so rings
+and co-primaries terminate. Then draw each cluster as a tree, one line per
+server:
+
+  host:port [lag, replication ok|broken, version, rw|ro, binlog format, GTID, semi-sync role] problems
+
+Lag is "-" for a primary and "null" when the server does not know it. A ring
+is drawn from its lowest key with the closing edge marked "(ring → KEY)"; a
+multi-source replica appears under each of its sources with its channel name.
+Unreachable servers are shown with their error.` + exitHelp,
+		Example: `  dbpilot topology 127.0.0.1:3306 --user orchestrator
+  dbpilot topology --sandbox demo
+  dbpilot topology --sandbox demo --json | jq '.clusters[0].edges'`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := cf.crawl(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			if cf.asJSON {
+				err = topology.RenderJSON(a.stdout, r.clusters, r.problems)
+			} else {
+				err = topology.RenderText(a.stdout, r.clusters, r.problems)
+			}
+			return r.outcome(err)
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
