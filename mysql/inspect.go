@@ -445,6 +445,20 @@ func (in *Inspector) Inspect(ctx context.Context, key dbpilot.InstanceKey) (*dbp
 		return nil, err
 	}
 	defer func() { <-c.sem }()
+	reused := c.db != nil
+	inst, err := in.inspectOnce(ctx, c, key)
+	if err != nil && reused && dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL && ctx.Err() == nil {
+		// A pooled connection broke (the server restarted or died): try once
+		// on a fresh connection, so that a restarted server is read at once
+		// and a dead one is reported by the connect error.
+		inst, err = in.inspectOnce(ctx, c, key)
+	}
+	return inst, err
+}
+
+// inspectOnce inspects key through c's connection, opening it if needed. The
+// caller holds c's token.
+func (in *Inspector) inspectOnce(ctx context.Context, c *inspectorConn, key dbpilot.InstanceKey) (*dbpilot.Instance, error) {
 	if c.db == nil {
 		db, err := Open(ctx, key, in.opts)
 		if err != nil {
@@ -456,7 +470,7 @@ func (in *Inspector) Inspect(ctx context.Context, key dbpilot.InstanceKey) (*dbp
 	inst, id, err := s.inspect(ctx, c.id)
 	if err != nil {
 		if dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL {
-			// The connection may be broken or stuck: start afresh next time.
+			// The connection may be broken or stuck: start afresh.
 			c.db.Close()
 			c.db, c.id = nil, nil
 		}

@@ -42,7 +42,9 @@ func startNode(s Server, n *Node, po ProcessOptions) (*os.Process, error) {
 	if pid, ok := runningPid(n); ok {
 		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "sandbox: %s is already running (pid %d)", n.Name, pid)
 	}
-	if err := checkPortFree(n.Port); err != nil {
+	// A server just killed may hold its port for a moment while its threads
+	// exit: wait a little before calling the port taken.
+	if err := waitPortFree(n.Port, 5*time.Second); err != nil {
 		return nil, err
 	}
 	logf, err := os.OpenFile(n.ErrorLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -155,10 +157,13 @@ func processAlive(pid int) bool {
 	if err != nil {
 		return !fileExists("/proc/self")
 	}
-	// Field 3 is the state; Z is a zombie.
+	// Field 3 is the state; Z is a zombie. A zombie thread-group leader
+	// whose other threads are still exiting still holds its files (the
+	// listening socket): it counts as alive until its last thread is gone.
 	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'Z' {
+		tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+		return err == nil && len(tasks) > 1
 	}
 	return true
 }
@@ -265,4 +270,16 @@ func checkPortFree(port int) error {
 	}
 	l.Close()
 	return nil
+}
+
+// waitPortFree retries checkPortFree until it succeeds or timeout passes.
+func waitPortFree(port int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := checkPortFree(port)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
