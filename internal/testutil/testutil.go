@@ -79,9 +79,10 @@ func MustSandbox(t testing.TB, spec sandbox.Spec) *sandbox.Descriptor {
 	for attempt := 0; attempt < 3; attempt++ {
 		if spec.PortBase == 0 || attempt > 0 {
 			// A random block, away from other test packages running at once.
-			// Blocks in 12000..19990: below the kernel's ephemeral range and
-			// the 20000+ range `sandbox deploy` picks by default.
-			spec.PortBase = 12000 + rand.IntN(800)*10
+			// Blocks in 12000..18999: below the kernel's ephemeral range, the
+			// 20000+ range `sandbox deploy` picks by default, and the fixed
+			// bases (19000+) some tests use.
+			spec.PortBase = 12000 + rand.IntN(700)*10
 		}
 		d, err = sandbox.Deploy(ctx, spec)
 		if err == nil || dbpilot.ErrorCode(err) != dbpilot.ECONFLICT {
