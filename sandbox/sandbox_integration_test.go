@@ -134,6 +134,7 @@ func TestRingTopology(t *testing.T) {
 	mustExec(t, d, "node1", "CREATE DATABASE app")
 	waitValue(t, d, "node3", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='app'", "1")
 	mustExec(t, d, "node2", "CREATE TABLE app.t (id INT PRIMARY KEY)")
+	waitValue(t, d, "node3", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app' AND table_name='t'", "1")
 	mustExec(t, d, "node3", "INSERT INTO app.t VALUES (3)")
 	waitValue(t, d, "node3", "SELECT COUNT(*) FROM app.t", "1")
 	// Every write reaches every member; each writer has its own domain.
