@@ -1,0 +1,114 @@
+package dbpilot
+
+import (
+	"context"
+	"time"
+)
+
+// PromotionRule is a per-instance preference for becoming primary, as in
+// orchestrator.
+type PromotionRule string
+
+// Promotion rules, most to least preferred.
+const (
+	PromotePrefer    PromotionRule = "prefer"
+	PromoteNeutral   PromotionRule = "neutral"
+	PromotePreferNot PromotionRule = "prefer_not"
+	PromoteMustNot   PromotionRule = "must_not"
+)
+
+// Valid reports whether r is a known rule ("" counts as neutral).
+func (r PromotionRule) Valid() bool {
+	switch r {
+	case "", PromotePrefer, PromoteNeutral, PromotePreferNot, PromoteMustNot:
+		return true
+	}
+	return false
+}
+
+// Recovery kinds.
+const (
+	RecoveryFailoverAuto   = "failover-auto"
+	RecoveryFailoverManual = "failover-manual"
+	RecoverySwitchover     = "switchover"
+	RecoveryRelocate       = "relocate"
+)
+
+// Recovery is one topology change dbpilot made or tried: an automatic or
+// manual failover, or a switchover.
+type Recovery struct {
+	ID         int64       `json:"id"`
+	Cluster    string      `json:"cluster"`
+	Kind       string      `json:"kind"`
+	OldPrimary InstanceKey `json:"old_primary"`
+	NewPrimary InstanceKey `json:"new_primary,omitempty"`
+	// DetectedAt is when the failure was first seen (zero for planned work);
+	// Started when recovery began; Ended when it finished.
+	DetectedAt time.Time `json:"detected_at,omitempty"`
+	Started    time.Time `json:"started"`
+	Ended      time.Time `json:"ended,omitempty"`
+	Success    bool      `json:"success"`
+	Error      string    `json:"error,omitempty"`
+	// Plan is the human-readable plan with the reason for each decision.
+	Plan string `json:"plan,omitempty"`
+	// LostReplicas could not be repointed to the new primary.
+	LostReplicas []InstanceKey `json:"lost_replicas,omitempty"`
+	Acked        bool          `json:"acked"`
+	AckedAt      time.Time     `json:"acked_at,omitempty"`
+	AckedBy      string        `json:"acked_by,omitempty"`
+	AckComment   string        `json:"ack_comment,omitempty"`
+}
+
+// AuditEvent is one step or decision, kept in the audit log.
+type AuditEvent struct {
+	ID         int64             `json:"id"`
+	Time       time.Time         `json:"time"`
+	Cluster    string            `json:"cluster,omitempty"`
+	RecoveryID int64             `json:"recovery_id,omitempty"`
+	Instance   InstanceKey       `json:"instance,omitempty"`
+	Event      string            `json:"event"`   // e.g. "detect", "plan", "promote", "repoint", "hook", "fence"
+	Message    string            `json:"message"` // one human line
+	Detail     map[string]string `json:"detail,omitempty"`
+}
+
+// Auditor records audit events.
+type Auditor interface {
+	Audit(ctx context.Context, e AuditEvent) error
+}
+
+// AuditFilter selects audit events; zero fields match everything.
+type AuditFilter struct {
+	Cluster    string
+	RecoveryID int64
+	Since      time.Time
+	Limit      int // 0: a default of 1000
+}
+
+// RecoveryFilter selects recoveries; zero fields match everything.
+type RecoveryFilter struct {
+	Cluster string
+	Limit   int // 0: a default of 100
+}
+
+// StateStore keeps what serve knows across restarts: instances seen,
+// recoveries and the audit log. The sqlite package implements it.
+type StateStore interface {
+	Auditor
+	// SaveInstances records the latest observation of each instance of a
+	// cluster (first_seen kept, last_seen updated).
+	SaveInstances(ctx context.Context, cluster string, instances []*Instance) error
+	// KnownInstances returns the instances of a cluster seen since since.
+	KnownInstances(ctx context.Context, cluster string, since time.Time) ([]*Instance, error)
+	// ForgetInstance removes an instance that left the cluster.
+	ForgetInstance(ctx context.Context, cluster string, key InstanceKey) error
+
+	CreateRecovery(ctx context.Context, r *Recovery) error // sets r.ID
+	UpdateRecovery(ctx context.Context, r *Recovery) error
+	Recoveries(ctx context.Context, f RecoveryFilter) ([]*Recovery, error) // newest first
+	// AckRecoveries acknowledges every unacknowledged recovery of cluster and
+	// returns how many were acknowledged.
+	AckRecoveries(ctx context.Context, cluster, by, comment string) (int, error)
+
+	AuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error) // oldest first
+	Close() error
+}

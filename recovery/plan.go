@@ -1,0 +1,117 @@
+// Package recovery changes replication topologies: failover of a dead
+// primary, planned switchover, and relocation of replicas. A planner (pure:
+// observed instances in, a plan out) decides and explains each decision; an
+// executor applies a plan through a Controller and audits every step.
+package recovery
+
+import (
+	"context"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// Plan is what a recovery will do and why. Planners fill it from observed
+// state; the executor applies it; String renders it for people (dry runs,
+// the audit log, `dbpilot recoveries`).
+type Plan struct {
+	Kind       string              `json:"kind"` // dbpilot.RecoveryFailover*, RecoverySwitchover
+	Cluster    string              `json:"cluster"`
+	OldPrimary dbpilot.InstanceKey `json:"old_primary"`
+	// Candidate is the replica to promote.
+	Candidate dbpilot.InstanceKey `json:"candidate"`
+	// Reason says why the candidate won, in one line.
+	Reason string `json:"reason"`
+	// Candidates lists every replica considered, best first, with why each
+	// is or is not eligible.
+	Candidates []Candidate `json:"candidates"`
+	// CatchUp lists what the candidate must fetch from other replicas before
+	// promotion, because they received more in some GTID domain (or, on
+	// MySQL, some source UUID).
+	CatchUp []CatchUp `json:"catch_up,omitempty"`
+	// Repoint lists the other replicas to move under the candidate.
+	Repoint []dbpilot.InstanceKey `json:"repoint,omitempty"`
+	// Lost lists replicas that cannot follow the candidate, with the reason.
+	Lost []Lost `json:"lost,omitempty"`
+	// TargetPosition is, for a switchover, the old primary's GTID position the
+	// candidate must reach before promotion.
+	TargetPosition string `json:"target_position,omitempty"`
+}
+
+// Candidate is one replica considered for promotion.
+type Candidate struct {
+	Key      dbpilot.InstanceKey   `json:"key"`
+	Eligible bool                  `json:"eligible"`
+	Rule     dbpilot.PromotionRule `json:"rule"`
+	// Position is what the replica has received (MariaDB Gtid_IO_Pos merged
+	// with gtid_current_pos; MySQL retrieved ∪ executed).
+	Position string `json:"position"`
+	// Notes explain ineligibility or ranking, one short phrase each.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// CatchUp is a temporary replication of the candidate from a replica that
+// received more in some domains.
+type CatchUp struct {
+	From dbpilot.InstanceKey `json:"from"`
+	// Domains (MariaDB) the candidate must fetch from From; replication from
+	// From ignores every other domain (IGNORE_DOMAIN_IDS).
+	Domains []uint32 `json:"domains,omitempty"`
+	// Until is the GTID position the candidate must reach.
+	Until string `json:"until"`
+}
+
+// Lost is a replica that cannot follow the new primary.
+type Lost struct {
+	Key    dbpilot.InstanceKey `json:"key"`
+	Reason string              `json:"reason"`
+}
+
+// Rules maps instances to promotion rules; missing instances are neutral.
+type Rules map[dbpilot.InstanceKey]dbpilot.PromotionRule
+
+// Rule returns the rule for k (by normalized key), neutral by default.
+func (r Rules) Rule(k dbpilot.InstanceKey) dbpilot.PromotionRule {
+	nk := k.Normalized()
+	for key, rule := range r {
+		if key.Normalized() == nk && rule != "" {
+			return rule
+		}
+	}
+	return dbpilot.PromoteNeutral
+}
+
+// ChangeSourceOptions qualifies a ChangeSource call.
+type ChangeSourceOptions struct {
+	Channel string // "" for the default connection/channel
+	// IgnoreDomains (MariaDB) are GTID domains not to replicate.
+	IgnoreDomains []uint32
+}
+
+// Controller is what the executor needs of servers. The mysql package
+// implements it; every call is bounded by ctx and the implementation's
+// statement timeout.
+type Controller interface {
+	dbpilot.Inspector
+	// StopReplica stops every replication channel of key.
+	StopReplica(ctx context.Context, key dbpilot.InstanceKey) error
+	// StartReplica starts every replication channel of key.
+	StartReplica(ctx context.Context, key dbpilot.InstanceKey) error
+	// ResetReplicaAll removes every replication channel of key.
+	ResetReplicaAll(ctx context.Context, key dbpilot.InstanceKey) error
+	// ChangeSource points a channel of key at source with GTID positioning
+	// (MariaDB MASTER_USE_GTID=slave_pos, MySQL auto-position) and the
+	// replication credentials the controller holds. Replication is not started.
+	ChangeSource(ctx context.Context, key, source dbpilot.InstanceKey, opt ChangeSourceOptions) error
+	// SetReadOnly sets read_only (and super_read_only on MySQL when turning on;
+	// both off when turning off).
+	SetReadOnly(ctx context.Context, key dbpilot.InstanceKey, readOnly bool) error
+	// WaitForGTID waits until key has applied every transaction of pos
+	// (MariaDB MASTER_GTID_WAIT, MySQL WAIT_FOR_EXECUTED_GTID_SET).
+	WaitForGTID(ctx context.Context, key dbpilot.InstanceKey, pos string, timeout time.Duration) error
+	// KillClientConnections ends every client connection of key except
+	// replication threads and the controller's own; it returns how many.
+	KillClientConnections(ctx context.Context, key dbpilot.InstanceKey) (int, error)
+	// SetSemiSync enables or disables the semi-sync primary and replica sides.
+	SetSemiSync(ctx context.Context, key dbpilot.InstanceKey, primary, replica bool) error
+}
