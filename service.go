@@ -1,0 +1,68 @@
+package dbpilot
+
+import (
+	"context"
+	"time"
+)
+
+// Cluster states as serve sees them.
+const (
+	ClusterOK          = "ok"          // the primary is reachable
+	ClusterUnreachable = "unreachable" // dbpilot cannot reach the primary, but its replicas still replicate from it
+	ClusterDead        = "dead"        // the primary is unreachable and every replica lost it
+	ClusterRecovering  = "recovering"  // a recovery runs
+	ClusterUnknown     = "unknown"     // not observed yet
+)
+
+// ClusterStatus is serve's view of one cluster.
+type ClusterStatus struct {
+	Name         string        `json:"name"`
+	State        string        `json:"state"`
+	Primary      InstanceKey   `json:"primary"`
+	AutoFailover bool          `json:"auto_failover"`
+	Instances    []*Instance   `json:"instances"`
+	Problems     []Problem     `json:"problems"`
+	ObservedAt   time.Time     `json:"observed_at"`
+	// BlockedUntil is set while automatic recovery is blocked by a recent
+	// unacknowledged recovery (anti-flapping).
+	BlockedUntil time.Time `json:"blocked_until,omitempty"`
+	// LastRecovery is the newest recovery of the cluster, if any.
+	LastRecovery *Recovery `json:"last_recovery,omitempty"`
+}
+
+// Health is serve's own state.
+type Health struct {
+	Status   string    `json:"status"` // "ok"
+	Version  string    `json:"version"`
+	Started  time.Time `json:"started"`
+	Clusters int       `json:"clusters"`
+}
+
+// OperationOptions qualify a topology change requested by a person.
+type OperationOptions struct {
+	DryRun bool `json:"dry_run"`
+	// To is the switchover target, or the relocation target (--below); zero
+	// lets dbpilot choose (switchover only).
+	To InstanceKey `json:"to,omitempty"`
+}
+
+// ClusterService is what the CLI asks of dbpilot, whether it acts directly
+// or through a running `serve` (httpapi.Client implements it too).
+type ClusterService interface {
+	Health(ctx context.Context) (*Health, error)
+	Clusters(ctx context.Context) ([]*ClusterStatus, error)
+	// ClusterStatus fails with ENOTFOUND for an unknown cluster.
+	ClusterStatus(ctx context.Context, name string) (*ClusterStatus, error)
+	Recoveries(ctx context.Context, f RecoveryFilter) ([]*Recovery, error)
+	AuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
+	// Failover recovers a cluster whose primary is dead; with DryRun it
+	// returns the plan (Recovery.Plan) and changes nothing.
+	Failover(ctx context.Context, cluster string, opt OperationOptions) (*Recovery, error)
+	// Switchover replaces a healthy primary with a replica (opt.To or the
+	// best candidate).
+	Switchover(ctx context.Context, cluster string, opt OperationOptions) (*Recovery, error)
+	// Relocate moves replica below opt.To.
+	Relocate(ctx context.Context, replica InstanceKey, opt OperationOptions) (*Recovery, error)
+	// Ack acknowledges a cluster's recoveries, unblocking automatic recovery.
+	Ack(ctx context.Context, cluster, by, comment string) (int, error)
+}
