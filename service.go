@@ -16,13 +16,13 @@ const (
 
 // ClusterStatus is serve's view of one cluster.
 type ClusterStatus struct {
-	Name         string        `json:"name"`
-	State        string        `json:"state"`
-	Primary      InstanceKey   `json:"primary"`
-	AutoFailover bool          `json:"auto_failover"`
-	Instances    []*Instance   `json:"instances"`
-	Problems     []Problem     `json:"problems"`
-	ObservedAt   time.Time     `json:"observed_at"`
+	Name         string      `json:"name"`
+	State        string      `json:"state"`
+	Primary      InstanceKey `json:"primary"`
+	AutoFailover bool        `json:"auto_failover"`
+	Instances    []*Instance `json:"instances"`
+	Problems     []Problem   `json:"problems"`
+	ObservedAt   time.Time   `json:"observed_at"`
 	// BlockedUntil is set while automatic recovery is blocked by a recent
 	// unacknowledged recovery (anti-flapping).
 	BlockedUntil time.Time `json:"blocked_until,omitempty"`
