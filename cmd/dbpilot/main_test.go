@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dbpilot/dbpilot/internal/testutil"
+	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/sandbox"
 )
 
@@ -92,11 +93,11 @@ func TestCredentialsFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "creds.cnf")
 	os.WriteFile(p, []byte("[mysqld]\nuser=wrong\n[client]\nuser = monitor\npassword = \"pw\"\n"), 0o644)
-	if _, err := readCredentialsFile(p); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := mysql.ReadCredentialsFile(p); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("world-readable credentials file accepted: %v", err)
 	}
 	os.Chmod(p, 0o600)
-	c, err := readCredentialsFile(p)
+	c, err := mysql.ReadCredentialsFile(p)
 	if err != nil || c.User != "monitor" || c.Password != "pw" {
 		t.Errorf("readCredentialsFile = %+v, %v", c, err)
 	}

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -96,7 +93,7 @@ func (t *targetFlags) resolve(args []string) ([]dbpilot.InstanceKey, mysql.Optio
 func (t *targetFlags) credentialsFromFlags() (mysql.Credentials, error) {
 	var c mysql.Credentials
 	if t.credentials != "" {
-		fc, err := readCredentialsFile(t.credentials)
+		fc, err := mysql.ReadCredentialsFile(t.credentials)
 		if err != nil {
 			return c, err
 		}
@@ -113,53 +110,6 @@ func (t *targetFlags) credentialsFromFlags() (mysql.Credentials, error) {
 	}
 	if t.password != "" {
 		c.Password = t.password
-	}
-	return c, nil
-}
-
-// readCredentialsFile reads user and password from a my.cnf-style file.
-func readCredentialsFile(path string) (mysql.Credentials, error) {
-	var c mysql.Credentials
-	st, err := os.Stat(path)
-	if err != nil {
-		return c, dbpilot.WrapError(dbpilot.ENOTFOUND, err, "credentials file")
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return c, dbpilot.Errorf(dbpilot.EINVALID, "credentials file %s is readable by others (mode %o); run chmod 600 %s", path, st.Mode().Perm(), path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return c, dbpilot.WrapError(dbpilot.ENOTFOUND, err, "credentials file")
-	}
-	defer f.Close()
-	section := ""
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		s := strings.TrimSpace(sc.Text())
-		if s == "" || s[0] == '#' || s[0] == ';' {
-			continue
-		}
-		if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
-			section = strings.ToLower(strings.TrimSpace(s[1 : len(s)-1]))
-			continue
-		}
-		if section != "client" && section != "dbpilot" {
-			continue
-		}
-		k, v, ok := strings.Cut(s, "=")
-		if !ok {
-			continue
-		}
-		v = strings.Trim(strings.TrimSpace(v), `"'`)
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "user":
-			c.User = v
-		case "password":
-			c.Password = v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return c, fmt.Errorf("read credentials file %s: %w", path, err)
 	}
 	return c, nil
 }
