@@ -41,20 +41,20 @@ type Recovery struct {
 	Cluster    string      `json:"cluster"`
 	Kind       string      `json:"kind"`
 	OldPrimary InstanceKey `json:"old_primary"`
-	NewPrimary InstanceKey `json:"new_primary,omitempty"`
+	NewPrimary InstanceKey `json:"new_primary,omitzero"`
 	// DetectedAt is when the failure was first seen (zero for planned work);
 	// Started when recovery began; Ended when it finished.
-	DetectedAt time.Time `json:"detected_at,omitempty"`
+	DetectedAt time.Time `json:"detected_at,omitzero"`
 	Started    time.Time `json:"started"`
-	Ended      time.Time `json:"ended,omitempty"`
+	Ended      time.Time `json:"ended,omitzero"`
 	Success    bool      `json:"success"`
 	Error      string    `json:"error,omitempty"`
 	// Plan is the human-readable plan with the reason for each decision.
 	Plan string `json:"plan,omitempty"`
 	// LostReplicas could not be repointed to the new primary.
-	LostReplicas []InstanceKey `json:"lost_replicas,omitempty"`
+	LostReplicas []InstanceKey `json:"lost_replicas,omitzero"`
 	Acked        bool          `json:"acked"`
-	AckedAt      time.Time     `json:"acked_at,omitempty"`
+	AckedAt      time.Time     `json:"acked_at,omitzero"`
 	AckedBy      string        `json:"acked_by,omitempty"`
 	AckComment   string        `json:"ack_comment,omitempty"`
 }
@@ -65,7 +65,7 @@ type AuditEvent struct {
 	Time       time.Time         `json:"time"`
 	Cluster    string            `json:"cluster,omitempty"`
 	RecoveryID int64             `json:"recovery_id,omitempty"`
-	Instance   InstanceKey       `json:"instance,omitempty"`
+	Instance   InstanceKey       `json:"instance,omitzero"`
 	Event      string            `json:"event"`   // e.g. "detect", "plan", "promote", "repoint", "hook", "fence"
 	Message    string            `json:"message"` // one human line
 	Detail     map[string]string `json:"detail,omitempty"`
@@ -81,7 +81,7 @@ type AuditFilter struct {
 	Cluster    string
 	RecoveryID int64
 	Since      time.Time
-	Limit      int // 0: a default of 1000
+	Limit      int // the latest Limit events (0: 1000), still returned oldest first
 }
 
 // RecoveryFilter selects recoveries; zero fields match everything.
@@ -103,6 +103,8 @@ type StateStore interface {
 	ForgetInstance(ctx context.Context, cluster string, key InstanceKey) error
 
 	CreateRecovery(ctx context.Context, r *Recovery) error // sets r.ID
+	// UpdateRecovery stores r; an acknowledgement made meanwhile is kept
+	// (never undone) and copied into r.
 	UpdateRecovery(ctx context.Context, r *Recovery) error
 	Recoveries(ctx context.Context, f RecoveryFilter) ([]*Recovery, error) // newest first
 	// AckRecoveries acknowledges every unacknowledged recovery of cluster and

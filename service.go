@@ -25,7 +25,7 @@ type ClusterStatus struct {
 	ObservedAt   time.Time   `json:"observed_at"`
 	// BlockedUntil is set while automatic recovery is blocked by a recent
 	// unacknowledged recovery (anti-flapping).
-	BlockedUntil time.Time `json:"blocked_until,omitempty"`
+	BlockedUntil time.Time `json:"blocked_until,omitzero"`
 	// LastRecovery is the newest recovery of the cluster, if any.
 	LastRecovery *Recovery `json:"last_recovery,omitempty"`
 }
@@ -41,9 +41,9 @@ type Health struct {
 // OperationOptions qualify a topology change requested by a person.
 type OperationOptions struct {
 	DryRun bool `json:"dry_run"`
-	// To is the switchover target, or the relocation target (--below); zero
-	// lets dbpilot choose (switchover only).
-	To InstanceKey `json:"to,omitempty"`
+	// To is the switchover target or the relocation target (--below). A
+	// switchover chooses when it is zero; a failover ignores it.
+	To InstanceKey `json:"to,omitzero"`
 }
 
 // ClusterService is what the CLI asks of dbpilot, whether it acts directly
@@ -56,7 +56,9 @@ type ClusterService interface {
 	Recoveries(ctx context.Context, f RecoveryFilter) ([]*Recovery, error)
 	AuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
 	// Failover recovers a cluster whose primary is dead; with DryRun it
-	// returns the plan (Recovery.Plan) and changes nothing.
+	// returns the plan (Recovery.Plan) and changes nothing. Failover,
+	// Switchover and Relocate return the recovery record also when they fail
+	// after starting, together with the error.
 	Failover(ctx context.Context, cluster string, opt OperationOptions) (*Recovery, error)
 	// Switchover replaces a healthy primary with a replica (opt.To or the
 	// best candidate).

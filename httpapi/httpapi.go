@@ -1,0 +1,104 @@
+// Package httpapi is dbpilot serve's HTTP JSON API: a Server that exposes a
+// dbpilot.ClusterService, and a Client that implements dbpilot.ClusterService
+// by calling that server, so that the CLI acts the same directly or through
+// serve.
+//
+// Routes (JSON in and out):
+//
+//	GET  /api/health                       Health
+//	GET  /api/clusters                     []ClusterStatus
+//	GET  /api/clusters/{name}              ClusterStatus
+//	GET  /api/recoveries?cluster=&limit=   []Recovery, newest first
+//	GET  /api/audit?cluster=&recovery=&since=RFC3339&limit=
+//	                                       []AuditEvent, oldest first
+//	POST /api/clusters/{name}/failover     {"dry_run": bool, "to": "host:port"} → Recovery
+//	POST /api/clusters/{name}/switchover   {"dry_run": bool, "to": "host:port"} → Recovery
+//	POST /api/relocate                     {"replica": "host:port", "below": "host:port", "dry_run": bool} → Recovery
+//	POST /api/clusters/{name}/ack          {"by": "...", "comment": "..."} → {"acked": n}
+//
+// POST requests need "Authorization: Bearer TOKEN"; a server without a token
+// refuses them. Errors are {"error": "one line", "code": "<dbpilot code>"}
+// with a status derived from the code (see StatusOf); a failed operation that
+// produced a recovery record adds it as "recovery".
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// MaxBodyBytes limits request bodies.
+const MaxBodyBytes = 1 << 20
+
+// errorBody is the JSON body of every error response.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	// Recovery is the record of a failed operation, when the service
+	// returned one along with the error.
+	Recovery *dbpilot.Recovery `json:"recovery,omitempty"`
+}
+
+// operationRequest is the body of failover and switchover.
+type operationRequest struct {
+	DryRun bool   `json:"dry_run"`
+	To     string `json:"to,omitempty"`
+}
+
+// relocateRequest is the body of relocate.
+type relocateRequest struct {
+	Replica string `json:"replica"`
+	Below   string `json:"below"`
+	DryRun  bool   `json:"dry_run"`
+}
+
+// ackRequest is the body of ack.
+type ackRequest struct {
+	By      string `json:"by"`
+	Comment string `json:"comment"`
+}
+
+// ackResponse answers ack.
+type ackResponse struct {
+	Acked int `json:"acked"`
+}
+
+// StatusOf returns the HTTP status for a dbpilot error code. EAUTH and
+// EUNAVAIL come from the databases serve talks to, so they are upstream
+// failures (502), not the API client's fault.
+func StatusOf(code string) int {
+	switch code {
+	case dbpilot.EINVALID:
+		return http.StatusBadRequest
+	case dbpilot.ENOTFOUND:
+		return http.StatusNotFound
+	case dbpilot.ECONFLICT:
+		return http.StatusConflict
+	case dbpilot.EUNSUPPORTD:
+		return http.StatusUnprocessableEntity
+	case dbpilot.EAUTH, dbpilot.EUNAVAIL:
+		return http.StatusBadGateway
+	}
+	return http.StatusInternalServerError
+}
+
+// codeOfStatus guesses a code for an error response that carries none (from
+// a proxy, say).
+func codeOfStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusMethodNotAllowed:
+		return dbpilot.EINVALID
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return dbpilot.EAUTH
+	case http.StatusNotFound:
+		return dbpilot.ENOTFOUND
+	case http.StatusConflict:
+		return dbpilot.ECONFLICT
+	case http.StatusUnprocessableEntity:
+		return dbpilot.EUNSUPPORTD
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return dbpilot.EUNAVAIL
+	}
+	return dbpilot.EINTERNAL
+}
