@@ -38,8 +38,8 @@ lint: $(STATICCHECK)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
-# demo deploys (or reuses) the 3-node semi-sync GTID sandbox "demo" and
-# prints its topology and analysis.
+# demo deploys (or reuses) the 3-node semi-sync GTID sandbox "demo", prints
+# its topology and analysis, then runs the daemon on it in the foreground.
 demo: deps build
 	@if $(BIN) sandbox status demo >/dev/null 2>&1; then \
 		echo "== sandbox demo is running; reusing it (destroy it with: $(BIN) sandbox destroy demo)"; \
@@ -50,6 +50,8 @@ demo: deps build
 	@$(BIN) topology --sandbox demo
 	@echo "== $(BIN) analyze --sandbox demo"
 	@$(BIN) analyze --sandbox demo
+	@echo "== $(BIN) serve --sandbox demo   (Ctrl-C stops; try: $(BIN) sandbox kill demo node1 in another terminal)"
+	@$(BIN) serve --sandbox demo
 
 bench: deps build
 	bash bench/foundation.sh

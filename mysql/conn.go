@@ -45,6 +45,9 @@ type Options struct {
 	// Socket, when set, connects through this Unix socket instead of TCP to
 	// the key (which still names the instance in messages).
 	Socket string
+	// Dial, when set, opens the TCP connections (tests route them through a
+	// proxy to cut dbpilot's path to a server without touching replication).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -76,6 +79,8 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 	if opts.Socket != "" {
 		cfg.Net = "unix"
 		cfg.Addr = opts.Socket
+	} else if opts.Dial != nil {
+		cfg.DialFunc = opts.Dial
 	}
 	cfg.Timeout = opts.ConnectTimeout
 	cfg.ReadTimeout = opts.QueryTimeout + time.Second

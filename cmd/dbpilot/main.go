@@ -106,6 +106,14 @@ sandbox descriptor (--sandbox NAME).` + exitHelp,
 		a.topologyCommand(),
 		a.analyzeCommand(),
 		a.gtidCommand(),
+		a.serveCommand(),
+		a.failoverCommand(),
+		a.switchoverCommand(),
+		a.relocateCommand(),
+		a.relocateReplicasCommand(),
+		a.ackCommand(),
+		a.recoveriesCommand(),
+		a.drillCommand(),
 	)
 	return root
 }

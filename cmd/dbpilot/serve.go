@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/daemon"
+	"github.com/dbpilot/dbpilot/httpapi"
+	"github.com/dbpilot/dbpilot/sandbox"
+	"github.com/dbpilot/dbpilot/sqlite"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var sf serviceFlags
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve [--config FILE | --sandbox NAME]",
+		Short: "Run the daemon: discovery, 1 s failure detection, automated failover, HTTP API",
+		Long: `Run dbpilot's daemon in the foreground. For every configured cluster it keeps
+discovering the topology (new replicas appear by themselves), probes every
+server once per poll interval over one persistent connection each, and
+detects a dead primary holistically: dbpilot cannot reach it AND every
+reachable replica lost its replication connection. When replicas still
+receive events the primary is only UNREACHABLE: no failover. A dead primary
+is recovered automatically (auto_failover), choosing the replica that
+received the most in every GTID domain, catching it up from others where
+needed; then an anti-flapping block holds further automatic recoveries until
+'dbpilot ack CLUSTER' or block_period passes. A returning old primary is set
+read_only and its errant transactions reported.
+
+The HTTP API (JSON) listens on 127.0.0.1:7070 by default:
+  GET  /api/health, /api/clusters, /api/clusters/{name}, /api/recoveries, /api/audit
+  POST /api/clusters/{name}/failover|switchover|ack, /api/relocate   (Authorization: Bearer TOKEN)
+
+Only one serve may use a state file: a second one is refused. Until
+etcd-based coordination arrives, do not point two serve processes with
+different state files at the same cluster.
+
+--sandbox NAME builds the configuration from a sandbox (state and API token
+in the sandbox's directory). A configuration file looks like:
+
+` + daemon.Example,
+		Example: `  dbpilot serve --sandbox demo
+  dbpilot serve --config /etc/dbpilot/dbpilot.yaml`,
+		Args: exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := sf.loadConfig()
+			if err != nil {
+				return err
+			}
+			if listen != "" {
+				cfg.Listen = listen
+			}
+			store, err := sqlite.Open(cfg.State)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(a.verbose)}))
+			d := daemon.New(cfg, daemon.Options{Store: store, Logger: log, Version: version})
+			defer d.Close()
+			api := httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Logger: log, Version: version})
+			ln, err := net.Listen("tcp", cfg.Listen)
+			if err != nil {
+				return dbpilot.WrapError(dbpilot.ECONFLICT, err, "serve: listen on %s", cfg.Listen)
+			}
+			srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- srv.Serve(ln) }()
+			tokenHint := "token from the config"
+			if sf.sandbox != "" {
+				if sd, err := sandbox.Load(sf.sandbox); err == nil {
+					tokenHint = "token in " + daemon.TokenFile(sd)
+				}
+			}
+			fmt.Fprintf(a.stdout, "dbpilot serve %s: API on http://%s (%s); state %s; watching %d cluster(s); Ctrl-C stops\n",
+				version, ln.Addr(), tokenHint, cfg.State, len(cfg.Clusters))
+			done := make(chan struct{})
+			go func() {
+				d.Run(ctx)
+				close(done)
+			}()
+			select {
+			case <-ctx.Done():
+			case err := <-errc:
+				if err != nil && !errors.Is(err, http.ErrServerClosed) {
+					cancel()
+					<-done
+					return fmt.Errorf("serve: HTTP server: %w", err)
+				}
+			}
+			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer scancel()
+			_ = srv.Shutdown(sctx)
+			cancel()
+			<-done
+			fmt.Fprintln(a.stdout, "dbpilot serve stopped")
+			return nil
+		},
+	}
+	sf.registerConfigOnly(cmd)
+	cmd.Flags().StringVar(&listen, "listen", "", "API address (overrides the config; default "+daemon.DefaultListen+")")
+	return cmd
+}
+
+func logLevel(verbose bool) slog.Level {
+	if verbose {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}

@@ -1,0 +1,426 @@
+// Package daemon is `dbpilot serve`: it keeps discovering each configured
+// cluster, detects a dead primary holistically (dbpilot cannot reach it AND
+// every replica lost it), recovers automatically with anti-flapping, hooks and
+// an audit of every step, fences a returning old primary, and serves the
+// ClusterService that the HTTP API and the CLI use.
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is serve's configuration (a YAML file; see Example).
+type Config struct {
+	// Listen is the HTTP API address.
+	Listen string `yaml:"listen"`
+	// State is the SQLite state file.
+	State string `yaml:"state"`
+	// Token authorizes the API's write operations; TokenFile holds it instead.
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+	// Credentials are the admin account dbpilot connects with; Replication
+	// the account replicas use (written into CHANGE MASTER).
+	Credentials    CredentialsConfig `yaml:"credentials"`
+	Replication    CredentialsConfig `yaml:"replication"`
+	PollInterval   Duration          `yaml:"poll_interval"`
+	Detection      DetectionConfig   `yaml:"detection"`
+	Recovery       RecoveryConfig    `yaml:"recovery"`
+	Hooks          HooksConfig       `yaml:"hooks"`
+	Clusters       []ClusterConfig   `yaml:"clusters"`
+	ForgetAfter    Duration          `yaml:"forget_after"`
+	DiscoveryBound int               `yaml:"discovery_concurrency"`
+}
+
+// CredentialsConfig is a user and a password, or a file holding them
+// (my.cnf style, mode 0600). For the admin account, $DBPILOT_USER and
+// $DBPILOT_PASSWORD fill what the file leaves out.
+type CredentialsConfig struct {
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	File     string `yaml:"file"`
+}
+
+// DetectionConfig tunes failure detection.
+type DetectionConfig struct {
+	// ProbeTimeout bounds one probe (connect and each statement); keep it
+	// well under the poll interval.
+	ProbeTimeout Duration `yaml:"probe_timeout"`
+	// ConfirmTimeout bounds the confirmation round (re-probe the primary and
+	// ask every replica) after a failed probe.
+	ConfirmTimeout Duration `yaml:"confirm_timeout"`
+}
+
+// RecoveryConfig tunes recoveries.
+type RecoveryConfig struct {
+	// BlockPeriod: after a recovery, automatic recovery of the cluster is
+	// blocked this long unless acknowledged (anti-flapping).
+	BlockPeriod Duration `yaml:"block_period"`
+	// ApplyTimeout bounds waiting for the candidate to apply its relay log or
+	// catch up.
+	ApplyTimeout Duration `yaml:"apply_timeout"`
+	// RepointVerify bounds waiting for each repointed replica to replicate.
+	RepointVerify Duration `yaml:"repoint_verify"`
+	// KillGrace: switchover waits this long after read_only before ending
+	// writer connections.
+	KillGrace Duration `yaml:"kill_grace"`
+}
+
+// HooksConfig are commands run around failovers (via /bin/sh -c), with the
+// environment DBPILOT_CLUSTER, DBPILOT_OLD_PRIMARY, DBPILOT_NEW_PRIMARY,
+// DBPILOT_LOST_REPLICAS, DBPILOT_RECOVERY_ID, DBPILOT_KIND and (after)
+// DBPILOT_ERROR.
+type HooksConfig struct {
+	// PreFailover commands run before any change; a non-zero exit vetoes.
+	PreFailover []string `yaml:"pre_failover"`
+	// PostFailover commands run after a successful recovery.
+	PostFailover []string `yaml:"post_failover"`
+	// PostUnsuccessfulFailover commands run after a failed recovery.
+	PostUnsuccessfulFailover []string `yaml:"post_unsuccessful_failover"`
+	// Timeout kills a hook that runs longer (default 30s).
+	Timeout Duration `yaml:"timeout"`
+	// OnTimeout is what a timed-out pre-failover hook means: "abort" (the
+	// default: it vetoes) or "continue".
+	OnTimeout string `yaml:"on_timeout"`
+}
+
+// ClusterConfig is one cluster serve watches.
+type ClusterConfig struct {
+	Name  string   `yaml:"name"`
+	Seeds []string `yaml:"seeds"`
+	// AutoFailover lets serve recover a dead primary by itself.
+	AutoFailover bool `yaml:"auto_failover"`
+	// Rejoin lets serve make a returning old primary with no errant
+	// transactions a replica of the new primary.
+	Rejoin bool `yaml:"rejoin"`
+	// SemiSync enables the semi-sync primary side on a promoted replica.
+	SemiSync bool `yaml:"semi_sync"`
+	// PromotionRules maps HOST:PORT to prefer, neutral, prefer_not or must_not.
+	PromotionRules map[string]dbpilot.PromotionRule `yaml:"promotion_rules"`
+	// Hooks, when set, replace the global hooks for this cluster.
+	Hooks *HooksConfig `yaml:"hooks"`
+
+	seeds []dbpilot.InstanceKey
+	rules map[dbpilot.InstanceKey]dbpilot.PromotionRule
+}
+
+// Duration is a time.Duration written as "1s", "500ms", "10m" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like 500ms, 1s or 10m", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Defaults.
+const (
+	DefaultListen       = "127.0.0.1:7070"
+	DefaultPollInterval = time.Second
+	DefaultBlockPeriod  = 10 * time.Minute
+)
+
+// Example is a commented configuration, printed by `dbpilot serve --help`.
+const Example = `listen: 127.0.0.1:7070          # HTTP API; keep it on loopback or behind TLS
+state: ~/.dbpilot/state.db       # SQLite: instances, recoveries, audit log
+token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600)
+credentials: {user: dbpilot, file: ~/.dbpilot/admin.cnf}   # admin account ([client] user=, password=)
+replication: {user: repl, password: "..."}                  # account replicas use
+poll_interval: 1s                # sub-second allowed
+detection: {probe_timeout: 400ms, confirm_timeout: 800ms}
+recovery: {block_period: 10m, apply_timeout: 30s, repoint_verify: 10s, kill_grace: 1s}
+hooks:
+  pre_failover: ["/etc/dbpilot/check-maintenance.sh"]     # non-zero exit vetoes
+  post_failover: ["/etc/dbpilot/move-vip.sh"]            # env: DBPILOT_NEW_PRIMARY, ...
+  timeout: 30s
+clusters:
+  - name: main
+    seeds: [db1:3306, db2:3306]
+    auto_failover: true
+    rejoin: false
+    semi_sync: true
+    promotion_rules: {db3:3306: must_not}
+`
+
+// LoadConfig reads a YAML file, applies defaults and validates.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, dbpilot.WrapError(dbpilot.ENOTFOUND, err, "config")
+	}
+	var c Config
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "config %s: %s", path, yamlError(err))
+	}
+	if err := c.Validate(); err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "config %s", path)
+	}
+	return &c, nil
+}
+
+func yamlError(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "yaml: ")
+	s = strings.ReplaceAll(s, "\n", "; ")
+	return s
+}
+
+func expandHome(p string) string {
+	if strings.HasPrefix(p, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, p[2:])
+		}
+	}
+	return p
+}
+
+var clusterNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+
+// Validate applies defaults and checks every field; errors name the key.
+func (c *Config) Validate() error {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("listen: %q is not HOST:PORT", c.Listen)
+	}
+	if c.State == "" {
+		h, err := dbpilotHome()
+		if err != nil {
+			return err
+		}
+		c.State = filepath.Join(h, "state.db")
+	}
+	c.State = expandHome(c.State)
+	if c.TokenFile != "" {
+		if c.Token != "" {
+			return errors.New("token and token_file: give one, not both")
+		}
+		tok, err := readSecretFile(expandHome(c.TokenFile))
+		if err != nil {
+			return fmt.Errorf("token_file: %w", err)
+		}
+		c.Token = tok
+	}
+	if err := c.Credentials.resolve("credentials", true); err != nil {
+		return err
+	}
+	if err := c.Replication.resolve("replication", false); err != nil {
+		return err
+	}
+	if c.Replication.User == "" {
+		return errors.New("replication.user: required (the account replicas use in CHANGE MASTER)")
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = Duration(DefaultPollInterval)
+	}
+	if c.PollInterval.D() < 100*time.Millisecond || c.PollInterval.D() > time.Minute {
+		return fmt.Errorf("poll_interval: %s is outside 100ms..1m", c.PollInterval.D())
+	}
+	if c.Detection.ProbeTimeout == 0 {
+		c.Detection.ProbeTimeout = Duration(max(c.PollInterval.D()*2/5, 100*time.Millisecond))
+	}
+	if c.Detection.ConfirmTimeout == 0 {
+		c.Detection.ConfirmTimeout = Duration(2 * c.Detection.ProbeTimeout.D())
+	}
+	if c.Detection.ProbeTimeout.D() >= c.PollInterval.D() && c.PollInterval.D() > 0 {
+		return fmt.Errorf("detection.probe_timeout: %s must be below poll_interval %s", c.Detection.ProbeTimeout.D(), c.PollInterval.D())
+	}
+	if c.Recovery.BlockPeriod == 0 {
+		c.Recovery.BlockPeriod = Duration(DefaultBlockPeriod)
+	}
+	if c.Recovery.ApplyTimeout == 0 {
+		c.Recovery.ApplyTimeout = Duration(30 * time.Second)
+	}
+	if c.Recovery.RepointVerify == 0 {
+		c.Recovery.RepointVerify = Duration(10 * time.Second)
+	}
+	if c.Recovery.KillGrace == 0 {
+		c.Recovery.KillGrace = Duration(time.Second)
+	}
+	if c.ForgetAfter == 0 {
+		c.ForgetAfter = Duration(time.Hour)
+	}
+	if c.DiscoveryBound == 0 {
+		c.DiscoveryBound = 8
+	}
+	if err := c.Hooks.validate("hooks"); err != nil {
+		return err
+	}
+	if len(c.Clusters) == 0 {
+		return errors.New("clusters: at least one cluster is needed")
+	}
+	names := map[string]bool{}
+	for i := range c.Clusters {
+		cl := &c.Clusters[i]
+		where := fmt.Sprintf("clusters[%d]", i)
+		if !clusterNameRE.MatchString(cl.Name) {
+			return fmt.Errorf("%s.name: %q: use letters, digits, '.', ':', '_' or '-'", where, cl.Name)
+		}
+		if names[cl.Name] {
+			return fmt.Errorf("%s.name: %q is used twice", where, cl.Name)
+		}
+		names[cl.Name] = true
+		if len(cl.Seeds) == 0 {
+			return fmt.Errorf("%s.seeds: at least one HOST:PORT is needed", where)
+		}
+		cl.seeds = nil
+		for j, s := range cl.Seeds {
+			k, err := dbpilot.ParseInstanceKey(s)
+			if err != nil {
+				return fmt.Errorf("%s.seeds[%d]: %w", where, j, err)
+			}
+			cl.seeds = append(cl.seeds, k)
+		}
+		cl.rules = map[dbpilot.InstanceKey]dbpilot.PromotionRule{}
+		for s, r := range cl.PromotionRules {
+			k, err := dbpilot.ParseInstanceKey(s)
+			if err != nil {
+				return fmt.Errorf("%s.promotion_rules: %w", where, err)
+			}
+			if !r.Valid() {
+				return fmt.Errorf("%s.promotion_rules[%s]: %q: use prefer, neutral, prefer_not or must_not", where, s, r)
+			}
+			cl.rules[k] = r
+		}
+		if cl.Hooks != nil {
+			if err := cl.Hooks.validate(where + ".hooks"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (h *HooksConfig) validate(where string) error {
+	if h.Timeout == 0 {
+		h.Timeout = Duration(30 * time.Second)
+	}
+	switch h.OnTimeout {
+	case "":
+		h.OnTimeout = "abort"
+	case "abort", "continue":
+	default:
+		return fmt.Errorf("%s.on_timeout: %q: use abort or continue", where, h.OnTimeout)
+	}
+	for _, list := range [][]string{h.PreFailover, h.PostFailover, h.PostUnsuccessfulFailover} {
+		for _, c := range list {
+			if strings.TrimSpace(c) == "" {
+				return fmt.Errorf("%s: an empty command", where)
+			}
+		}
+	}
+	return nil
+}
+
+// resolve reads the credentials file and the environment.
+func (c *CredentialsConfig) resolve(where string, admin bool) error {
+	if c.File != "" {
+		fc, err := mysql.ReadCredentialsFile(expandHome(c.File))
+		if err != nil {
+			return fmt.Errorf("%s.file: %w", where, err)
+		}
+		if c.User == "" {
+			c.User = fc.User
+		}
+		if c.Password == "" {
+			c.Password = fc.Password
+		}
+	}
+	if admin {
+		if v := os.Getenv("DBPILOT_USER"); v != "" && c.User == "" {
+			c.User = v
+		}
+		if v := os.Getenv("DBPILOT_PASSWORD"); v != "" && c.Password == "" {
+			c.Password = v
+		}
+		if c.User == "" {
+			return fmt.Errorf("%s.user: required (or DBPILOT_USER)", where)
+		}
+	}
+	return nil
+}
+
+// Admin returns the admin connection options with the probe timeouts.
+func (c *Config) Admin() mysql.Options {
+	return mysql.Options{
+		Credentials:    mysql.Credentials{User: c.Credentials.User, Password: c.Credentials.Password},
+		ConnectTimeout: c.Detection.ProbeTimeout.D(),
+		QueryTimeout:   c.Detection.ProbeTimeout.D(),
+	}
+}
+
+// Cluster returns the cluster named name.
+func (c *Config) Cluster(name string) (*ClusterConfig, error) {
+	for i := range c.Clusters {
+		if c.Clusters[i].Name == name {
+			return &c.Clusters[i], nil
+		}
+	}
+	var names []string
+	for _, cl := range c.Clusters {
+		names = append(names, cl.Name)
+	}
+	return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "no cluster named %q (clusters: %s)", name, strings.Join(names, ", "))
+}
+
+// HooksFor returns the hooks of a cluster.
+func (c *Config) HooksFor(cl *ClusterConfig) HooksConfig {
+	if cl.Hooks != nil {
+		return *cl.Hooks
+	}
+	return c.Hooks
+}
+
+func dbpilotHome() (string, error) {
+	if h := os.Getenv("DBPILOT_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find home directory (set DBPILOT_HOME): %w", err)
+	}
+	return filepath.Join(u, ".dbpilot"), nil
+}
+
+func readSecretFile(path string) (string, error) {
+	if err := mysql.CheckPrivateFile(path); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return s, nil
+}

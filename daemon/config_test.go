@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "dbpilot.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const minimal = `
+credentials: {user: dbpilot, password: pw}
+replication: {user: repl, password: rpw}
+clusters:
+  - name: main
+    seeds: [127.0.0.1:3306]
+`
+
+func TestLoadConfigDefaults(t *testing.T) {
+	t.Setenv("DBPILOT_HOME", "/tmp/dbp-home")
+	c, err := LoadConfig(writeConfig(t, minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:7070" || c.State != "/tmp/dbp-home/state.db" || c.PollInterval.D() != time.Second ||
+		c.Detection.ProbeTimeout.D() != 400*time.Millisecond || c.Recovery.BlockPeriod.D() != 10*time.Minute || c.Hooks.Timeout.D() != 30*time.Second {
+		t.Errorf("defaults: %+v", c)
+	}
+	if len(c.Clusters[0].seeds) != 1 || c.Clusters[0].seeds[0].Port != 3306 {
+		t.Errorf("seeds: %+v", c.Clusters[0].seeds)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	tests := []struct {
+		body, want string
+	}{
+		{minimal + "bogus: 1\n", "field bogus not found"},
+		{strings.Replace(minimal, "seeds: [127.0.0.1:3306]", "seeds: [127.0.0.1:x]", 1), "clusters[0].seeds[0]: invalid instance address"},
+		{strings.Replace(minimal, "seeds: [127.0.0.1:3306]", "seeds: []", 1), "clusters[0].seeds: at least one"},
+		{minimal + "poll_interval: 10ms\n", "poll_interval: 10ms is outside"},
+		{minimal + "poll_interval: fast\n", `"fast" is not a duration`},
+		{minimal + "detection: {probe_timeout: 2s}\n", "detection.probe_timeout: 2s must be below poll_interval"},
+		{strings.Replace(minimal, "replication: {user: repl, password: rpw}", "", 1), "replication.user: required"},
+		{minimal + "listen: nowhere\n", `listen: "nowhere" is not HOST:PORT`},
+		{minimal + "hooks: {on_timeout: maybe}\n", "hooks.on_timeout"},
+		{strings.Replace(minimal, "seeds: [127.0.0.1:3306]", "seeds: [127.0.0.1:3306]\n    promotion_rules: {127.0.0.1:3307: never}", 1), `promotion_rules[127.0.0.1:3307]: "never"`},
+		{minimal + "  - name: main\n    seeds: [h:1]\n", `"main" is used twice`},
+		{"credentials: {user: x}\nreplication: {user: r}\n", "clusters: at least one"},
+	}
+	for _, tt := range tests {
+		_, err := LoadConfig(writeConfig(t, tt.body))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("config:\n%s\nerror %v, want %q", tt.body, err, tt.want)
+		}
+	}
+	if _, err := LoadConfig("/nonexistent/dbpilot.yaml"); err == nil {
+		t.Error("missing file accepted")
+	}
+}
+
+func TestConfigSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("s3cret\n"), 0o644)
+	body := minimal + "token_file: " + tok + "\n"
+	if _, err := LoadConfig(writeConfig(t, body)); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("world-readable token file: %v", err)
+	}
+	os.Chmod(tok, 0o600)
+	c, err := LoadConfig(writeConfig(t, body))
+	if err != nil || c.Token != "s3cret" {
+		t.Fatalf("token file: %v %q", err, c.Token)
+	}
+	creds := filepath.Join(dir, "admin.cnf")
+	os.WriteFile(creds, []byte("[client]\nuser=admin\npassword=apw\n"), 0o600)
+	c, err = LoadConfig(writeConfig(t, strings.Replace(minimal, "credentials: {user: dbpilot, password: pw}", "credentials: {file: "+creds+"}", 1)))
+	if err != nil || c.Credentials.User != "admin" || c.Credentials.Password != "apw" {
+		t.Fatalf("credentials file: %v %+v", err, c.Credentials)
+	}
+}

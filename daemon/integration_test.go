@@ -1,0 +1,401 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/daemon"
+	"github.com/dbpilot/dbpilot/internal/testutil"
+	"github.com/dbpilot/dbpilot/mysql"
+	"github.com/dbpilot/dbpilot/sandbox"
+	"github.com/dbpilot/dbpilot/sqlite"
+)
+
+// fixture is a running daemon on a sandbox.
+type fixture struct {
+	t     *testing.T
+	d     *sandbox.Descriptor
+	cfg   *daemon.Config
+	dm    *daemon.Daemon
+	store *sqlite.DB
+}
+
+func startDaemon(t *testing.T, d *sandbox.Descriptor, mutate func(*daemon.Config), opt daemon.Options) *fixture {
+	t.Helper()
+	cfg, err := daemon.ConfigFromSandbox(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.State = filepath.Join(t.TempDir(), "state.db")
+	if mutate != nil {
+		mutate(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := sqlite.Open(cfg.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Store = store
+	dm := daemon.New(cfg, opt)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { dm.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		dm.Close()
+		store.Close()
+	})
+	f := &fixture{t: t, d: d, cfg: cfg, dm: dm, store: store}
+	f.waitState(dbpilot.ClusterOK, 15*time.Second)
+	return f
+}
+
+func (f *fixture) status() *dbpilot.ClusterStatus {
+	st, err := f.dm.ClusterStatus(context.Background(), f.d.Name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return st
+}
+
+func (f *fixture) waitState(state string, timeout time.Duration) *dbpilot.ClusterStatus {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var st *dbpilot.ClusterStatus
+	for time.Now().Before(deadline) {
+		st = f.status()
+		if st.State == state {
+			return st
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("cluster state %q after %s, want %q", st.State, timeout, state)
+	return nil
+}
+
+// waitRecovery waits for the n-th recovery of the cluster to end.
+func (f *fixture) waitRecovery(n int, timeout time.Duration) *dbpilot.Recovery {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		recs, err := f.store.Recoveries(context.Background(), dbpilot.RecoveryFilter{Cluster: f.d.Name})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if len(recs) >= n && !recs[0].Ended.IsZero() {
+			return recs[0]
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("no %d recoveries ended within %s; audit:\n%s", n, timeout, f.auditText())
+	return nil
+}
+
+func (f *fixture) recoveries() []*dbpilot.Recovery {
+	recs, err := f.store.Recoveries(context.Background(), dbpilot.RecoveryFilter{Cluster: f.d.Name})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return recs
+}
+
+func (f *fixture) auditText() string {
+	evs, _ := f.store.AuditEvents(context.Background(), dbpilot.AuditFilter{Cluster: f.d.Name})
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "  %s %-16s %s\n", e.Time.Format("15:04:05.000"), e.Event, e.Message)
+	}
+	return b.String()
+}
+
+func (f *fixture) exec(node, q string) {
+	f.t.Helper()
+	if _, err := sandbox.Exec(context.Background(), f.d, node, q); err != nil {
+		f.t.Fatalf("%s on %s: %v", q, node, err)
+	}
+}
+
+func (f *fixture) value(node, q string) string {
+	f.t.Helper()
+	rows, err := sandbox.Exec(context.Background(), f.d, node, q)
+	if err != nil {
+		f.t.Fatalf("%s on %s: %v", q, node, err)
+	}
+	if len(rows.Values) == 0 || rows.Values[0][0] == nil {
+		return ""
+	}
+	return *rows.Values[0][0]
+}
+
+func (f *fixture) waitValue(node, q, want string, timeout time.Duration) {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var got string
+	for time.Now().Before(deadline) {
+		rows, err := sandbox.Exec(context.Background(), f.d, node, q)
+		if err == nil && len(rows.Values) == 1 && rows.Values[0][0] != nil {
+			got = *rows.Values[0][0]
+			if got == want {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("%s on %s = %q, want %q", q, node, got, want)
+}
+
+func (f *fixture) key(node string) dbpilot.InstanceKey {
+	n, err := f.d.Node(node)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n.Key()
+}
+
+// assertFollows checks that node replicates from source with both threads.
+func (f *fixture) assertFollows(node, source string) {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		db, err := mysql.Open(context.Background(), f.key(node), f.d.AdminOptions())
+		if err == nil {
+			inst, err := db.Inspect(context.Background())
+			db.Close()
+			if err == nil && len(inst.Channels) == 1 && inst.Channels[0].Source == f.key(source) && inst.Channels[0].Healthy() {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.t.Fatalf("%s does not replicate from %s; audit:\n%s", node, source, f.auditText())
+}
+
+func TestAutomaticFailoverSemiSync(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3, SemiSync: true})
+	f := startDaemon(t, d, nil, daemon.Options{})
+	f.exec("node1", "CREATE DATABASE app")
+	f.exec("node1", "CREATE TABLE app.t (id INT PRIMARY KEY)")
+	for i := 1; i <= 20; i++ {
+		f.exec("node1", fmt.Sprintf("INSERT INTO app.t VALUES (%d)", i))
+	}
+	killed := time.Now()
+	if err := sandbox.Kill(d, "node1"); err != nil {
+		t.Fatal(err)
+	}
+	rec := f.waitRecovery(1, 30*time.Second)
+	if !rec.Success || rec.Kind != dbpilot.RecoveryFailoverAuto || rec.OldPrimary != f.key("node1") || len(rec.LostReplicas) != 0 {
+		t.Fatalf("recovery: %+v\naudit:\n%s", rec, f.auditText())
+	}
+	t.Logf("recovered in %s after the kill; audit:\n%s", rec.Ended.Sub(killed), f.auditText())
+	newP := ""
+	for _, n := range []string{"node2", "node3"} {
+		if f.key(n) == rec.NewPrimary {
+			newP = n
+		}
+	}
+	other := map[string]string{"node2": "node3", "node3": "node2"}[newP]
+	if newP == "" {
+		t.Fatalf("new primary %s is not node2 or node3", rec.NewPrimary)
+	}
+	f.waitValue(newP, "SELECT @@read_only", "0", 5*time.Second)
+	if got := f.value(newP, "SELECT COUNT(*) FROM app.t"); got != "20" {
+		t.Errorf("new primary has %s rows, want all 20 acknowledged ones", got)
+	}
+	f.assertFollows(other, newP)
+	f.exec(newP, "INSERT INTO app.t VALUES (21)")
+	f.waitValue(other, "SELECT COUNT(*) FROM app.t", "21", 10*time.Second)
+	st := f.waitState(dbpilot.ClusterOK, 10*time.Second)
+	if st.Primary != rec.NewPrimary {
+		t.Errorf("status primary %s, want %s", st.Primary, rec.NewPrimary)
+	}
+	// The semi-sync primary side is on at the new primary.
+	f.waitValue(newP, "SELECT @@rpl_semi_sync_master_enabled", "1", 5*time.Second)
+	// The detection was recorded.
+	if !strings.Contains(f.auditText(), "detect") {
+		t.Errorf("no detect event:\n%s", f.auditText())
+	}
+
+	// The old primary comes back: fenced read_only, no errant GTIDs, stays
+	// detached (rejoin is off).
+	if err := sandbox.Start(context.Background(), d, "node1", sandbox.ProcessOptions{KillWithParent: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitValue("node1", "SELECT @@read_only", "1", 10*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(f.auditText(), "no errant transactions") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(f.auditText(), "no errant transactions") {
+		t.Errorf("fencing not audited:\n%s", f.auditText())
+	}
+
+	// Anti-flapping: kill the new primary; no second automatic recovery.
+	if err := sandbox.Kill(d, newP); err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(dbpilot.ClusterDead, 15*time.Second)
+	time.Sleep(2 * time.Second)
+	if n := len(f.recoveries()); n != 1 {
+		t.Fatalf("%d recoveries while blocked, want 1; audit:\n%s", n, f.auditText())
+	}
+	if st := f.status(); st.BlockedUntil.IsZero() {
+		t.Errorf("status does not say the cluster is blocked: %+v", st)
+	}
+	// Ack unblocks.
+	if n, err := f.dm.Ack(context.Background(), d.Name, "test", "go"); err != nil || n != 1 {
+		t.Fatalf("ack: %d, %v", n, err)
+	}
+	rec2 := f.waitRecovery(2, 30*time.Second)
+	if !rec2.Success || rec2.NewPrimary != f.key(other) {
+		t.Fatalf("second recovery: %+v\naudit:\n%s", rec2, f.auditText())
+	}
+	f.waitValue(other, "SELECT COUNT(*) FROM app.t", "21", 5*time.Second)
+}
+
+func TestNoFailoverWhenOnlyDbpilotLosesThePrimary(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3})
+	primary := d.Nodes[0].Key().String()
+	proxy := testutil.NewProxy(t, primary)
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == primary {
+			addr = proxy.Addr
+		}
+		var dl net.Dialer
+		return dl.DialContext(ctx, network, addr)
+	}
+	f := startDaemon(t, d, nil, daemon.Options{Dial: dial})
+	proxy.Cut()
+	st := f.waitState(dbpilot.ClusterUnreachable, 10*time.Second)
+	time.Sleep(3 * time.Second)
+	if n := len(f.recoveries()); n != 0 {
+		t.Fatalf("%d recoveries although the replicas still replicate; audit:\n%s", n, f.auditText())
+	}
+	if st := f.status(); st.State != dbpilot.ClusterUnreachable {
+		t.Errorf("state %s, want unreachable", st.State)
+	}
+	_ = st
+	// A manual failover is refused too, with the reason.
+	_, err := f.dm.Failover(context.Background(), d.Name, dbpilot.OperationOptions{})
+	if dbpilot.ErrorCode(err) != dbpilot.ECONFLICT || !strings.Contains(err.Error(), "still replicate") {
+		t.Errorf("manual failover: %v", err)
+	}
+	f.exec("node1", "CREATE DATABASE stillalive")
+	f.waitValue("node2", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='stillalive'", "1", 5*time.Second)
+	proxy.Restore()
+	f.waitState(dbpilot.ClusterOK, 10*time.Second)
+}
+
+func TestHooksAndMustNot(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3})
+	dir := t.TempDir()
+	pre, post := filepath.Join(dir, "pre"), filepath.Join(dir, "post")
+	veto := filepath.Join(dir, "veto")
+	os.WriteFile(veto, []byte("1"), 0o600)
+	f := startDaemon(t, d, func(c *daemon.Config) {
+		c.Clusters[0].PromotionRules = map[string]dbpilot.PromotionRule{d.Nodes[1].Key().String(): dbpilot.PromoteMustNot}
+		c.Hooks.PreFailover = []string{fmt.Sprintf(`env | grep ^DBPILOT_ | sort > %s; test ! -e %s`, pre, veto)}
+		c.Hooks.PostFailover = []string{fmt.Sprintf(`env | grep ^DBPILOT_ | sort > %s`, post)}
+		c.Recovery.BlockPeriod = daemon.Duration(time.Hour)
+	}, daemon.Options{})
+	if err := sandbox.Kill(d, "node1"); err != nil {
+		t.Fatal(err)
+	}
+	// The vetoing pre-failover hook stops the first recovery.
+	rec := f.waitRecovery(1, 20*time.Second)
+	if rec.Success || !strings.Contains(rec.Error, "vetoed by pre-failover hook") {
+		t.Fatalf("vetoed recovery: %+v", rec)
+	}
+	b, _ := os.ReadFile(pre)
+	for _, want := range []string{"DBPILOT_CLUSTER=" + d.Name, "DBPILOT_OLD_PRIMARY=" + f.key("node1").String(), "DBPILOT_KIND=failover-auto", "DBPILOT_PHASE=pre-failover"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("pre-failover hook env lacks %q:\n%s", want, b)
+		}
+	}
+	if f.value("node2", "SELECT @@read_only") != "1" || f.value("node3", "SELECT @@read_only") != "1" {
+		t.Fatal("a vetoed failover changed something")
+	}
+	// Lift the veto; the block holds automatic recovery, a manual failover goes on.
+	os.Remove(veto)
+	time.Sleep(1500 * time.Millisecond)
+	if n := len(f.recoveries()); n != 1 {
+		t.Fatalf("automatic recovery ran while blocked: %d", n)
+	}
+	rec, err := f.dm.Failover(context.Background(), d.Name, dbpilot.OperationOptions{})
+	if err != nil || !rec.Success {
+		t.Fatalf("manual failover: %v %+v\n%s", err, rec, f.auditText())
+	}
+	// node2 is must_not: node3 is promoted, node2 follows it.
+	if rec.NewPrimary != f.key("node3") || !strings.Contains(rec.Plan, "must_not") {
+		t.Errorf("promoted %s, want node3 (node2 is must_not); plan:\n%s", rec.NewPrimary, rec.Plan)
+	}
+	f.assertFollows("node2", "node3")
+	b, _ = os.ReadFile(post)
+	if !strings.Contains(string(b), "DBPILOT_NEW_PRIMARY="+f.key("node3").String()) || !strings.Contains(string(b), "DBPILOT_KIND=failover-manual") {
+		t.Errorf("post-failover hook env:\n%s", b)
+	}
+}
+
+func TestSwitchoverAndRelocate(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3, SemiSync: true})
+	f := startDaemon(t, d, nil, daemon.Options{})
+	ctx := context.Background()
+	f.exec("node1", "CREATE DATABASE app")
+	// Dry run changes nothing.
+	rec, err := f.dm.Switchover(ctx, d.Name, dbpilot.OperationOptions{DryRun: true, To: f.key("node2")})
+	if err != nil || rec.Plan == "" || f.value("node1", "SELECT @@read_only") != "0" {
+		t.Fatalf("dry run: %v %+v", err, rec)
+	}
+	rec, err = f.dm.Switchover(ctx, d.Name, dbpilot.OperationOptions{To: f.key("node2")})
+	if err != nil || !rec.Success || rec.NewPrimary != f.key("node2") {
+		t.Fatalf("switchover: %v %+v\n%s", err, rec, f.auditText())
+	}
+	f.waitValue("node2", "SELECT @@read_only", "0", 5*time.Second)
+	f.waitValue("node1", "SELECT @@read_only", "1", 5*time.Second)
+	f.assertFollows("node1", "node2")
+	f.assertFollows("node3", "node2")
+	f.exec("node2", "CREATE DATABASE after")
+	f.waitValue("node1", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='after'", "1", 5*time.Second)
+	if st := f.waitState(dbpilot.ClusterOK, 10*time.Second); st.Primary != f.key("node2") {
+		t.Errorf("status primary %s after switchover", st.Primary)
+	}
+	// A switchover to an unknown server is refused.
+	if _, err := f.dm.Switchover(ctx, d.Name, dbpilot.OperationOptions{To: dbpilot.InstanceKey{Host: "127.0.0.1", Port: 1}}); err == nil {
+		t.Error("switchover to a stranger accepted")
+	}
+	// Relocate node3 below node1 (now a replica with binlog and log_slave_updates).
+	rec, err = f.dm.Relocate(ctx, f.key("node3"), dbpilot.OperationOptions{To: f.key("node1")})
+	if err != nil || !rec.Success {
+		t.Fatalf("relocate: %v %+v", err, rec)
+	}
+	f.assertFollows("node3", "node1")
+	f.exec("node2", "CREATE DATABASE chain")
+	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='chain'", "1", 5*time.Second)
+	// Refusals: below itself; below its own replica (a cycle).
+	if _, err := f.dm.Relocate(ctx, f.key("node3"), dbpilot.OperationOptions{To: f.key("node3")}); err == nil {
+		t.Error("relocate below itself accepted")
+	}
+	if _, err := f.dm.Relocate(ctx, f.key("node1"), dbpilot.OperationOptions{To: f.key("node3")}); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Errorf("relocate into a cycle: %v", err)
+	}
+	// An errant transaction on node3 makes moving it below node2... allowed
+	// (node2 lacks it): refused.
+	db, err := mysql.Open(ctx, f.key("node3"), d.AdminOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Exec(ctx, "CREATE DATABASE errant_here")
+	db.Close()
+	if _, err := f.dm.Relocate(ctx, f.key("node3"), dbpilot.OperationOptions{To: f.key("node2")}); err == nil {
+		t.Error("relocate of a replica with errant transactions accepted")
+	}
+}

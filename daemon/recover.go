@@ -1,0 +1,313 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/gtid"
+	"github.com/dbpilot/dbpilot/recovery"
+)
+
+// maxCandidates is how many candidates a failover tries when the chosen one
+// fails before it is promoted.
+const maxCandidates = 3
+
+func (d *Daemon) executor() *recovery.Executor {
+	return &recovery.Executor{Ctl: d.ctl, Audit: auditor{d}, Opt: recovery.Options{
+		ApplyTimeout:  d.cfg.Recovery.ApplyTimeout.D(),
+		RepointVerify: d.cfg.Recovery.RepointVerify.D(),
+		KillGrace:     d.cfg.Recovery.KillGrace.D(),
+	}}
+}
+
+// auditor routes the executor's audit events through the daemon's log and store.
+type auditor struct{ d *Daemon }
+
+func (a auditor) Audit(ctx context.Context, e dbpilot.AuditEvent) error {
+	a.d.audit(ctx, e)
+	return nil
+}
+
+// inspectAll reads every key afresh through the controller, in parallel.
+func (d *Daemon) inspectAll(ctx context.Context, keys []dbpilot.InstanceKey) []*dbpilot.Instance {
+	out := make([]*dbpilot.Instance, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inst, err := d.ctl.Inspect(ctx, k)
+			if err != nil {
+				inst = &dbpilot.Instance{Key: k, LastError: err.Error(), ObservedAt: time.Now()}
+			}
+			out[i] = inst
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func keysOf(in []*dbpilot.Instance) []dbpilot.InstanceKey {
+	out := make([]dbpilot.InstanceKey, len(in))
+	for i, x := range in {
+		out[i] = x.Key
+	}
+	return out
+}
+
+// failover recovers the cluster's dead primary. The caller holds cs.op.
+// With dryRun it only plans.
+func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dryRun bool) (*dbpilot.Recovery, error) {
+	cs.mu.Lock()
+	old := cs.primary
+	members := append([]*dbpilot.Instance(nil), cs.instances...)
+	detectedAt := cs.failingSince
+	cs.mu.Unlock()
+	name := cs.cfg.Name
+	rules := recovery.Rules(cs.cfg.rules)
+	fresh := d.inspectAll(ctx, keysOf(members))
+
+	plan, planErr := recovery.PlanFailover(name, old, fresh, rules)
+	rec := &dbpilot.Recovery{Cluster: name, Kind: kind, OldPrimary: old, DetectedAt: detectedAt, Started: time.Now()}
+	if plan != nil {
+		rec.Plan = plan.String()
+		rec.NewPrimary = plan.Candidate
+	}
+	if dryRun {
+		if planErr != nil {
+			return nil, planErr
+		}
+		return rec, nil
+	}
+	if d.store != nil {
+		if err := d.store.CreateRecovery(ctx, rec); err != nil {
+			return nil, err
+		}
+	}
+	cs.mu.Lock()
+	cs.status.State = dbpilot.ClusterRecovering
+	cs.mu.Unlock()
+	detail := map[string]string{"kind": kind}
+	if !detectedAt.IsZero() {
+		detail["detection_ms"] = fmt.Sprint(time.Since(detectedAt).Milliseconds())
+	}
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: "detect",
+		Message: fmt.Sprintf("primary %s is dead; starting %s", old, kind), Detail: detail})
+
+	finish := func(err error) (*dbpilot.Recovery, error) {
+		rec.Ended = time.Now()
+		rec.Success = err == nil
+		if err != nil {
+			rec.Error = err.Error()
+		}
+		if d.store != nil {
+			if uerr := d.store.UpdateRecovery(context.WithoutCancel(ctx), rec); uerr != nil {
+				d.log.Warn("update recovery", "err", uerr)
+			}
+		}
+		hooks := d.cfg.HooksFor(cs.cfg)
+		if err == nil {
+			d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
+			cs.mu.Lock()
+			cs.primary = rec.NewPrimary
+			cs.known = appendKey(cs.known, rec.NewPrimary)
+			cs.fenced[old] = true
+			cs.failingSince = time.Time{}
+			cs.status.State = dbpilot.ClusterOK
+			cs.status.Primary = rec.NewPrimary
+			cs.mu.Unlock()
+			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: "recovered",
+				Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})
+		} else {
+			d.runHooks(ctx, cs, rec, "post-unsuccessful-failover", hooks.PostUnsuccessfulFailover, hooks)
+			cs.mu.Lock()
+			cs.status.State = dbpilot.ClusterDead
+			cs.mu.Unlock()
+			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: "failed", Message: "recovery failed: " + err.Error()})
+		}
+		return rec, err
+	}
+	if planErr != nil {
+		return finish(planErr)
+	}
+	hooks := d.cfg.HooksFor(cs.cfg)
+	if err := d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks); err != nil {
+		return finish(err)
+	}
+	exec := d.executor()
+	exec.Opt.SemiSync = cs.cfg.SemiSync
+	for attempt := 1; ; attempt++ {
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: "plan", Message: plan.Reason, Detail: map[string]string{"plan": plan.String()}})
+		err := exec.Failover(ctx, plan, rec)
+		if err == nil {
+			rec.NewPrimary = plan.Candidate
+			return finish(nil)
+		}
+		// A candidate that died before promotion: plan again without it.
+		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || attempt >= maxCandidates || ctx.Err() != nil {
+			return finish(err)
+		}
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: "candidate-failed",
+			Message: fmt.Sprintf("candidate %s failed (%v); planning again without it", plan.Candidate, err)})
+		rules = withRule(rules, plan.Candidate, dbpilot.PromoteMustNot)
+		fresh = d.inspectAll(ctx, keysOf(members))
+		next, perr := recovery.PlanFailover(name, old, fresh, rules)
+		if perr != nil {
+			return finish(fmt.Errorf("%w; no other candidate: %v", err, perr))
+		}
+		plan = next
+		rec.Plan = plan.String()
+		rec.LostReplicas = nil
+	}
+}
+
+func withRule(r recovery.Rules, k dbpilot.InstanceKey, rule dbpilot.PromotionRule) recovery.Rules {
+	out := recovery.Rules{}
+	for key, v := range r {
+		out[key] = v
+	}
+	out[k] = rule
+	return out
+}
+
+// runHooks runs a hook list; for pre-failover, a failure vetoes (returned
+// as an error).
+func (d *Daemon) runHooks(ctx context.Context, cs *clusterState, rec *dbpilot.Recovery, phase string, cmds []string, hc HooksConfig) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	var lost []string
+	for _, k := range rec.LostReplicas {
+		lost = append(lost, k.String())
+	}
+	env := map[string]string{
+		"DBPILOT_CLUSTER":       cs.cfg.Name,
+		"DBPILOT_KIND":          rec.Kind,
+		"DBPILOT_PHASE":         phase,
+		"DBPILOT_RECOVERY_ID":   fmt.Sprint(rec.ID),
+		"DBPILOT_OLD_PRIMARY":   rec.OldPrimary.String(),
+		"DBPILOT_NEW_PRIMARY":   "",
+		"DBPILOT_LOST_REPLICAS": strings.Join(lost, ","),
+		"DBPILOT_ERROR":         rec.Error,
+	}
+	if !rec.NewPrimary.IsZero() {
+		env["DBPILOT_NEW_PRIMARY"] = rec.NewPrimary.String()
+	}
+	for _, c := range cmds {
+		res := runHook(ctx, c, env, hc.Timeout.D())
+		detail := map[string]string{"command": c, "exit_code": fmt.Sprint(res.ExitCode), "took_ms": fmt.Sprint(res.Took.Milliseconds())}
+		if res.Output != "" {
+			detail["output"] = res.Output
+		}
+		msg := fmt.Sprintf("%s hook %q succeeded", phase, c)
+		if res.Err != nil {
+			msg = fmt.Sprintf("%s hook %q failed: %v", phase, c, res.Err)
+		}
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, RecoveryID: rec.ID, Event: "hook", Message: msg, Detail: detail})
+		if phase != "pre-failover" || res.Err == nil {
+			continue
+		}
+		if res.TimedOut && hc.OnTimeout == "continue" {
+			continue
+		}
+		return dbpilot.Errorf(dbpilot.ECONFLICT, "vetoed by pre-failover hook %q: %v", c, res.Err)
+	}
+	return nil
+}
+
+// fence watches old primaries: when one answers again it is made read_only
+// at once, its errant transactions (GTIDs the new primary lacks) are
+// reported, and with rejoin it becomes a replica of the new primary when it
+// has none.
+func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
+	cs.mu.Lock()
+	var back []*dbpilot.Instance
+	for _, i := range cs.detached {
+		if i.Reachable && cs.fenced[i.Key] {
+			back = append(back, i)
+		}
+	}
+	primary := cs.primary
+	var newPrimary *dbpilot.Instance
+	for _, i := range cs.instances {
+		if i.Key.Normalized() == primary.Normalized() {
+			newPrimary = i
+		}
+	}
+	cs.mu.Unlock()
+	for _, old := range back {
+		if !old.ReadOnly {
+			if err := d.ctl.SetReadOnly(ctx, old.Key, true); err != nil {
+				d.log.Warn("fence: set read_only", "instance", old.Key.String(), "err", err)
+				continue
+			}
+			d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: "fence",
+				Message: fmt.Sprintf("old primary %s is back: set read_only", old.Key)})
+		}
+		if newPrimary == nil || !newPrimary.Reachable {
+			continue
+		}
+		errant, err := errantAgainst(old, newPrimary)
+		if err != nil {
+			d.log.Warn("fence: compare GTIDs", "instance", old.Key.String(), "err", err)
+			continue
+		}
+		cs.mu.Lock()
+		noted := cs.fenceNoted[old.Key] == errant && errant != ""
+		cs.fenceNoted[old.Key] = errant
+		cs.mu.Unlock()
+		if errant != "" {
+			if !noted {
+				d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: "fence",
+					Message: fmt.Sprintf("old primary %s has errant transactions the new primary %s lacks: %s; it stays read_only and out of the cluster", old.Key, newPrimary.Key, errant),
+					Detail:  map[string]string{"errant": errant}})
+			}
+			continue
+		}
+		if !cs.cfg.Rejoin {
+			if cs.fenceNoted[old.Key] == "" && !noted {
+				cs.mu.Lock()
+				cs.fenceNoted[old.Key] = "-"
+				cs.mu.Unlock()
+				d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: "fence",
+					Message: fmt.Sprintf("old primary %s has no errant transactions; rejoin is off, so it stays read_only and detached", old.Key)})
+			}
+			continue
+		}
+		if err := d.rejoin(ctx, old.Key, newPrimary.Key); err != nil {
+			d.log.Warn("rejoin failed", "instance", old.Key.String(), "err", err)
+			continue
+		}
+		cs.mu.Lock()
+		delete(cs.fenced, old.Key)
+		cs.mu.Unlock()
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: "rejoin",
+			Message: fmt.Sprintf("old primary %s has no errant transactions: now a replica of %s", old.Key, newPrimary.Key)})
+	}
+}
+
+func (d *Daemon) rejoin(ctx context.Context, old, primary dbpilot.InstanceKey) error {
+	if err := d.ctl.StopReplica(ctx, old); err != nil {
+		return err
+	}
+	if err := d.ctl.ChangeSource(ctx, old, primary, recovery.ChangeSourceOptions{}); err != nil {
+		return err
+	}
+	return d.ctl.StartReplica(ctx, old)
+}
+
+// errantAgainst returns the GTIDs old has that primary lacks.
+func errantAgainst(old, primary *dbpilot.Instance) (string, error) {
+	if old.Flavor == dbpilot.FlavorMariaDB {
+		return gtid.ErrantMariaDBStrings(old.GTID.BinlogState, primary.GTID.BinlogState)
+	}
+	if old.Flavor.IsMySQLFamily() {
+		return gtid.ErrantMySQLStrings(old.GTID.Executed, primary.GTID.Executed)
+	}
+	return "", errors.New("unknown flavor")
+}

@@ -1,0 +1,291 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/recovery"
+)
+
+var _ dbpilot.ClusterService = (*Daemon)(nil)
+
+// Health reports the daemon's own state.
+func (d *Daemon) Health(context.Context) (*dbpilot.Health, error) {
+	return &dbpilot.Health{Status: "ok", Version: d.version, Started: d.started, Clusters: len(d.clusters)}, nil
+}
+
+func (d *Daemon) cluster(name string) (*clusterState, error) {
+	cs, ok := d.clusters[name]
+	if !ok {
+		_, err := d.cfg.Cluster(name)
+		return nil, err
+	}
+	return cs, nil
+}
+
+// refresh observes a cluster when the watch loop does not run (the CLI
+// acting directly), so that answers are never stale.
+func (d *Daemon) refresh(ctx context.Context, cs *clusterState) {
+	if d.running {
+		return
+	}
+	d.tick(ctx, cs, false)
+}
+
+func (d *Daemon) snapshot(ctx context.Context, cs *clusterState) *dbpilot.ClusterStatus {
+	cs.mu.Lock()
+	st := cs.status
+	st.Instances = append([]*dbpilot.Instance(nil), cs.status.Instances...)
+	st.Problems = append([]dbpilot.Problem(nil), cs.status.Problems...)
+	cs.mu.Unlock()
+	if st.Instances == nil {
+		st.Instances = []*dbpilot.Instance{}
+	}
+	if st.Problems == nil {
+		st.Problems = []dbpilot.Problem{}
+	}
+	st.BlockedUntil = d.blockedUntil(ctx, cs)
+	if d.store != nil {
+		if recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: 1}); err == nil && len(recs) > 0 {
+			st.LastRecovery = recs[0]
+		}
+	}
+	return &st
+}
+
+// Clusters returns every cluster's status.
+func (d *Daemon) Clusters(ctx context.Context) ([]*dbpilot.ClusterStatus, error) {
+	out := make([]*dbpilot.ClusterStatus, 0, len(d.order))
+	for _, name := range d.order {
+		cs := d.clusters[name]
+		d.refresh(ctx, cs)
+		out = append(out, d.snapshot(ctx, cs))
+	}
+	return out, nil
+}
+
+// ClusterStatus returns one cluster's status.
+func (d *Daemon) ClusterStatus(ctx context.Context, name string) (*dbpilot.ClusterStatus, error) {
+	cs, err := d.cluster(name)
+	if err != nil {
+		return nil, err
+	}
+	d.refresh(ctx, cs)
+	return d.snapshot(ctx, cs), nil
+}
+
+// Recoveries lists recoveries, newest first.
+func (d *Daemon) Recoveries(ctx context.Context, f dbpilot.RecoveryFilter) ([]*dbpilot.Recovery, error) {
+	if f.Cluster != "" {
+		if _, err := d.cluster(f.Cluster); err != nil {
+			return nil, err
+		}
+	}
+	if d.store == nil {
+		return []*dbpilot.Recovery{}, nil
+	}
+	return d.store.Recoveries(ctx, f)
+}
+
+// AuditEvents lists audit events, oldest first.
+func (d *Daemon) AuditEvents(ctx context.Context, f dbpilot.AuditFilter) ([]dbpilot.AuditEvent, error) {
+	if d.store == nil {
+		return []dbpilot.AuditEvent{}, nil
+	}
+	return d.store.AuditEvents(ctx, f)
+}
+
+func lockOp(cs *clusterState) error {
+	if !cs.op.TryLock() {
+		return dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: another recovery or operation is running; see 'dbpilot recoveries'", cs.cfg.Name)
+	}
+	return nil
+}
+
+// Failover recovers a dead primary on request. It refuses a primary that is
+// alive or still feeding its replicas (use switchover), and ignores the
+// anti-flapping block: a person asked.
+func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	cs, err := d.cluster(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockOp(cs); err != nil {
+		return nil, err
+	}
+	defer cs.op.Unlock()
+	members, primary, err := d.observe(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	if primary == nil {
+		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "cluster %s: no primary found", name)
+	}
+	v := d.assess(ctx, cs, primary, members)
+	if v.State != dbpilot.ClusterDead && !opt.DryRun {
+		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: not failing over: %s; for a planned change use 'dbpilot switchover %s'", name, v.Reason, name)
+	}
+	rec, err := d.failover(ctx, cs, dbpilot.RecoveryFailoverManual, opt.DryRun)
+	if err == nil && opt.DryRun && v.State != dbpilot.ClusterDead {
+		rec.Plan = fmt.Sprintf("note: the primary is not dead (%s): a real failover would be refused\n", v.Reason) + rec.Plan
+	}
+	return rec, err
+}
+
+// Switchover replaces a live primary.
+func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	cs, err := d.cluster(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockOp(cs); err != nil {
+		return nil, err
+	}
+	defer cs.op.Unlock()
+	members, primary, err := d.observe(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	if primary == nil || !primary.Reachable {
+		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: the primary is not reachable: a switchover needs a live primary; see 'dbpilot failover %s'", name, name)
+	}
+	if cs.multiPrimary() {
+		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "cluster %s has several writers (ring or multi-source): switchover is not supported", name)
+	}
+	fresh := d.inspectAll(ctx, keysOf(members))
+	var p *dbpilot.Instance
+	for _, i := range fresh {
+		if i.Key.Normalized() == primary.Key.Normalized() {
+			p = i
+		}
+	}
+	plan, err := recovery.PlanSwitchover(name, p, fresh, opt.To, recovery.Rules(cs.cfg.rules))
+	if err != nil {
+		return nil, err
+	}
+	rec := &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoverySwitchover, OldPrimary: primary.Key, NewPrimary: plan.Candidate, Started: time.Now(), Plan: plan.String()}
+	if opt.DryRun {
+		return rec, nil
+	}
+	if d.store != nil {
+		if err := d.store.CreateRecovery(ctx, rec); err != nil {
+			return nil, err
+		}
+	}
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: "plan", Message: plan.Reason, Detail: map[string]string{"plan": rec.Plan}})
+	exec := d.executor()
+	exec.Opt.SemiSync = cs.cfg.SemiSync
+	err = exec.Switchover(ctx, plan, rec)
+	rec.Ended = time.Now()
+	rec.Success = err == nil
+	if err != nil {
+		rec.Error = err.Error()
+	} else {
+		cs.mu.Lock()
+		cs.primary = plan.Candidate
+		cs.status.Primary = plan.Candidate
+		cs.mu.Unlock()
+	}
+	if d.store != nil {
+		if uerr := d.store.UpdateRecovery(context.WithoutCancel(ctx), rec); uerr != nil {
+			d.log.Warn("update recovery", "err", uerr)
+		}
+	}
+	return rec, err
+}
+
+// Relocate moves a replica below another server of its cluster.
+func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	if opt.To.IsZero() {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "relocate: name the new source (--below HOST:PORT)")
+	}
+	var cs *clusterState
+	for _, name := range d.order {
+		c := d.clusters[name]
+		d.refresh(ctx, c)
+		c.mu.Lock()
+		for _, i := range c.instances {
+			if i.Key.Normalized() == replica.Normalized() {
+				cs = c
+			}
+		}
+		c.mu.Unlock()
+		if cs != nil {
+			break
+		}
+	}
+	if cs == nil {
+		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: %s is not part of any watched cluster", replica)
+	}
+	if err := lockOp(cs); err != nil {
+		return nil, err
+	}
+	defer cs.op.Unlock()
+	members, _, err := d.observe(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	fresh := d.inspectAll(ctx, keysOf(members))
+	find := func(k dbpilot.InstanceKey) *dbpilot.Instance {
+		for _, i := range fresh {
+			if i.Key.Normalized() == k.Normalized() {
+				return i
+			}
+		}
+		return nil
+	}
+	r, t := find(replica), find(opt.To)
+	if r == nil {
+		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: %s is not part of cluster %s", replica, cs.cfg.Name)
+	}
+	if t == nil {
+		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: target %s is not part of cluster %s", opt.To, cs.cfg.Name)
+	}
+	if err := recovery.CheckRelocate(r, t, fresh); err != nil {
+		return nil, err
+	}
+	rec := &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: dbpilot.RecoveryRelocate, OldPrimary: replica, NewPrimary: opt.To, Started: time.Now(),
+		Plan: fmt.Sprintf("relocate %s below %s (GTID auto-positioning)", replica, opt.To)}
+	if opt.DryRun {
+		return rec, nil
+	}
+	if d.store != nil {
+		if err := d.store.CreateRecovery(ctx, rec); err != nil {
+			return nil, err
+		}
+	}
+	err = d.executor().Relocate(ctx, replica, opt.To, rec)
+	rec.Ended = time.Now()
+	rec.Success = err == nil
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	if d.store != nil {
+		if uerr := d.store.UpdateRecovery(context.WithoutCancel(ctx), rec); uerr != nil {
+			d.log.Warn("update recovery", "err", uerr)
+		}
+	}
+	return rec, err
+}
+
+// Ack acknowledges a cluster's recoveries, lifting the anti-flapping block.
+func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (int, error) {
+	cs, err := d.cluster(name)
+	if err != nil {
+		return 0, err
+	}
+	if d.store == nil {
+		return 0, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "no state store")
+	}
+	n, err := d.store.AckRecoveries(ctx, name, by, comment)
+	if err != nil {
+		return 0, err
+	}
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Event: "ack", Message: fmt.Sprintf("%d recoveries acknowledged by %s: %s", n, by, comment)})
+	cs.mu.Lock()
+	cs.lastVerdict = ""
+	cs.mu.Unlock()
+	return n, nil
+}
