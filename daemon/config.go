@@ -60,6 +60,10 @@ type DetectionConfig struct {
 	// ConfirmTimeout bounds the confirmation round (re-probe the primary and
 	// ask every replica) after a failed probe.
 	ConfirmTimeout Duration `yaml:"confirm_timeout"`
+	// LivenessInterval is how often each primary is pinged on a persistent
+	// connection between full polls (a ping costs one round trip); a failed
+	// ping starts the confirmation at once. "off" disables it. Default 100ms.
+	LivenessInterval Duration `yaml:"liveness_interval"`
 }
 
 // RecoveryConfig tunes recoveries.
@@ -124,6 +128,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if err := n.Decode(&s); err != nil {
 		return err
 	}
+	if s == "off" {
+		*d = -1
+		return nil
+	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a duration like 500ms, 1s or 10m", s)
@@ -152,8 +160,8 @@ token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600)
 credentials: {user: dbpilot, file: ~/.dbpilot/admin.cnf}   # admin account ([client] user=, password=)
 replication: {user: repl, password: "..."}                  # account replicas use
 poll_interval: 1s                # sub-second allowed
-detection: {probe_timeout: 400ms, confirm_timeout: 800ms}
-recovery: {block_period: 10m, apply_timeout: 30s, repoint_verify: 10s, kill_grace: 1s}
+detection: {probe_timeout: 400ms, confirm_timeout: 800ms, liveness_interval: 100ms}
+recovery: {block_period: 10m, apply_timeout: 30s, repoint_verify: 10s, kill_grace: 100ms}
 hooks:
   pre_failover: ["/etc/dbpilot/check-maintenance.sh"]     # non-zero exit vetoes
   post_failover: ["/etc/dbpilot/move-vip.sh"]            # env: DBPILOT_NEW_PRIMARY, ...
@@ -250,6 +258,14 @@ func (c *Config) Validate() error {
 	if c.Detection.ConfirmTimeout == 0 {
 		c.Detection.ConfirmTimeout = Duration(2 * c.Detection.ProbeTimeout.D())
 	}
+	switch l := c.Detection.LivenessInterval.D(); {
+	case l == 0:
+		c.Detection.LivenessInterval = Duration(100 * time.Millisecond)
+	case l < 0:
+		// disabled
+	case l < 20*time.Millisecond || l > c.PollInterval.D():
+		return fmt.Errorf("detection.liveness_interval: %s is outside 20ms..poll_interval", l)
+	}
 	if c.Detection.ProbeTimeout.D() >= c.PollInterval.D() && c.PollInterval.D() > 0 {
 		return fmt.Errorf("detection.probe_timeout: %s must be below poll_interval %s", c.Detection.ProbeTimeout.D(), c.PollInterval.D())
 	}
@@ -263,7 +279,7 @@ func (c *Config) Validate() error {
 		c.Recovery.RepointVerify = Duration(10 * time.Second)
 	}
 	if c.Recovery.KillGrace == 0 {
-		c.Recovery.KillGrace = Duration(time.Second)
+		c.Recovery.KillGrace = Duration(100 * time.Millisecond)
 	}
 	if c.ForgetAfter == 0 {
 		c.ForgetAfter = Duration(time.Hour)

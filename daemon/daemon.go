@@ -23,6 +23,7 @@ type Daemon struct {
 	cfg     *Config
 	store   dbpilot.StateStore
 	probe   *mysql.Inspector // monitoring: short timeouts, one connection per instance
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	ctl     recovery.Controller
 	log     *slog.Logger
 	version string
@@ -50,6 +51,8 @@ type clusterState struct {
 	lastVerdict  string
 	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
 	fenceNoted   map[dbpilot.InstanceKey]string
+	// wake asks the watch loop for a tick now (a failed liveness ping).
+	wake chan struct{}
 }
 
 // Options are the daemon's collaborators.
@@ -71,6 +74,7 @@ func New(cfg *Config, opt Options) *Daemon {
 		cfg:      cfg,
 		store:    opt.Store,
 		probe:    mysql.NewInspector(probe),
+		dial:     opt.Dial,
 		ctl:      opt.Ctl,
 		log:      opt.Logger,
 		version:  opt.Version,
@@ -88,7 +92,7 @@ func New(cfg *Config, opt Options) *Daemon {
 	}
 	for i := range cfg.Clusters {
 		cl := &cfg.Clusters[i]
-		cs := &clusterState{cfg: cl, fenced: map[dbpilot.InstanceKey]bool{}, fenceNoted: map[dbpilot.InstanceKey]string{}}
+		cs := &clusterState{cfg: cl, fenced: map[dbpilot.InstanceKey]bool{}, fenceNoted: map[dbpilot.InstanceKey]string{}, wake: make(chan struct{}, 1)}
 		cs.status = dbpilot.ClusterStatus{Name: cl.Name, State: dbpilot.ClusterUnknown, AutoFailover: cl.AutoFailover}
 		cs.known = append(cs.known, cl.seeds...)
 		d.clusters[cl.Name] = cs
@@ -124,16 +128,89 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 // watch ticks one cluster. A tick that overruns the interval delays the
-// next one (time.Ticker drops ticks): probes never pile up.
+// next one (time.Ticker drops ticks): probes never pile up. A failed
+// liveness ping of the primary starts a tick at once.
 func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 	t := time.NewTicker(d.cfg.PollInterval.D())
 	defer t.Stop()
+	if d.cfg.Detection.LivenessInterval.D() > 0 {
+		go d.liveness(ctx, cs)
+	}
 	for {
 		d.tick(ctx, cs, true)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-cs.wake:
+		}
+	}
+}
+
+// liveness pings the cluster's primary every LivenessInterval on its own
+// persistent connection. The first failed ping after a good one wakes the
+// watch loop, which confirms the failure holistically right away instead of
+// waiting for the next poll.
+func (d *Daemon) liveness(ctx context.Context, cs *clusterState) {
+	opts := d.cfg.Admin()
+	opts.Dial = d.dial
+	var db *mysql.DB
+	var dbKey dbpilot.InstanceKey
+	defer func() {
+		if db != nil {
+			db.Close()
+		}
+	}()
+	healthy := false
+	t := time.NewTicker(d.cfg.Detection.LivenessInterval.D())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cs.mu.Lock()
+		key := cs.primary
+		cs.mu.Unlock()
+		if key.IsZero() {
+			continue
+		}
+		if db != nil && key != dbKey {
+			db.Close()
+			db, healthy = nil, false
+		}
+		var err error
+		if db == nil {
+			db, err = mysql.Open(ctx, key, opts)
+			if err != nil {
+				db = nil
+			} else {
+				dbKey = key
+			}
+		} else {
+			pctx, cancel := context.WithTimeout(ctx, d.cfg.Detection.ProbeTimeout.D())
+			err = db.SQL().PingContext(pctx)
+			cancel()
+			if err != nil {
+				db.Close()
+				db = nil
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			healthy = true
+			continue
+		}
+		if healthy {
+			healthy = false
+			d.log.Debug("liveness ping failed; confirming now", "cluster", cs.cfg.Name, "primary", key.String(), "err", err)
+			select {
+			case cs.wake <- struct{}{}:
+			default:
+			}
 		}
 	}
 }

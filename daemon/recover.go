@@ -279,7 +279,7 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
 			}
 			continue
 		}
-		if err := d.rejoin(ctx, old.Key, newPrimary.Key); err != nil {
+		if err := d.rejoin(ctx, old.Key, newPrimary.Key, cs.cfg.SemiSync); err != nil {
 			d.log.Warn("rejoin failed", "instance", old.Key.String(), "err", err)
 			continue
 		}
@@ -291,8 +291,13 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
 	}
 }
 
-func (d *Daemon) rejoin(ctx context.Context, old, primary dbpilot.InstanceKey) error {
+func (d *Daemon) rejoin(ctx context.Context, old, primary dbpilot.InstanceKey, semiSync bool) error {
 	if err := d.ctl.StopReplica(ctx, old); err != nil {
+		return err
+	}
+	// A replica that does not acknowledge would make every commit on a
+	// semi-sync primary wait for the timeout.
+	if err := d.ctl.SetSemiSync(ctx, old, false, semiSync); err != nil {
 		return err
 	}
 	if err := d.ctl.ChangeSource(ctx, old, primary, recovery.ChangeSourceOptions{}); err != nil {

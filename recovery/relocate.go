@@ -1,0 +1,238 @@
+package recovery
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/gtid"
+)
+
+// CheckRelocate explains why replica cannot move below target, or returns nil.
+//
+// Moving is refused when: either server is unreachable; target is replica
+// itself or replicates from it, directly or through others (a cycle; the
+// walk follows the target's sources through instances); they are of
+// different flavors; target runs a newer release series than replica;
+// target has no binary log, or, being a replica itself, log_slave_updates
+// off; on MySQL, either has gtid_mode other than ON; replica has
+// transactions target lacks: on MariaDB its position in a domain
+// (gtid_binlog_state, gtid_current_pos) ahead of what target received
+// there, not in target's history, or writes of its own target does not
+// have; on MySQL gtid_executed not within target's gtid_executed ∪ its
+// retrieved sets, or transactions it needs that target purged.
+//
+// A replica already replicating from target can move there: nil.
+// The error is a *dbpilot.Error: EINVALID, EUNAVAIL, EUNSUPPORTD or ECONFLICT.
+func CheckRelocate(replica, target *dbpilot.Instance, instances []*dbpilot.Instance) error {
+	if replica == nil || target == nil {
+		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: replica and target are both needed")
+	}
+	rk, tk := replica.Key, target.Key
+	fail := func(code, format string, args ...any) error {
+		return dbpilot.Errorf(code, "cannot relocate %s below %s: %s", rk, tk, fmt.Sprintf(format, args...))
+	}
+	if sameKey(rk, tk) {
+		return fail(dbpilot.EINVALID, "a server cannot replicate from itself")
+	}
+	if !replica.Reachable {
+		return fail(dbpilot.EUNAVAIL, "%s is unreachable (%s)", rk, orUnknown(replica.LastError))
+	}
+	if !target.Reachable {
+		return fail(dbpilot.EUNAVAIL, "the target is unreachable (%s)", orUnknown(target.LastError))
+	}
+	if path := sourcePath(target, rk, instances); path != nil {
+		return fail(dbpilot.ECONFLICT, "the target replicates from %s (%s): that would make a replication cycle", rk, strings.Join(path, " → "))
+	}
+	if replica.Flavor.IsMySQLFamily() != target.Flavor.IsMySQLFamily() {
+		return fail(dbpilot.EUNSUPPORTD, "different flavors (%s below %s)", orUnknown(string(replica.Flavor)), orUnknown(string(target.Flavor)))
+	}
+	if replica.Channel(tk) != nil {
+		return nil
+	}
+
+	var why []string
+	code := ""
+	add := func(c, format string, args ...any) {
+		if code == "" {
+			code = c
+		}
+		why = append(why, fmt.Sprintf(format, args...))
+	}
+	if v, tv := replica.Version, target.Version; v.Major != 0 && tv.Major != 0 && seriesOf(tv).Compare(seriesOf(v)) > 0 {
+		add(dbpilot.EUNSUPPORTD, "the target runs %s, a newer release series than %s on the replica: replication from a newer to an older series is not supported", tv, v)
+	}
+	if !target.LogBin {
+		add(dbpilot.ECONFLICT, "the target has no binary log (log_bin=OFF): nothing to replicate from")
+	} else if target.IsReplica() && !target.LogReplicaUpdates {
+		add(dbpilot.ECONFLICT, "the target has log_slave_updates=OFF: its binary log lacks what it replicates")
+	}
+	if replica.Flavor.IsMySQLFamily() {
+		for _, in := range []*dbpilot.Instance{replica, target} {
+			if !strings.EqualFold(in.GTID.Mode, "ON") {
+				add(dbpilot.EUNSUPPORTD, "%s has gtid_mode=%s: relocation uses GTID auto-positioning, which needs ON", in.Key, orUnknown(in.GTID.Mode))
+			}
+		}
+		if r, err := relocateMySQL(replica, target); err != nil {
+			add(dbpilot.EINVALID, "%v", err)
+		} else if r != "" {
+			add(dbpilot.ECONFLICT, "%s", r)
+		}
+	} else {
+		if r, err := relocateMariaDB(replica, target); err != nil {
+			add(dbpilot.EINVALID, "%v", err)
+		} else if r != "" {
+			add(dbpilot.ECONFLICT, "%s", r)
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fail(code, "%s", strings.Join(why, "; "))
+}
+
+// sourcePath returns the chain from target up to replica through the
+// sources of observed instances ("t → a → replica"), or nil when target
+// does not replicate from replica.
+func sourcePath(target *dbpilot.Instance, replica dbpilot.InstanceKey, instances []*dbpilot.Instance) []string {
+	type step struct {
+		in   *dbpilot.Instance
+		path []string
+	}
+	seen := map[dbpilot.InstanceKey]bool{target.Key.Normalized(): true}
+	queue := []step{{target, []string{target.Key.String()}}}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		for _, ch := range s.in.Channels {
+			path := append(append([]string(nil), s.path...), ch.Source.String())
+			if sameKey(ch.Source, replica) {
+				return path
+			}
+			n := ch.Source.Normalized()
+			if seen[n] {
+				continue
+			}
+			seen[n] = true
+			if next := findInstance(instances, ch.Source); next != nil {
+				queue = append(queue, step{next, path})
+			}
+		}
+	}
+	return nil
+}
+
+// relocateMariaDB says which transactions of replica target lacks, or "".
+func relocateMariaDB(replica, target *dbpilot.Instance) (string, error) {
+	parse := func(in *dbpilot.Instance, name, text string) (gtid.MariaList, error) {
+		l, err := gtid.ParseMariaList(text)
+		if err != nil {
+			return nil, fmt.Errorf("%s of %s is unreadable: %w", name, in.Key, err)
+		}
+		return l, nil
+	}
+	var lists [2][4]gtid.MariaList
+	for i, in := range []*dbpilot.Instance{replica, target} {
+		for j, f := range []struct{ name, text string }{
+			{"gtid_binlog_state", in.GTID.BinlogState},
+			{"gtid_current_pos", in.GTID.CurrentPos},
+			{"gtid_slave_pos", in.GTID.SlavePos},
+			{"gtid_binlog_pos", in.GTID.BinlogPos},
+		} {
+			l, err := parse(in, f.name, f.text)
+			if err != nil {
+				return "", err
+			}
+			lists[i][j] = l
+		}
+	}
+	r, t := lists[0], lists[1]
+	// The replica's history and position; the target's history and what
+	// it received (its channels' Gtid_IO_Pos included).
+	rHist := r[0].Union(r[1]).Union(r[2]).Union(r[3])
+	rPos := domainMax(r[1], r[0], r[2])
+	tHist := t[0].Union(t[1]).Union(t[2]).Union(t[3])
+	tRecv := []gtid.MariaList{t[1], t[0], t[2]}
+	for _, ch := range target.Channels {
+		io, err := parse(target, "Gtid_IO_Pos", ch.GTIDIOPos)
+		if err != nil {
+			return "", err
+		}
+		tHist = tHist.Union(io)
+		tRecv = append(tRecv, io)
+	}
+	tPos := domainMax(tRecv...)
+
+	var why []string
+	// Writes of the replica's own that the target does not have.
+	var own gtid.MariaList
+	for _, g := range rHist {
+		if g.Server == replica.ServerID && replica.ServerID != 0 {
+			own = append(own, g)
+		}
+	}
+	if e := gtid.ErrantMariaDB(own, tHist); len(e) > 0 {
+		why = append(why, fmt.Sprintf("errant transactions: the replica has %s, written on it (server_id %d), which the target lacks", e, replica.ServerID))
+	}
+	for _, g := range rPos {
+		tg, ok := tPos.DomainSeq(g.Domain)
+		switch {
+		case g.Server == replica.ServerID && !holds(tHist, g):
+			// Reported above.
+		case !ok:
+			why = append(why, fmt.Sprintf("the replica has %s in domain %d, where the target has nothing", g, g.Domain))
+		case g.Seq > tg.Seq:
+			why = append(why, fmt.Sprintf("the replica is ahead in domain %d: it has %s, the target received only %s; wait for the target to catch up", g.Domain, g, tg))
+		case g.Seq == tg.Seq && g.Server != tg.Server:
+			why = append(why, fmt.Sprintf("diverged in domain %d: the replica has %s, the target %s", g.Domain, g, tg))
+		case !holds(tHist, g):
+			why = append(why, fmt.Sprintf("the replica's position %s in domain %d is not in the target's history (it is at %s): diverged", g, g.Domain, tg))
+		}
+	}
+	return strings.Join(why, "; "), nil
+}
+
+// relocateMySQL says which transactions of replica target lacks or purged,
+// or "".
+func relocateMySQL(replica, target *dbpilot.Instance) (string, error) {
+	parse := func(in *dbpilot.Instance, name, text string) (gtid.MySQLSet, error) {
+		s, err := gtid.ParseMySQLSet(text)
+		if err != nil {
+			return gtid.MySQLSet{}, fmt.Errorf("%s of %s is unreadable: %w", name, in.Key, err)
+		}
+		return s, nil
+	}
+	rExec, err := parse(replica, "gtid_executed", replica.GTID.Executed)
+	if err != nil {
+		return "", err
+	}
+	tAll, err := parse(target, "gtid_executed", target.GTID.Executed)
+	if err != nil {
+		return "", err
+	}
+	tPurged, err := parse(target, "gtid_purged", target.GTID.Purged)
+	if err != nil {
+		return "", err
+	}
+	for _, ch := range target.Channels {
+		s, err := parse(target, "Retrieved_Gtid_Set", ch.RetrievedGTIDSet)
+		if err != nil {
+			return "", err
+		}
+		tAll = tAll.Union(s)
+	}
+	var why []string
+	if extra := rExec.Subtract(tAll); !extra.IsEmpty() {
+		origin := ""
+		for _, c := range gtid.CompareMySQLSets(extra, gtid.MySQLSet{}) {
+			if strings.EqualFold(c.UUID, replica.ServerUUID) {
+				origin = " (some written on the replica itself: errant)"
+			}
+		}
+		why = append(why, fmt.Sprintf("the replica has %s, which the target lacks%s", extra, origin))
+	}
+	if gone := tAll.Subtract(rExec).Intersect(tPurged); !gone.IsEmpty() {
+		why = append(why, fmt.Sprintf("the replica needs %s, which the target purged from its binary log", gone))
+	}
+	return strings.Join(why, "; "), nil
+}
