@@ -138,8 +138,12 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			d, r.Restored = redeploy(ctx, d, redeployWhy)
 		}
 		res.Rounds = append(res.Rounds, *r)
-		fmt.Fprintf(opt.Log, "round %2d: %s → %s  write-unavailable %.3fs  detection %.3fs  acked %d  lost %d  replicas %d/%d  restored: %s%s\n",
-			n, r.OldPrimary, r.NewPrimary, r.WriteUnavailableS, r.DetectionS, r.Acked, r.LostAcked, r.ReplicasFollowing, r.ReplicasExpected, r.Restored, errSuffix(r.Error))
+		det := "-"
+		if opt.Mode == ModeFailover {
+			det = fmt.Sprintf("%.3fs", r.DetectionS)
+		}
+		fmt.Fprintf(opt.Log, "round %2d: %s → %s  write-unavailable %.3fs  detection %s  acked %d  lost %d  replicas %d/%d  restored: %s%s\n",
+			n, r.OldPrimary, r.NewPrimary, r.WriteUnavailableS, det, r.Acked, r.LostAcked, r.ReplicasFollowing, r.ReplicasExpected, r.Restored, errSuffix(r.Error))
 	}
 	res.Summary = summarize(opt.Mode, d.SemiSync, res.Rounds)
 	return res, nil
