@@ -115,13 +115,16 @@ func (d Dialect) StopReplicaSQL(channel string) string {
 
 // ResetReplicaAllSQL forgets a channel entirely.
 func (d Dialect) ResetReplicaAllSQL(channel string) string {
-	if d.replicaWords() {
-		return d.channelSuffix("RESET REPLICA", channel) + " ALL"
-	}
-	if d.MariaDB() && channel != "" {
+	switch {
+	case d.MariaDB() && channel != "":
 		return "RESET SLAVE " + Quote(channel) + " ALL"
+	case d.MariaDB():
+		return "RESET SLAVE ALL"
+	case d.replicaWords():
+		// MySQL: RESET REPLICA ALL [FOR CHANNEL 'name']
+		return d.channelSuffix("RESET REPLICA ALL", channel)
 	}
-	return d.channelSuffix("RESET SLAVE", channel) + " ALL"
+	return d.channelSuffix("RESET SLAVE ALL", channel)
 }
 
 // ShowReplicaStatusSQL returns the statement listing every channel.

@@ -202,8 +202,9 @@ func execSleep(ctx context.Context, d time.Duration) error {
 // parallel, each verified to replicate. A replica that cannot be moved, and
 // every replica of p.Lost, goes to rec.LostReplicas with the reason audited.
 //
-// rec, created by the caller, receives NewPrimary, LostReplicas, Success,
-// Error and Ended. Every step is audited ("apply-relay-log", "catch-up",
+// rec, created by the caller, receives NewPrimary (set once the candidate is
+// writable, cleared before), LostReplicas (this run's), Success, Error and
+// Ended; Started is set when zero. Every step is audited ("apply-relay-log", "catch-up",
 // "promote", "repoint", "lost", then "done" or "failed").
 //
 // When anything fails before the candidate is writable, the error has code
@@ -215,6 +216,7 @@ func (e *Executor) Failover(ctx context.Context, p *Plan, rec *dbpilot.Recovery)
 		cluster = p.Cluster
 	}
 	r := e.newRun(cluster, "failover", rec)
+	r.rec.NewPrimary, r.rec.LostReplicas = dbpilot.InstanceKey{}, nil
 	if p != nil {
 		r.subject = p.Candidate
 	}
@@ -355,10 +357,8 @@ func (r *execRun) applyRelayLog(ctx context.Context, p *Plan, cand *dbpilot.Inst
 	}
 	// Only the SQL thread matters: the IO thread keeps failing to reach the
 	// dead primary.
-	watch := ""
-	if ch == nil {
-		watch = "-" // several channels, none from the old primary: no check
-	} else {
+	watch := "-" // several channels, none from the old primary: no check
+	if ch != nil {
 		watch = ch.Name
 	}
 	if err := r.waitApplied(ctx, key, target, r.opt.ApplyTimeout, watch, false); err != nil {
@@ -377,11 +377,11 @@ func execOrNone(s string) string {
 }
 
 // waitApplied waits, at most timeout, for key to apply pos: WaitForGTID in
-// slices (a quarter of a second, growing to a second), checking between slices that the channel named
-// watch ("-": none) still works, so that a channel that cannot get there
-// (SQL thread stopped; with checkIO, an IO thread stopped by an error such
-// as a source refusing the replica's position) fails at once rather than at
-// the timeout.
+// slices (a quarter of a second, growing to a second), checking between
+// slices that the channel named watch ("-": none) still works, so that a
+// channel that cannot get there (SQL thread stopped; with checkIO, an IO
+// thread stopped by an error such as a source refusing the replica's
+// position) fails at once rather than at the timeout.
 func (r *execRun) waitApplied(ctx context.Context, key dbpilot.InstanceKey, pos string, timeout time.Duration, watch string, checkIO bool) error {
 	if pos == "" {
 		return nil
@@ -696,6 +696,7 @@ func (e *Executor) Switchover(ctx context.Context, p *Plan, rec *dbpilot.Recover
 		cluster = p.Cluster
 	}
 	r := e.newRun(cluster, "switchover", rec)
+	r.rec.NewPrimary, r.rec.LostReplicas = dbpilot.InstanceKey{}, nil
 	if p != nil {
 		r.subject = p.Candidate
 	}

@@ -463,8 +463,6 @@ func seriesOf(v dbpilot.Version) dbpilot.Version {
 	return dbpilot.Version{Major: v.Major, Minor: v.Minor}
 }
 
-func seriesString(v dbpilot.Version) string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
-
 // checkVersion excludes m when another replica that would follow it runs
 // an older release series: replication from a newer to an older series is
 // not supported. Patch releases of one series replicate both ways.

@@ -59,8 +59,7 @@ func plDead(port int) *dbpilot.Instance {
 	return &dbpilot.Instance{Key: plKey(port), LastError: "connection refused"}
 }
 
-func plNoLSU(in *dbpilot.Instance) { in.LogReplicaUpdates = false }
-func plLive(in *dbpilot.Instance)  { in.Channels[0].IORunning = dbpilot.IORunning }
+func plLive(in *dbpilot.Instance) { in.Channels[0].IORunning = dbpilot.IORunning }
 func plState(s string) func(*dbpilot.Instance) {
 	return func(in *dbpilot.Instance) { in.GTID.BinlogState = s }
 }
