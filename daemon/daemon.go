@@ -45,6 +45,7 @@ type clusterState struct {
 	status       dbpilot.ClusterStatus
 	primary      dbpilot.InstanceKey   // current primary, as last decided
 	known        []dbpilot.InstanceKey // every instance seen, crawled each tick
+	lastSeen     map[dbpilot.InstanceKey]time.Time
 	instances    []*dbpilot.Instance   // the cluster's instances at the last tick
 	detached     []*dbpilot.Instance   // seen but outside the cluster (a fenced old primary, a lone seed)
 	failingSince time.Time             // first failed probe of the primary in this failure
@@ -92,7 +93,7 @@ func New(cfg *Config, opt Options) *Daemon {
 	}
 	for i := range cfg.Clusters {
 		cl := &cfg.Clusters[i]
-		cs := &clusterState{cfg: cl, fenced: map[dbpilot.InstanceKey]bool{}, fenceNoted: map[dbpilot.InstanceKey]string{}, wake: make(chan struct{}, 1)}
+		cs := &clusterState{cfg: cl, fenced: map[dbpilot.InstanceKey]bool{}, fenceNoted: map[dbpilot.InstanceKey]string{}, wake: make(chan struct{}, 1), lastSeen: map[dbpilot.InstanceKey]time.Time{}}
 		cs.status = dbpilot.ClusterStatus{Name: cl.Name, State: dbpilot.ClusterUnknown, AutoFailover: cl.AutoFailover}
 		cs.known = append(cs.known, cl.seeds...)
 		d.clusters[cl.Name] = cs
@@ -297,11 +298,14 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	problems := topology.Analyze(members, topology.AnalyzeOptions{})
 
 	cs.mu.Lock()
+	now := time.Now()
 	for _, i := range all {
 		if i.Reachable {
 			cs.known = appendKey(cs.known, i.Key)
+			cs.lastSeen[i.Key.Normalized()] = now
 		}
 	}
+	forgotten := cs.ageOut(now, d.cfg.ForgetAfter.D(), primary)
 	cs.instances, cs.detached = members, detached
 	if primary != nil {
 		cs.primary = primary.Key
@@ -317,12 +321,56 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		cs.status.State = dbpilot.ClusterOK
 	}
 	cs.mu.Unlock()
+	for _, k := range forgotten {
+		d.probe.Forget(k)
+		if d.store != nil {
+			if err := d.store.ForgetInstance(ctx, cs.cfg.Name, k); err != nil {
+				d.log.Warn("forget instance", "cluster", cs.cfg.Name, "err", err)
+			}
+		}
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: "forget",
+			Message: fmt.Sprintf("%s was not seen for %s: no longer part of cluster %s", k, d.cfg.ForgetAfter.D(), cs.cfg.Name)})
+	}
 	if d.store != nil && len(members) > 0 {
 		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil {
 			d.log.Warn("save instances", "cluster", cs.cfg.Name, "err", err)
 		}
 	}
 	return members, primary, nil
+}
+
+// ageOut drops known instances unreachable for longer than after, except
+// configured seeds, the primary and fenced old primaries. The caller holds
+// cs.mu.
+func (cs *clusterState) ageOut(now time.Time, after time.Duration, primary *dbpilot.Instance) []dbpilot.InstanceKey {
+	keep := map[dbpilot.InstanceKey]bool{}
+	for _, k := range cs.cfg.seeds {
+		keep[k.Normalized()] = true
+	}
+	if primary != nil {
+		keep[primary.Key.Normalized()] = true
+	}
+	for k := range cs.fenced {
+		keep[k.Normalized()] = true
+	}
+	var out []dbpilot.InstanceKey
+	kept := cs.known[:0]
+	for _, k := range cs.known {
+		nk := k.Normalized()
+		seen, ok := cs.lastSeen[nk]
+		if !ok {
+			cs.lastSeen[nk] = now // first crawl: start the clock
+			seen = now
+		}
+		if !keep[nk] && now.Sub(seen) > after {
+			out = append(out, k)
+			delete(cs.lastSeen, nk)
+			continue
+		}
+		kept = append(kept, k)
+	}
+	cs.known = kept
+	return out
 }
 
 // isPrimaryOf reports whether k is one of the component's primaries.

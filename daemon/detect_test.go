@@ -3,6 +3,7 @@ package daemon
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 )
@@ -35,5 +36,23 @@ func TestAssess(t *testing.T) {
 		if v.State != tt.want || !strings.Contains(v.Reason, tt.reason) {
 			t.Errorf("%s: %s (%s), want %s containing %q", tt.name, v.State, v.Reason, tt.want, tt.reason)
 		}
+	}
+}
+
+func TestAgeOut(t *testing.T) {
+	k := func(p int) dbpilot.InstanceKey { return dbpilot.InstanceKey{Host: "127.0.0.1", Port: p} }
+	now := time.Now()
+	cs := &clusterState{
+		cfg:      &ClusterConfig{seeds: []dbpilot.InstanceKey{k(1)}},
+		known:    []dbpilot.InstanceKey{k(1), k(2), k(3), k(4), k(5)},
+		fenced:   map[dbpilot.InstanceKey]bool{k(4): true},
+		lastSeen: map[dbpilot.InstanceKey]time.Time{k(1): now.Add(-2 * time.Hour), k(2): now.Add(-2 * time.Hour), k(3): now.Add(-time.Minute), k(4): now.Add(-2 * time.Hour)},
+	}
+	gone := cs.ageOut(now, time.Hour, &dbpilot.Instance{Key: k(9)})
+	if len(gone) != 1 || gone[0] != k(2) {
+		t.Errorf("aged out %v, want only 127.0.0.1:2 (seed 1, recent 3, fenced 4 and new 5 stay)", gone)
+	}
+	if len(cs.known) != 4 {
+		t.Errorf("known = %v", cs.known)
 	}
 }
