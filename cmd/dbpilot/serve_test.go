@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot/internal/testutil"
+	"github.com/dbpilot/dbpilot/sandbox"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeEndToEnd runs `dbpilot serve --sandbox` and drives it through the
+// HTTP API and the CLI's --server mode: health, 401 without a token, 404 for
+// an unknown cluster, a dry run, the refusal of a second serve, an automatic
+// failover after a real kill, recoveries and ack.
+func TestServeEndToEnd(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3, SemiSync: true})
+	port := closedPort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--sandbox", d.Name, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, &out, &errOut)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30 s")
+		}
+	})
+	get := func(path string) (int, string) {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if code, _ := get("/api/health"); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not answer: stdout %s\nstderr %s", out.String(), errOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "API on http://127.0.0.1:") {
+		t.Errorf("serve did not print its address: %s", out.String())
+	}
+	// Wait for the first observation.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		_, body := get("/api/clusters/" + d.Name)
+		var st struct {
+			State   string `json:"state"`
+			Primary struct {
+				Port int `json:"port"`
+			} `json:"primary"`
+		}
+		json.Unmarshal([]byte(body), &st)
+		if st.State == "ok" && st.Primary.Port == d.Nodes[0].Port {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster status: %s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := get("/api/clusters/nosuch"); code != 404 || !strings.Contains(body, `no cluster named \"nosuch\"`) {
+		t.Errorf("unknown cluster: %d %s", code, body)
+	}
+	resp, err := http.Post(url+"/api/clusters/"+d.Name+"/failover", "application/json", strings.NewReader(`{"dry_run":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("POST without a token: %d, want 401", resp.StatusCode)
+	}
+	// The CLI through serve, with the sandbox's token.
+	code, o, e := runCLI(t, "failover", d.Name, "--server", url, "--sandbox", d.Name, "--dry-run")
+	if code != 0 || !strings.Contains(o, "dry run") || !strings.Contains(o, "not dead") {
+		t.Errorf("failover --dry-run through serve: %d\n%s\n%s", code, o, e)
+	}
+	code, _, e = runCLI(t, "failover", d.Name, "--server", url, "--token", "wrong")
+	if code != 2 || !strings.Contains(e, "401") && !strings.Contains(strings.ToLower(e), "token") {
+		t.Errorf("wrong token: %d %s", code, e)
+	}
+	// A second serve on the same state is refused.
+	code, _, e = runCLI(t, "serve", "--sandbox", d.Name, "--listen", "127.0.0.1:0")
+	if code != 2 || !strings.Contains(e, "in use") {
+		t.Errorf("second serve: exit %d, %s", code, e)
+	}
+	// Acting directly while serve owns the state points at --server.
+	code, _, e = runCLI(t, "switchover", d.Name, "--sandbox", d.Name)
+	if code != 2 || !strings.Contains(e, "--server") {
+		t.Errorf("direct switchover while serve runs: %d %s", code, e)
+	}
+	// A real kill: serve recovers by itself and prints the events.
+	if err := sandbox.Kill(d, "node1"); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for !strings.Contains(errOut.String(), "event=recovered") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery printed:\n%s", errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	code, o, _ = runCLI(t, "recoveries", "--server", url)
+	if code != 0 || !strings.Contains(o, "failover-auto") || !strings.Contains(o, "127.0.0.1:") {
+		t.Errorf("recoveries: %d\n%s", code, o)
+	}
+	code, o, _ = runCLI(t, "recoveries", d.Name, "--sandbox", d.Name, "--json", "--audit")
+	if code != 0 || !strings.Contains(o, `"kind": "failover-auto"`) {
+		t.Errorf("recoveries read directly while serve runs: %d\n%s", code, o)
+	}
+	code, o, e = runCLI(t, "ack", d.Name, "--server", url, "--sandbox", d.Name, "--comment", "test")
+	if code != 0 || !strings.Contains(o, "1 recoveries acknowledged") {
+		t.Errorf("ack: %d %s %s", code, o, e)
+	}
+}
