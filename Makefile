@@ -55,6 +55,7 @@ demo: deps build
 
 bench: deps build
 	bash bench/foundation.sh
+	bash bench/failover.sh
 
 # fuzz runs each parser fuzzer briefly.
 fuzz:
