@@ -46,9 +46,9 @@ type clusterState struct {
 	primary      dbpilot.InstanceKey   // current primary, as last decided
 	known        []dbpilot.InstanceKey // every instance seen, crawled each tick
 	lastSeen     map[dbpilot.InstanceKey]time.Time
-	instances    []*dbpilot.Instance   // the cluster's instances at the last tick
-	detached     []*dbpilot.Instance   // seen but outside the cluster (a fenced old primary, a lone seed)
-	failingSince time.Time             // first failed probe of the primary in this failure
+	instances    []*dbpilot.Instance // the cluster's instances at the last tick
+	detached     []*dbpilot.Instance // seen but outside the cluster (a fenced old primary, a lone seed)
+	failingSince time.Time           // first failed probe of the primary in this failure
 	lastVerdict  string
 	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
 	fenceNoted   map[dbpilot.InstanceKey]string
