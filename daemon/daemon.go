@@ -7,6 +7,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -28,7 +29,7 @@ type Daemon struct {
 	log     *slog.Logger
 	version string
 	started time.Time
-	running bool
+	running atomic.Bool // the watch loops run (serve); service calls then read their state
 
 	clusters map[string]*clusterState
 	order    []string
@@ -113,7 +114,7 @@ func (d *Daemon) Close() error {
 
 // Run watches every cluster until ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
-	d.running = true
+	d.running.Store(true)
 	d.restoreFences(ctx)
 	var wg sync.WaitGroup
 	for _, name := range d.order {
@@ -263,7 +264,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	cs.mu.Unlock()
 
 	bound := d.cfg.PollInterval.D()
-	if !d.running {
+	if !d.running.Load() {
 		bound = 10 * time.Second
 	}
 	all, err := topology.Discover(ctx, d.probe, seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D())})

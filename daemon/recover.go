@@ -257,26 +257,13 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
 			d.log.Warn("fence: compare GTIDs", "instance", old.Key.String(), "err", err)
 			continue
 		}
-		cs.mu.Lock()
-		noted := cs.fenceNoted[old.Key] == errant && errant != ""
-		cs.fenceNoted[old.Key] = errant
-		cs.mu.Unlock()
 		if errant != "" {
-			if !noted {
-				d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: "fence",
-					Message: fmt.Sprintf("old primary %s has errant transactions the new primary %s lacks: %s; it stays read_only and out of the cluster", old.Key, newPrimary.Key, errant),
-					Detail:  map[string]string{"errant": errant}})
-			}
+			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has errant transactions the new primary %s lacks: %s; it stays read_only and out of the cluster", old.Key, newPrimary.Key, errant),
+				map[string]string{"errant": errant})
 			continue
 		}
 		if !cs.cfg.Rejoin {
-			if cs.fenceNoted[old.Key] == "" && !noted {
-				cs.mu.Lock()
-				cs.fenceNoted[old.Key] = "-"
-				cs.mu.Unlock()
-				d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: "fence",
-					Message: fmt.Sprintf("old primary %s has no errant transactions; rejoin is off, so it stays read_only and detached", old.Key)})
-			}
+			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has no errant transactions; rejoin is off, so it stays read_only and detached", old.Key), nil)
 			continue
 		}
 		if err := d.rejoin(ctx, old.Key, newPrimary.Key, cs.cfg.SemiSync); err != nil {
@@ -288,6 +275,17 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
 		cs.mu.Unlock()
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: "rejoin",
 			Message: fmt.Sprintf("old primary %s has no errant transactions: now a replica of %s", old.Key, newPrimary.Key)})
+	}
+}
+
+// fenceNote audits a fencing finding once: again only when it changes.
+func (d *Daemon) fenceNote(ctx context.Context, cs *clusterState, k dbpilot.InstanceKey, msg string, detail map[string]string) {
+	cs.mu.Lock()
+	same := cs.fenceNoted[k] == msg
+	cs.fenceNoted[k] = msg
+	cs.mu.Unlock()
+	if !same {
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: "fence", Message: msg, Detail: detail})
 	}
 }
 

@@ -28,7 +28,7 @@ func (d *Daemon) cluster(name string) (*clusterState, error) {
 // refresh observes a cluster when the watch loop does not run (the CLI
 // acting directly), so that answers are never stale.
 func (d *Daemon) refresh(ctx context.Context, cs *clusterState) {
-	if d.running {
+	if d.running.Load() {
 		return
 	}
 	d.tick(ctx, cs, false)
