@@ -498,7 +498,7 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 		if wasFailing {
 			d.log.Info("primary reachable again", "cluster", cs.cfg.Name, "primary", primary.Key.String())
 		}
-		return Verdict{State: dbpilot.ClusterOK}
+		return Assess(true, primary.Key, nil)
 	}
 	cs.mu.Lock()
 	if cs.failingSince.IsZero() {
