@@ -1,0 +1,46 @@
+// Package collector reads metrics from MySQL and MariaDB servers: one file
+// per collector behind the small Collector interface (the shape of
+// mysqld_exporter's Scraper), each run on its own interval with a timeout
+// and self-metrics, by a Runner that keeps one persistent connection per
+// instance and never lets runs of a collector pile up.
+package collector
+
+import (
+	"context"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
+)
+
+// Querier is what collectors need of a connection; *mysql.DB implements it.
+type Querier interface {
+	Query(ctx context.Context, query string, args ...any) (*mysql.Rows, error)
+	Exec(ctx context.Context, stmts ...string) error
+}
+
+// Target describes the instance a collector runs on.
+type Target struct {
+	Key     dbpilot.InstanceKey
+	Flavor  dbpilot.Flavor
+	Version dbpilot.Version
+	// Role is primary, replica, intermediate or standalone, as the daemon's
+	// topology decided; collectors such as the heartbeat writer depend on it.
+	Role string
+	// ServerID is the instance's server_id; PrimaryServerID the server_id of
+	// the primary of its cluster (0 when unknown), for heartbeat lag.
+	ServerID        uint32
+	PrimaryServerID uint32
+}
+
+// Collector reads one group of metrics.
+type Collector interface {
+	// Name is the collector's name, e.g. "global_status"; it labels
+	// self-metrics and appears in configuration.
+	Name() string
+	// DefaultInterval is how often it runs unless configured otherwise.
+	DefaultInterval() time.Duration
+	// Collect reads the metrics and returns them. It must honour ctx (the
+	// runner's timeout) and must not take metadata locks on user tables.
+	Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error)
+}
