@@ -39,6 +39,8 @@ type Config struct {
 	Recovery       RecoveryConfig    `yaml:"recovery"`
 	Hooks          HooksConfig       `yaml:"hooks"`
 	Clusters       []ClusterConfig   `yaml:"clusters"`
+	Metrics        MetricsConfig     `yaml:"metrics"`
+	Alerts         AlertsConfig      `yaml:"alerts"`
 	ForgetAfter    Duration          `yaml:"forget_after"`
 	DiscoveryBound int               `yaml:"discovery_concurrency"`
 }
@@ -99,6 +101,32 @@ type HooksConfig struct {
 	OnTimeout string `yaml:"on_timeout"`
 }
 
+// MetricsConfig tunes collection and the embedded time-series store.
+type MetricsConfig struct {
+	// Disabled turns collection off (failover keeps working).
+	Disabled bool `yaml:"disabled"`
+	// Dir is the time-series store's directory (default: "metrics" beside
+	// the state file).
+	Dir string `yaml:"dir"`
+	// Retention is how long samples are kept at full resolution (default 7 days).
+	Retention Duration `yaml:"retention"`
+	// Intervals override collectors' default intervals, e.g. {innodb: 10s}.
+	Intervals map[string]Duration `yaml:"intervals"`
+	// Collectors, when set, lists the only collectors to run.
+	Collectors []string `yaml:"collectors"`
+}
+
+// AlertsConfig configures alerting.
+type AlertsConfig struct {
+	// Rules is a Prometheus-style rule file; empty: the built-in rules.
+	Rules string `yaml:"rules"`
+	// Interval is how often rules are evaluated (default 1s).
+	Interval Duration `yaml:"interval"`
+	// Webhook receives a JSON POST for each alert state change.
+	Webhook        string   `yaml:"webhook"`
+	WebhookTimeout Duration `yaml:"webhook_timeout"`
+}
+
 // ClusterConfig is one cluster serve watches.
 type ClusterConfig struct {
 	Name  string   `yaml:"name"`
@@ -146,6 +174,9 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 // D returns the time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
+// collectorNames are the collectors serve runs (see daemon.Collectors).
+var collectorNames = []string{"global_status", "global_variables", "replication", "heartbeat", "innodb", "processlist", "binlog", "galera", "semisync"}
+
 // Defaults.
 const (
 	DefaultListen       = "127.0.0.1:7070"
@@ -166,6 +197,12 @@ hooks:
   pre_failover: ["/etc/dbpilot/check-maintenance.sh"]     # non-zero exit vetoes
   post_failover: ["/etc/dbpilot/move-vip.sh"]            # env: DBPILOT_NEW_PRIMARY, ...
   timeout: 30s
+metrics:
+  retention: 168h                # 7 days at full resolution
+  intervals: {innodb: 5s, processlist: 5s}
+alerts:
+  rules: /etc/dbpilot/alerts.yaml   # default: the built-in rules
+  webhook: http://127.0.0.1:9099/dbpilot
 clusters:
   - name: main
     seeds: [db1:3306, db2:3306]
@@ -287,6 +324,46 @@ func (c *Config) Validate() error {
 	if c.DiscoveryBound == 0 {
 		c.DiscoveryBound = 8
 	}
+	if c.Metrics.Dir == "" {
+		c.Metrics.Dir = filepath.Join(filepath.Dir(c.State), "metrics")
+	}
+	c.Metrics.Dir = expandHome(c.Metrics.Dir)
+	if c.Metrics.Retention == 0 {
+		c.Metrics.Retention = Duration(7 * 24 * time.Hour)
+	}
+	if c.Metrics.Retention.D() < time.Hour {
+		return fmt.Errorf("metrics.retention: %s is below 1h", c.Metrics.Retention.D())
+	}
+	known := map[string]bool{}
+	for _, n := range collectorNames {
+		known[n] = true
+	}
+	for name, iv := range c.Metrics.Intervals {
+		if !known[name] {
+			return fmt.Errorf("metrics.intervals: unknown collector %q (collectors: %s)", name, strings.Join(collectorNames, ", "))
+		}
+		if iv.D() < 100*time.Millisecond || iv.D() > time.Hour {
+			return fmt.Errorf("metrics.intervals[%s]: %s is outside 100ms..1h", name, iv.D())
+		}
+	}
+	for _, name := range c.Metrics.Collectors {
+		if !known[name] {
+			return fmt.Errorf("metrics.collectors: unknown collector %q (collectors: %s)", name, strings.Join(collectorNames, ", "))
+		}
+	}
+	if c.Alerts.Interval == 0 {
+		c.Alerts.Interval = Duration(time.Second)
+	}
+	if c.Alerts.Interval.D() < 100*time.Millisecond {
+		return fmt.Errorf("alerts.interval: %s is below 100ms", c.Alerts.Interval.D())
+	}
+	if c.Alerts.WebhookTimeout == 0 {
+		c.Alerts.WebhookTimeout = Duration(5 * time.Second)
+	}
+	if c.Alerts.Webhook != "" && !strings.HasPrefix(c.Alerts.Webhook, "http://") && !strings.HasPrefix(c.Alerts.Webhook, "https://") {
+		return fmt.Errorf("alerts.webhook: %q is not an http(s) URL", c.Alerts.Webhook)
+	}
+	c.Alerts.Rules = expandHome(c.Alerts.Rules)
 	if err := c.Hooks.validate("hooks"); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/collector"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/recovery"
 	"github.com/dbpilot/dbpilot/topology"
@@ -33,6 +34,11 @@ type Daemon struct {
 
 	clusters map[string]*clusterState
 	order    []string
+
+	// Monitoring (serve only): collectors feed metrics; alerts evaluate them.
+	metrics    MetricsBackend
+	alertStore dbpilot.AlertStore
+	mon        *monitor
 }
 
 // clusterState is what the daemon knows of one cluster.
@@ -66,6 +72,10 @@ type Options struct {
 	// Dial, when set, opens dbpilot's own connections to servers (tests cut
 	// dbpilot's path to a primary with it, leaving replication alone).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Metrics, when set, turns on collection (serve); AlertStore keeps alert
+	// states (the sqlite store implements it).
+	Metrics    MetricsBackend
+	AlertStore dbpilot.AlertStore
 }
 
 // New returns a daemon for cfg (already validated).
@@ -85,6 +95,21 @@ func New(cfg *Config, opt Options) *Daemon {
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
+	}
+	d.alertStore = opt.AlertStore
+	if opt.Metrics != nil && !cfg.Metrics.Disabled {
+		d.metrics = opt.Metrics
+		cc := collector.Config{Interval: map[string]time.Duration{}}
+		for name, iv := range cfg.Metrics.Intervals {
+			cc.Interval[name] = iv.D()
+		}
+		d.mon = &monitor{d: d, sink: opt.Metrics, forget: opt.Metrics.Forget, cfg: cc, runners: map[dbpilot.InstanceKey]*runnerEntry{}}
+		if len(cfg.Metrics.Collectors) > 0 {
+			d.mon.enabled = map[string]bool{}
+			for _, n := range cfg.Metrics.Collectors {
+				d.mon.enabled[n] = true
+			}
+		}
 	}
 	if d.ctl == nil {
 		admin := probe
@@ -117,6 +142,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.running.Store(true)
 	d.restoreFences(ctx)
 	var wg sync.WaitGroup
+	if d.mon != nil {
+		defer d.mon.stop()
+		rules, err := d.cfg.LoadAlertRules()
+		if err != nil {
+			return err
+		}
+		ev := d.newEvaluator(rules)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev.Run(ctx)
+		}()
+	}
 	for _, name := range d.order {
 		cs := d.clusters[name]
 		wg.Add(1)
@@ -322,6 +360,9 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		cs.status.State = dbpilot.ClusterOK
 	}
 	cs.mu.Unlock()
+	if d.mon != nil && d.running.Load() {
+		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
+	}
 	for _, k := range forgotten {
 		d.probe.Forget(k)
 		if d.store != nil {

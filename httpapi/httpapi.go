@@ -10,6 +10,7 @@
 //	GET  /api/clusters/{name}              ClusterStatus
 //	GET  /api/recoveries?cluster=&limit=   []Recovery, newest first
 //	GET  /api/audit?cluster=&recovery=&since=RFC3339&limit=
+//	GET  /api/alerts?cluster=&state=&since=&limit=
 //	                                       []AuditEvent, oldest first
 //	POST /api/clusters/{name}/failover     {"dry_run": bool, "to": "host:port"} → Recovery
 //	POST /api/clusters/{name}/switchover   {"dry_run": bool, "to": "host:port"} → Recovery

@@ -55,6 +55,7 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	s.mux.HandleFunc("POST /api/clusters/{name}/switchover", s.authorized(s.switchover))
 	s.mux.HandleFunc("POST /api/relocate", s.authorized(s.relocate))
 	s.mux.HandleFunc("POST /api/clusters/{name}/ack", s.authorized(s.ack))
+	s.registerAlerts()
 	return s
 }
 

@@ -114,6 +114,8 @@ sandbox descriptor (--sandbox NAME).` + exitHelp,
 		a.ackCommand(),
 		a.recoveriesCommand(),
 		a.drillCommand(),
+		a.alertsCommand(),
+		a.topCommand(),
 	)
 	return root
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/httpapi"
+	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/sandbox"
 	"github.com/dbpilot/dbpilot/sqlite"
 	"github.com/spf13/cobra"
@@ -35,8 +36,16 @@ needed; then an anti-flapping block holds further automatic recoveries until
 'dbpilot ack CLUSTER' or block_period passes. A returning old primary is set
 read_only and its errant transactions reported.
 
+It also collects metrics from every instance (global status and variables,
+replication with heartbeat lag, InnoDB, processlist, binlog, Galera,
+semi-sync; 1 s for status and replication), stores them in an embedded
+time-series store, evaluates alert rules, and exposes everything to
+Prometheus.
+
 The HTTP API (JSON) listens on 127.0.0.1:7070 by default:
-  GET  /api/health, /api/clusters, /api/clusters/{name}, /api/recoveries, /api/audit
+  GET  /api/health, /api/clusters, /api/clusters/{name}, /api/recoveries, /api/audit, /api/alerts
+  GET  /api/metrics/query?expr=&time= | &start=&end=&step=   (PromQL), /api/metrics/series?match[]=
+  GET  /metrics                                             (Prometheus exposition, mysqld_exporter names)
   POST /api/clusters/{name}/failover|switchover|ack, /api/relocate   (Authorization: Bearer TOKEN)
 
 Only one serve may use a state file: a second one is refused. Until
@@ -58,15 +67,35 @@ in the sandbox's directory). A configuration file looks like:
 			if listen != "" {
 				cfg.Listen = listen
 			}
+			// A broken rule file fails now, with the rule name and line.
+			if _, err := cfg.LoadAlertRules(); err != nil {
+				return dbpilot.WrapError(dbpilot.EINVALID, err, "alerts")
+			}
 			store, err := sqlite.Open(cfg.State)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
 			log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(a.verbose)}))
-			d := daemon.New(cfg, daemon.Options{Store: store, Logger: log, Version: version})
+			opts := daemon.Options{Store: store, AlertStore: store, Logger: log, Version: version}
+			var ms *metrics.Store
+			if !cfg.Metrics.Disabled {
+				ms, err = metrics.Open(metrics.Options{Dir: cfg.Metrics.Dir, Retention: cfg.Metrics.Retention.D(), Logger: log})
+				if err != nil {
+					return err
+				}
+				defer ms.Close()
+				opts.Metrics = ms
+			}
+			d := daemon.New(cfg, opts)
 			defer d.Close()
-			api := httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Logger: log, Version: version})
+			mux := http.NewServeMux()
+			mux.Handle("/", httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Logger: log, Version: version}))
+			if ms != nil {
+				mux.Handle("/metrics", ms.Handler())
+				mux.Handle("/api/metrics/", ms.APIHandler())
+			}
+			api := mux
 			ln, err := net.Listen("tcp", cfg.Listen)
 			if err != nil {
 				return dbpilot.WrapError(dbpilot.ECONFLICT, err, "serve: listen on %s", cfg.Listen)

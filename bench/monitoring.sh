@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# bench/monitoring.sh — what 1-second monitoring costs.
+#
+# 1. Server-side overhead: sysbench oltp_read_write on a sandbox primary,
+#    without and with `dbpilot serve` collecting every collector at 1 s.
+# 2. Collector cost: CPU seconds and peak RSS of `dbpilot serve` monitoring
+#    1, 10 and 50 sandbox instances at 1 s, side by side with
+#    prometheus-mysqld-exporter (one process per instance, as 0.14 works)
+#    scraped once per second by a real Prometheus server, which also scrapes
+#    dbpilot's /metrics.
+#
+# Usage: bash bench/monitoring.sh [SYSBENCH_SECONDS] [WINDOW_SECONDS]  (defaults 60 60)
+# Needs: mariadb-server, sysbench, prometheus, prometheus-mysqld-exporter (installed if missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SB_SECS="${1:-60}"
+WINDOW="${2:-60}"
+bash scripts/install-deps.sh
+need=()
+command -v sysbench >/dev/null || need+=(sysbench)
+command -v prometheus >/dev/null || need+=(prometheus)
+[ -x /usr/bin/prometheus-mysqld-exporter ] || need+=(prometheus-mysqld-exporter)
+if [ ${#need[@]} -gt 0 ]; then
+	SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+	# Debian starts the packaged services; the benchmark runs its own.
+	$SUDO systemctl stop prometheus prometheus-mysqld-exporter prometheus-node-exporter >/dev/null 2>&1 || true
+fi
+[ -x bin/dbpilot ] || make build >/dev/null
+DBP="$PWD/bin/dbpilot"
+export DBPILOT_HOME="$(mktemp -d /tmp/dbpmon.XXXXXX)"
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	for s in $("$DBP" sandbox list --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(d["name"] for d in json.load(sys.stdin)))' 2>/dev/null); do
+		"$DBP" sandbox destroy "$s" >/dev/null 2>&1 || true
+	done
+	rm -rf "$DBPILOT_HOME"
+}
+trap cleanup EXIT
+USER_=bench
+PASS=bench-monitor-pw
+
+# cpu_ticks PID... → utime+stime (clock ticks) summed; hwm_kb PID... → sum of VmHWM
+cpu_ticks() { local t=0; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo $t; }
+hwm_kb() { local t=0; for p in "$@"; do t=$((t + $(awk '/VmHWM/{print $2}' "/proc/$p/status" 2>/dev/null || echo 0))); done; echo $t; }
+HZ=$(getconf CLK_TCK)
+
+# deploy N: sandboxes of up to 5 nodes; a common monitoring account on each.
+SANDBOXES=()
+deploy() {
+	local n="$1" i=0 base=21000
+	while [ "$n" -gt 0 ]; do
+		local k=$(( n > 5 ? 5 : n )) topo=replication
+		[ "$k" -eq 1 ] && topo=single
+		local name="mon$i"
+		"$DBP" sandbox deploy "$name" --topology "$topo" --nodes "$k" --port-base $((base + i*10)) >/dev/null
+		"$DBP" sandbox sql "$name" node1 "CREATE USER '$USER_'@'127.0.0.1' IDENTIFIED BY '$PASS'" >/dev/null
+		"$DBP" sandbox sql "$name" node1 "GRANT PROCESS, REPLICATION CLIENT, SELECT, SUPER ON *.* TO '$USER_'@'127.0.0.1'" >/dev/null
+		"$DBP" sandbox sql "$name" node1 "GRANT ALL ON dbpilot.* TO '$USER_'@'127.0.0.1'" >/dev/null
+		SANDBOXES+=("$name")
+		n=$((n - k)); i=$((i + 1))
+	done
+	sleep 1
+}
+ports_of() { "$DBP" sandbox list --json | python3 -c 'import json,sys; print(" ".join(str(p) for d in json.load(sys.stdin) for p in d["ports"]))'; }
+
+write_config() { # FILE
+	{
+		echo "listen: 127.0.0.1:17070"
+		echo "state: $DBPILOT_HOME/state.db"
+		echo "token: bench"
+		echo "credentials: {user: $USER_, password: $PASS}"
+		echo "replication: {user: repl, password: unused}"
+		echo "clusters:"
+		for s in "${SANDBOXES[@]}"; do
+			local p; p=$("$DBP" sandbox list --json | python3 -c "import json,sys; print([d for d in json.load(sys.stdin) if d['name']=='$s'][0]['ports'][0])")
+			echo "  - {name: $s, seeds: ['127.0.0.1:$p'], auto_failover: false}"
+		done
+	} >"$1"
+}
+
+echo "dbpilot monitoring benchmark — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $("$DBP" --version), $(prometheus-mysqld-exporter --version 2>&1 | head -1)"
+
+# ---- 1. server-side overhead ----------------------------------------------
+deploy 1
+P1=$(ports_of)
+SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$P1" --mysql-user="$USER_" --mysql-password="$PASS" --mysql-db=sbtest --tables=4 --table-size=20000 --threads=2)
+"$DBP" sandbox sql mon0 node1 "CREATE DATABASE sbtest" >/dev/null
+"$DBP" sandbox sql mon0 node1 "GRANT ALL ON sbtest.* TO '$USER_'@'127.0.0.1'" >/dev/null
+"${SB[@]}" prepare >/dev/null
+tps() { "${SB[@]}" --time="$SB_SECS" --report-interval=0 run | awk '/transactions:/{gsub(/\(/,"",$3); print $3}'; }
+write_config "$DBPILOT_HOME/serve.yaml"
+BASE1=$(tps)
+"$DBP" serve --config "$DBPILOT_HOME/serve.yaml" >/dev/null 2>"$DBPILOT_HOME/serve.log" & SERVE=$!; PIDS+=("$SERVE")
+sleep 3
+WITH=$(tps)
+kill "$SERVE"; wait "$SERVE" 2>/dev/null || true
+BASE2=$(tps)
+python3 - "$BASE1" "$WITH" "$BASE2" "$SB_SECS" <<'PY'
+import sys
+b1, w, b2, secs = map(float, sys.argv[1:])
+base = (b1 + b2) / 2
+print(f"\n1. sysbench oltp_read_write, 2 threads, {secs:.0f} s per run (tps)")
+print(f"   without dbpilot (before/after): {b1:.1f} / {b2:.1f}; with dbpilot serve at 1 s: {w:.1f}")
+print(f"   monitored / unmonitored throughput: {w/base*100:.1f}%   (target >= 99%)")
+PY
+for s in "${SANDBOXES[@]}"; do "$DBP" sandbox destroy "$s" >/dev/null; done
+SANDBOXES=()
+
+# ---- 2. collector cost ------------------------------------------------------
+printf "\n2. collector cost over %ss at 1 s resolution\n" "$WINDOW"
+printf "   %-10s %-26s %10s %12s %14s %12s\n" instances tool "cpu s" "cpu s/inst" "peak RSS MB" "series"
+for N in 1 10 50; do
+	deploy "$N"
+	PORTS=$(ports_of)
+	write_config "$DBPILOT_HOME/serve.yaml"
+	rm -rf "$DBPILOT_HOME/state.db"* "$DBPILOT_HOME/metrics"
+	# mysqld_exporter: one process per instance, default collectors.
+	EXP=(); TARGETS=""; j=0
+	for p in $PORTS; do
+		lp=$((19100 + j)); j=$((j + 1))
+		DATA_SOURCE_NAME="$USER_:$PASS@(127.0.0.1:$p)/" prometheus-mysqld-exporter --web.listen-address=127.0.0.1:$lp >/dev/null 2>&1 & EXP+=($!); PIDS+=($!)
+		TARGETS="$TARGETS'127.0.0.1:$lp',"
+	done
+	"$DBP" serve --config "$DBPILOT_HOME/serve.yaml" >/dev/null 2>"$DBPILOT_HOME/serve.log" & SERVE=$!; PIDS+=("$SERVE")
+	cat >"$DBPILOT_HOME/prom.yml" <<YML
+global: {scrape_interval: 1s, scrape_timeout: 900ms}
+scrape_configs:
+  - job_name: mysqld_exporter
+    static_configs: [{targets: [${TARGETS%,}]}]
+  - job_name: dbpilot
+    static_configs: [{targets: ['127.0.0.1:17070']}]
+YML
+	prometheus --config.file="$DBPILOT_HOME/prom.yml" --storage.tsdb.path="$DBPILOT_HOME/prom" --web.listen-address=127.0.0.1:19090 >/dev/null 2>&1 & PROM=$!; PIDS+=("$PROM")
+	sleep 5 # warm up: connections, first scrapes
+	d0=$(cpu_ticks "$SERVE"); e0=$(cpu_ticks "${EXP[@]}")
+	sleep "$WINDOW"
+	d1=$(cpu_ticks "$SERVE"); e1=$(cpu_ticks "${EXP[@]}")
+	dh=$(hwm_kb "$SERVE"); eh=$(hwm_kb "${EXP[@]}")
+	series=$(curl -s "http://127.0.0.1:17070/metrics" | grep -vc '^#' || true)
+	eseries=0; for j in $(seq 0 $((N - 1))); do eseries=$((eseries + $(curl -s "http://127.0.0.1:$((19100 + j))/metrics" | grep -vc '^#' || true))); done
+	up=$(curl -s 'http://127.0.0.1:19090/api/v1/query?query=count(up==1)' | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')
+	python3 - "$N" "$d0" "$d1" "$dh" "$series" "$e0" "$e1" "$eh" "$eseries" "$HZ" "$up" <<'PY'
+import sys
+n, d0, d1, dh, ds, e0, e1, eh, es, hz, up = sys.argv[1:]
+n, hz = int(n), float(hz)
+dc, ec = (int(d1) - int(d0)) / hz, (int(e1) - int(e0)) / hz
+print(f"   {n:<10} {'dbpilot serve':<26} {dc:>10.2f} {dc/n:>12.3f} {int(dh)/1024:>14.1f} {ds:>12}")
+print(f"   {n:<10} {'mysqld_exporter x'+str(n):<26} {ec:>10.2f} {ec/n:>12.3f} {int(eh)/1024:>14.1f} {es:>12}")
+ratio = (dc / ec) if ec else float('nan')
+print(f"   {'':<10} dbpilot/exporter CPU per instance: {ratio:.2f}   (target <= 0.5; Prometheus sees {up} targets up)")
+PY
+	kill "$SERVE" "$PROM" "${EXP[@]}" 2>/dev/null || true
+	wait "$SERVE" "$PROM" "${EXP[@]}" 2>/dev/null || true
+	for s in "${SANDBOXES[@]}"; do "$DBP" sandbox destroy "$s" >/dev/null; done
+	SANDBOXES=(); PIDS=()
+	rm -rf "$DBPILOT_HOME/prom"
+done
+echo "targets: throughput >= 99%; dbpilot CPU per instance <= 0.5x mysqld_exporter's; RSS <= 200 MB at 50 instances"

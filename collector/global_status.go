@@ -1,0 +1,249 @@
+package collector
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
+)
+
+// NewGlobalStatus returns the "global_status" collector (every second):
+// SHOW GLOBAL STATUS, named as mysqld_exporter names it so that its
+// dashboards and alert rules work:
+//
+//   - every numeric variable → mysql_global_status_<lowercased name>;
+//     ON/YES/Primary → 1, OFF/NO/Disconnected → 0, dates → Unix seconds;
+//     other text is skipped;
+//   - the groups mysqld_exporter labels are written only in labelled form:
+//     Com_X → mysql_global_status_commands_total{command="x"},
+//     Handler_X → mysql_global_status_handlers_total{handler="x"},
+//     Connection_errors_X → mysql_global_status_connection_errors_total{error="x"},
+//     Innodb_buffer_pool_pages_{data,dirty,free,misc} →
+//     mysql_global_status_buffer_pool_pages{state="x"} (gauge), the other
+//     Innodb_buffer_pool_pages_X → mysql_global_status_buffer_pool_page_changes_total{operation="x"},
+//     Innodb_rows_X → mysql_global_status_innodb_row_ops_total{operation="x"},
+//     Performance_schema_X → mysql_global_status_performance_schema_lost_total{instrumentation="x"};
+//   - wsrep_* variables are left to the galera collector (MariaDB lists
+//     some even without Galera);
+//   - mysql_up 1.
+//
+// Types: mysqld_exporter writes the generic ones untyped; dbpilot types
+// them by the rules of gsType: counters for cumulative totals (Bytes_*,
+// Questions, Queries, Connections, Aborted_*, Created_*, Select_*, Sort_*,
+// Table_locks_*, Binlog_* totals, Opened_*, Innodb_data/pages/log/dblwr
+// totals, Uptime, ...), gauges for levels (Threads_connected, Open_*,
+// Max_used_connections, *_pending_*, ...).
+func NewGlobalStatus() Collector { return &globalStatus{cache: map[string]*gsDesc{}} }
+
+type globalStatus struct {
+	mu    sync.Mutex
+	cache map[string]*gsDesc // variable name → how it is written
+}
+
+func (*globalStatus) Name() string                   { return "global_status" }
+func (*globalStatus) DefaultInterval() time.Duration { return time.Second }
+
+const gsQuery = "SHOW GLOBAL STATUS"
+
+func (c *globalStatus) Collect(ctx context.Context, q Querier, _ Target) ([]dbpilot.Sample, error) {
+	r, err := q.Query(ctx, gsQuery)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	out := gsParse(r, c.cache)
+	c.mu.Unlock()
+	return append(out, runnerUpSample(1)), nil
+}
+
+// gsDesc says how one status variable is written.
+type gsDesc struct {
+	skip   bool
+	name   string
+	labels []dbpilot.Label
+	typ    dbpilot.MetricType
+}
+
+// gsParse turns SHOW GLOBAL STATUS rows (name, value) into samples. cache,
+// when not nil, keeps the name mapping between runs.
+func gsParse(r *mysql.Rows, cache map[string]*gsDesc) []dbpilot.Sample {
+	out := make([]dbpilot.Sample, 0, len(r.Values))
+	for _, row := range r.Values {
+		if len(row) < 2 || row[0] == nil || row[1] == nil {
+			continue
+		}
+		d := cache[*row[0]]
+		if d == nil {
+			d = gsDescribe(*row[0])
+			if cache != nil {
+				cache[*row[0]] = d
+			}
+		}
+		if d.skip {
+			continue
+		}
+		v, ok := gsParseValue(*row[1])
+		if !ok {
+			continue
+		}
+		out = append(out, dbpilot.Sample{Name: d.name, Labels: d.labels, Value: v, Type: d.typ})
+	}
+	return out
+}
+
+// gsGroups are the variable groups mysqld_exporter writes with a label.
+var gsGroups = []struct {
+	prefix, metric, label string
+	typ                   dbpilot.MetricType
+}{
+	{"com_", "mysql_global_status_commands_total", "command", dbpilot.Counter},
+	{"handler_", "mysql_global_status_handlers_total", "handler", dbpilot.Counter},
+	{"connection_errors_", "mysql_global_status_connection_errors_total", "error", dbpilot.Counter},
+	{"innodb_buffer_pool_pages_", "", "", dbpilot.Gauge}, // two metrics, below
+	{"innodb_rows_", "mysql_global_status_innodb_row_ops_total", "operation", dbpilot.Counter},
+	{"performance_schema_", "mysql_global_status_performance_schema_lost_total", "instrumentation", dbpilot.Counter},
+}
+
+// gsDescribe maps a status variable name to its metric.
+func gsDescribe(raw string) *gsDesc {
+	name := gsMetricName(raw)
+	if strings.HasPrefix(name, "wsrep_") || name == "wsrep" {
+		return &gsDesc{skip: true}
+	}
+	for _, g := range gsGroups {
+		rest, ok := strings.CutPrefix(name, g.prefix)
+		if !ok || rest == "" {
+			continue
+		}
+		if g.metric == "" { // innodb_buffer_pool_pages_
+			switch rest {
+			case "data", "dirty", "free", "misc":
+				return &gsDesc{name: "mysql_global_status_buffer_pool_pages", labels: []dbpilot.Label{{Name: "state", Value: rest}}, typ: dbpilot.Gauge}
+			}
+			return &gsDesc{name: "mysql_global_status_buffer_pool_page_changes_total", labels: []dbpilot.Label{{Name: "operation", Value: rest}}, typ: dbpilot.Counter}
+		}
+		return &gsDesc{name: g.metric, labels: []dbpilot.Label{{Name: g.label, Value: rest}}, typ: g.typ}
+	}
+	return &gsDesc{name: "mysql_global_status_" + name, typ: gsType(name)}
+}
+
+// gsMetricName lowercases a variable name and replaces characters a metric
+// name cannot hold with '_'.
+func gsMetricName(raw string) string {
+	b := []byte(strings.ToLower(raw))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// Counter rules for generic status variables (lowercased names): exact
+// names first, then gauges by exact name or a "pending" part, then counter
+// prefixes; everything else is a gauge.
+var (
+	gsCounterNames = gsSet(
+		"aborted_clients", "aborted_connects", "aborted_connects_preauth", "access_denied_errors",
+		"busy_time", "cpu_time", "column_compressions", "column_decompressions",
+		"connections", "delete_scan", "empty_queries", "executed_events", "executed_triggers",
+		"flush_commands", "innodb_deadlocks", "innodb_row_lock_time", "innodb_row_lock_waits",
+		"innodb_secondary_index_triggered_cluster_reads", "innodb_secondary_index_triggered_cluster_reads_avoided",
+		"innodb_buffer_pool_wait_free", "innodb_buffer_pool_write_requests",
+		"innodb_history_list_length_ignored", "innodb_num_open_files_closed",
+		"key_read_requests", "key_reads", "key_write_requests", "key_writes",
+		"locked_connects", "max_statement_time_exceeded", "max_execution_time_exceeded",
+		"max_execution_time_set", "max_execution_time_set_failed",
+		"qcache_hits", "qcache_inserts", "qcache_lowmem_prunes", "qcache_not_cached",
+		"queries", "questions", "rows_read", "rows_sent", "rows_tmp_read",
+		"slave_connections", "slave_received_heartbeats", "slave_retried_transactions", "slave_skipped_errors",
+		"slow_launch_threads", "slow_queries", "subquery_cache_hit", "subquery_cache_miss", "syncs",
+		"table_open_cache_hits", "table_open_cache_misses", "table_open_cache_overflows",
+		"tc_log_page_waits", "threads_created", "transactions_gtid_foreign_engine", "transactions_multi_engine",
+		"update_scan", "uptime", "uptime_since_flush_status",
+		"rpl_semi_sync_master_get_ack", "rpl_semi_sync_master_net_wait_time", "rpl_semi_sync_master_net_waits",
+		"rpl_semi_sync_master_no_times", "rpl_semi_sync_master_no_tx", "rpl_semi_sync_master_request_ack",
+		"rpl_semi_sync_master_timefunc_failures", "rpl_semi_sync_master_tx_wait_time", "rpl_semi_sync_master_tx_waits",
+		"rpl_semi_sync_master_wait_pos_backtraverse", "rpl_semi_sync_master_yes_tx", "rpl_semi_sync_slave_send_ack",
+		"rpl_semi_sync_source_net_wait_time", "rpl_semi_sync_source_net_waits", "rpl_semi_sync_source_no_times",
+		"rpl_semi_sync_source_no_tx", "rpl_semi_sync_source_timefunc_failures", "rpl_semi_sync_source_tx_wait_time",
+		"rpl_semi_sync_source_tx_waits", "rpl_semi_sync_source_wait_pos_backtraverse", "rpl_semi_sync_source_yes_tx",
+	)
+	gsGaugeNames = gsSet(
+		"binlog_snapshot_position",
+		"innodb_row_lock_current_waits", "innodb_row_lock_time_avg", "innodb_row_lock_time_max",
+		"ssl_ctx_verify_depth", "ssl_ctx_verify_mode", "ssl_default_timeout", "ssl_session_cache_size",
+		"ssl_used_session_cache_entries", "ssl_verify_depth", "ssl_verify_mode", "ssl_server_not_after",
+		"ssl_server_not_before", "ssl_session_cache_mode", "ssl_session_cache_timeout",
+	)
+	gsCounterPrefixes = []string{
+		"binlog_", "bytes_", "created_", "feature_", "innodb_data_", "innodb_dblwr_",
+		"innodb_log_waits", "innodb_log_write", "innodb_os_log_", "innodb_pages_",
+		"innodb_buffer_pool_read", "innodb_page_compression_saved", "innodb_num_pages_",
+		"innodb_defragment_", "opened_", "select_", "sort_", "ssl_", "table_locks_",
+		"aria_pagecache_read", "aria_pagecache_write", "mysqlx_bytes_",
+	}
+)
+
+func gsSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// gsType types a generic status variable (lowercased name).
+func gsType(name string) dbpilot.MetricType {
+	switch {
+	case gsCounterNames[name]:
+		return dbpilot.Counter
+	case gsGaugeNames[name], strings.Contains(name, "pending"), strings.HasSuffix(name, "_avg"),
+		strings.HasSuffix(name, "_max"), strings.HasSuffix(name, "_current_waits"):
+		return dbpilot.Gauge
+	}
+	for _, p := range gsCounterPrefixes {
+		if strings.HasPrefix(name, p) {
+			return dbpilot.Counter
+		}
+	}
+	return dbpilot.Gauge
+}
+
+// gsParseValue reads a status or variable value as mysqld_exporter does:
+// numbers; ON/YES/Primary as 1 and OFF/NO/Connecting/Non-Primary/
+// Disconnected/DISABLED as 0; dates as Unix seconds. ok is false for any
+// other text.
+func gsParseValue(s string) (v float64, ok bool) {
+	if s == "" {
+		return 0, false
+	}
+	if c := s[0]; c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' {
+		v, err := strconv.ParseFloat(s, 64)
+		if err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			return v, true
+		}
+		if t, err := time.Parse(time.DateTime, s); err == nil {
+			return float64(t.Unix()), true
+		}
+		return 0, false
+	}
+	switch strings.ToLower(s) {
+	case "on", "yes", "primary":
+		return 1, true
+	case "off", "no", "connecting", "non-primary", "disconnected", "disabled":
+		return 0, true
+	}
+	// Ssl_server_not_after: "Jan  2 15:04:05 2030 GMT".
+	if len(s) > 20 && s[0] >= 'A' && s[0] <= 'Z' {
+		if t, err := time.Parse("Jan _2 15:04:05 2006 MST", s); err == nil {
+			return float64(t.Unix()), true
+		}
+	}
+	return 0, false
+}

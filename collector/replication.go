@@ -1,0 +1,306 @@
+package collector
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/gtid"
+	"github.com/dbpilot/dbpilot/mysql"
+)
+
+// Statements of the replication collector besides the replica status
+// (mysql.Dialect.ShowReplicaStatusSQL).
+const (
+	// replMariaGTIDSQL reads where a MariaDB server is (per domain) and what
+	// its replication threads have applied.
+	replMariaGTIDSQL = "SELECT @@global.gtid_current_pos, @@global.gtid_slave_pos"
+	// replMySQLGTIDSQL reads MySQL's executed GTID set.
+	replMySQLGTIDSQL = "SELECT @@global.gtid_mode, @@global.gtid_executed"
+	// replMariaWorkersSQL lists MariaDB's parallel replication workers
+	// (slave_parallel_threads), a pool shared by every connection; idle ones
+	// wait in "Waiting for work from SQL thread". The processlist table is
+	// read instead of SHOW PROCESSLIST so that only the workers come back.
+	replMariaWorkersSQL = "SELECT STATE FROM information_schema.PROCESSLIST WHERE COMMAND = 'Slave_worker'"
+	// replMySQLWorkersSQL lists MySQL's applier workers per channel (one row
+	// for the applier itself when replica_parallel_workers is 0); a worker
+	// with an APPLYING_TRANSACTION (8.0.2+) is busy.
+	replMySQLWorkersSQL = "SELECT CHANNEL_NAME, SERVICE_STATE, APPLYING_TRANSACTION FROM performance_schema.replication_applier_status_by_worker"
+)
+
+// replication reads the state and progress of every replication channel.
+type replication struct{}
+
+// NewReplication returns the "replication" collector, run every second. It
+// reads SHOW ALL SLAVES STATUS (MariaDB) or SHOW REPLICA STATUS (MySQL
+// 8.0.22+; SHOW SLAVE STATUS before) and exposes, per channel, the
+// mysqld_exporter slave_status names with its labels master_host,
+// master_uuid, channel_name (MySQL's channel) and connection_name (MariaDB's
+// connection), so that existing dashboards work:
+//
+//	mysql_slave_status_slave_io_running      1 running, 0 stopped or Connecting
+//	mysql_slave_status_slave_sql_running     1 / 0
+//	mysql_slave_status_seconds_behind_master absent while the server says NULL
+//	mysql_slave_status_relay_log_space, _read_master_log_pos,
+//	mysql_slave_status_exec_master_log_pos, _last_io_errno, _last_sql_errno,
+//	mysql_slave_status_sql_delay, _master_server_id
+//
+// and GTID progress, labelled channel (the channel or connection name) and
+// domain:
+//
+//	dbpilot_replication_gtid_seq{domain}                  MariaDB: @@gtid_current_pos, every server
+//	dbpilot_replication_gtid_received_seq{channel,domain} MariaDB: the channel's Gtid_IO_Pos
+//	dbpilot_replication_gtid_applied_seq{domain}          MariaDB replica: @@gtid_slave_pos
+//	dbpilot_gtid_executed_count                           MySQL: transactions in @@gtid_executed
+//	dbpilot_replication_gtid_received_count{channel}      MySQL: transactions in Retrieved_Gtid_Set
+//
+// A replica's transaction lag in a domain is the primary's gtid_seq minus
+// the replica's applied_seq. Parallel applier workers, on a replica:
+//
+//	dbpilot_replication_applier_workers_total, _workers_busy
+//
+// MariaDB: from information_schema.PROCESSLIST (Command Slave_worker; busy
+// unless the state starts with "Waiting for work"), one pool for all
+// connections, so no label. MySQL: from
+// performance_schema.replication_applier_status_by_worker, per channel
+// (label channel); skipped when the table cannot be read.
+func NewReplication() Collector { return replication{} }
+
+func (replication) Name() string                   { return "replication" }
+func (replication) DefaultInterval() time.Duration { return time.Second }
+
+func (replication) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
+	d := mysql.Dialect{Flavor: t.Flavor, Version: t.Version}
+	rows, err := q.Query(ctx, d.ShowReplicaStatusSQL())
+	if err != nil {
+		return nil, err
+	}
+	chans, err := mysql.ParseReplicaStatusRows(t.Flavor, rows.Maps())
+	if err != nil {
+		return nil, err
+	}
+	maria := t.Flavor == dbpilot.FlavorMariaDB
+	var out []dbpilot.Sample
+	for _, c := range chans {
+		out = append(out, replChannelSamples(c, maria)...)
+	}
+
+	// Server-wide GTID position. A refusal (privilege, a server without
+	// GTIDs) leaves it out; a broken connection fails the run.
+	if maria {
+		r, err := q.Query(ctx, replMariaGTIDSQL)
+		switch {
+		case err == nil:
+			out = append(out, replMariaGTIDSamples(r, len(chans) > 0)...)
+		case !rhiServerError(err):
+			return out, err
+		}
+	} else if t.Version.Major == 0 || t.Version.AtLeast(5, 6, 5) { // no GTIDs before 5.6.5
+		r, err := q.Query(ctx, replMySQLGTIDSQL)
+		switch {
+		case err == nil:
+			out = append(out, replMySQLGTIDSamples(r)...)
+		case !rhiServerError(err):
+			return out, err
+		}
+	}
+
+	if len(chans) == 0 {
+		return out, nil
+	}
+	if maria {
+		r, err := q.Query(ctx, replMariaWorkersSQL)
+		switch {
+		case err == nil:
+			out = append(out, replMariaWorkerSamples(r)...)
+		case !rhiServerError(err):
+			return out, err
+		}
+	} else {
+		r, err := q.Query(ctx, replMySQLWorkersSQL)
+		switch {
+		case err == nil:
+			out = append(out, replMySQLWorkerSamples(r)...)
+		case !rhiServerError(err):
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// replChannelSamples returns one channel's mysql_slave_status_* samples and
+// its received GTIDs.
+func replChannelSamples(c dbpilot.ReplicationChannel, maria bool) []dbpilot.Sample {
+	channelName, connectionName := c.Name, ""
+	if maria {
+		channelName, connectionName = "", c.Name
+	}
+	labels := []string{"master_host", c.Source.Host, "master_uuid", c.SourceUUID,
+		"channel_name", channelName, "connection_name", connectionName}
+	g := func(name string, v float64) dbpilot.Sample {
+		return rhiSample("mysql_slave_status_"+name, dbpilot.Gauge, v, labels...)
+	}
+	out := []dbpilot.Sample{
+		g("slave_io_running", rhiBool(c.IORunning == dbpilot.IORunning)),
+		g("slave_sql_running", rhiBool(c.SQLRunning)),
+	}
+	if c.SecondsBehind != nil {
+		out = append(out, g("seconds_behind_master", float64(*c.SecondsBehind)))
+	}
+	out = append(out,
+		g("relay_log_space", float64(c.RelayLogSpace)),
+		g("read_master_log_pos", float64(c.ReadSourceLogPos)),
+		g("exec_master_log_pos", float64(c.ExecSourceLogPos)),
+		g("last_io_errno", float64(c.LastIOErrno)),
+		g("last_sql_errno", float64(c.LastSQLErrno)),
+		g("sql_delay", float64(c.SQLDelay)),
+		g("master_server_id", float64(c.SourceServerID)),
+	)
+	if maria {
+		if l, err := gtid.ParseMariaList(c.GTIDIOPos); err == nil {
+			for _, d := range l.Domains() {
+				if p, ok := l.DomainSeq(d); ok {
+					out = append(out, rhiSample("dbpilot_replication_gtid_received_seq", dbpilot.Gauge, float64(p.Seq),
+						"channel", c.Name, "domain", strconv.FormatUint(uint64(d), 10)))
+				}
+			}
+		}
+	} else if c.RetrievedGTIDSet != "" || c.UsingGTID == "Auto_Position" {
+		if s, err := gtid.ParseMySQLSet(c.RetrievedGTIDSet); err == nil {
+			out = append(out, rhiSample("dbpilot_replication_gtid_received_count", dbpilot.Counter, float64(s.Count()), "channel", c.Name))
+		}
+	}
+	return out
+}
+
+// replMariaGTIDSamples reads @@gtid_current_pos and @@gtid_slave_pos; the
+// applied positions only on a replica (a former replica keeps a stale
+// gtid_slave_pos).
+func replMariaGTIDSamples(r *mysql.Rows, replica bool) []dbpilot.Sample {
+	if len(r.Values) != 1 || len(r.Values[0]) != 2 {
+		return nil
+	}
+	var out []dbpilot.Sample
+	perDomain := func(name string, v *string) {
+		if v == nil {
+			return
+		}
+		l, err := gtid.ParseMariaList(*v)
+		if err != nil {
+			return
+		}
+		for _, d := range l.Domains() {
+			if p, ok := l.DomainSeq(d); ok {
+				out = append(out, rhiSample(name, dbpilot.Gauge, float64(p.Seq), "domain", strconv.FormatUint(uint64(d), 10)))
+			}
+		}
+	}
+	perDomain("dbpilot_replication_gtid_seq", r.Values[0][0])
+	if replica {
+		perDomain("dbpilot_replication_gtid_applied_seq", r.Values[0][1])
+	}
+	return out
+}
+
+// replMySQLGTIDSamples counts @@gtid_executed when gtid_mode is not OFF.
+func replMySQLGTIDSamples(r *mysql.Rows) []dbpilot.Sample {
+	if len(r.Values) != 1 || len(r.Values[0]) != 2 || r.Values[0][0] == nil || r.Values[0][1] == nil {
+		return nil
+	}
+	if strings.EqualFold(strings.TrimSpace(*r.Values[0][0]), "OFF") {
+		return nil
+	}
+	s, err := gtid.ParseMySQLSet(*r.Values[0][1])
+	if err != nil {
+		return nil
+	}
+	return []dbpilot.Sample{rhiSample("dbpilot_gtid_executed_count", dbpilot.Counter, float64(s.Count()))}
+}
+
+// replWorkerIdle reports whether a MariaDB worker's state is idle.
+func replWorkerIdle(state string) bool {
+	return state == "" || strings.HasPrefix(state, "Waiting for work")
+}
+
+func replMariaWorkerSamples(r *mysql.Rows) []dbpilot.Sample {
+	total, busy := 0, 0
+	for _, row := range r.Values {
+		total++
+		state := ""
+		if len(row) > 0 && row[0] != nil {
+			state = *row[0]
+		}
+		if !replWorkerIdle(state) {
+			busy++
+		}
+	}
+	return []dbpilot.Sample{
+		rhiSample("dbpilot_replication_applier_workers_total", dbpilot.Gauge, float64(total)),
+		rhiSample("dbpilot_replication_applier_workers_busy", dbpilot.Gauge, float64(busy)),
+	}
+}
+
+func replMySQLWorkerSamples(r *mysql.Rows) []dbpilot.Sample {
+	type counts struct{ total, busy int }
+	var order []string
+	per := map[string]*counts{}
+	for _, row := range r.Maps() {
+		row = rhiUpperKeys(row)
+		ch := row["CHANNEL_NAME"]
+		c := per[ch]
+		if c == nil {
+			c = &counts{}
+			per[ch] = c
+			order = append(order, ch)
+		}
+		c.total++
+		if strings.EqualFold(row["SERVICE_STATE"], "ON") && row["APPLYING_TRANSACTION"] != "" {
+			c.busy++
+		}
+	}
+	var out []dbpilot.Sample
+	for _, ch := range order {
+		c := per[ch]
+		out = append(out,
+			rhiSample("dbpilot_replication_applier_workers_total", dbpilot.Gauge, float64(c.total), "channel", ch),
+			rhiSample("dbpilot_replication_applier_workers_busy", dbpilot.Gauge, float64(c.busy), "channel", ch),
+		)
+	}
+	return out
+}
+
+// rhiSample builds a sample; labels are name, value pairs.
+func rhiSample(name string, typ dbpilot.MetricType, v float64, labels ...string) dbpilot.Sample {
+	s := dbpilot.Sample{Name: name, Type: typ, Value: v}
+	if len(labels) > 0 {
+		s.Labels = make([]dbpilot.Label, 0, len(labels)/2)
+		for i := 0; i+1 < len(labels); i += 2 {
+			s.Labels = append(s.Labels, dbpilot.Label{Name: labels[i], Value: labels[i+1]})
+		}
+	}
+	return s
+}
+
+func rhiBool(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// rhiServerError reports whether the server refused a statement (a missing
+// privilege, table or variable), as opposed to a broken connection or a
+// timeout.
+func rhiServerError(err error) bool { return mysql.ServerErrorNumber(err) != 0 }
+
+// rhiUpperKeys returns row with upper-case keys (servers differ in the case
+// of information_schema and performance_schema column names).
+func rhiUpperKeys(row map[string]string) map[string]string {
+	out := make(map[string]string, len(row))
+	for k, v := range row {
+		out[strings.ToUpper(k)] = v
+	}
+	return out
+}

@@ -1,0 +1,435 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
+)
+
+// Runner defaults.
+const (
+	// RunnerTimeoutShare is the share of a collector's interval a run may take
+	// when Config.Timeout is zero.
+	RunnerTimeoutShare = 0.8
+	// RunnerSlowShare: a run that takes longer than this share of its
+	// interval marks its batch Slow.
+	RunnerSlowShare = 0.1
+	// RunnerSessions is how many connections a Runner keeps to its instance,
+	// so that one slow collector does not hold up the others.
+	RunnerSessions = 2
+	// RunnerBackoffMin and RunnerBackoffMax bound the wait between connection
+	// attempts to an instance that is down; the wait doubles after each
+	// failed attempt.
+	RunnerBackoffMin = 100 * time.Millisecond
+	RunnerBackoffMax = 10 * time.Second
+	// RunnerKickInterval: after a reconnection, collectors whose interval is
+	// at least this long run at once instead of waiting for their next tick
+	// (the server may have restarted with other variables).
+	RunnerKickInterval = 10 * time.Second
+)
+
+// Self-metric names, written in every batch.
+const (
+	MetricUp                = "mysql_up"
+	MetricCollectorDuration = "dbpilot_collector_duration_seconds"
+	MetricCollectorErrors   = "dbpilot_collector_errors_total"
+	MetricCollectorSkipped  = "dbpilot_collector_skipped_total"
+	MetricCollectorSlow     = "dbpilot_collector_slow_total"
+)
+
+// upCollector is the collector whose runs carry mysql_up.
+const upCollector = "global_status"
+
+// Config configures a Runner.
+type Config struct {
+	// Interval overrides collectors' DefaultInterval, by collector name.
+	Interval map[string]time.Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
+	// Timeout bounds every run; zero means 80% of the collector's interval.
+	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	for name, iv := range c.Interval {
+		if iv < 10*time.Millisecond {
+			return dbpilot.Errorf(dbpilot.EINVALID, "collector: interval of %q is %v: use at least 10ms", name, iv)
+		}
+	}
+	if c.Timeout < 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "collector: timeout %v is negative", c.Timeout)
+	}
+	return nil
+}
+
+// interval returns the interval of collector c.
+func (c Config) interval(col Collector) time.Duration {
+	if iv, ok := c.Interval[col.Name()]; ok && iv > 0 {
+		return iv
+	}
+	if iv := col.DefaultInterval(); iv > 0 {
+		return iv
+	}
+	return time.Second
+}
+
+// timeout returns the run timeout for a collector running every iv.
+func (c Config) timeout(iv time.Duration) time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return time.Duration(float64(iv) * RunnerTimeoutShare)
+}
+
+// Stat is what a Runner counted for one collector.
+type Stat struct {
+	Collector string `json:"collector"`
+	// Runs counts finished runs, failed ones included; Errors the runs that
+	// failed; Skipped the ticks dropped because the previous run was still
+	// going; Slow the runs that took more than 10% of the interval.
+	Runs         uint64        `json:"runs"`
+	Errors       uint64        `json:"errors"`
+	Skipped      uint64        `json:"skipped"`
+	Slow         uint64        `json:"slow"`
+	Interval     time.Duration `json:"interval_ns"`
+	LastDuration time.Duration `json:"last_duration_ns"`
+	// LastError is the error of the last run; empty when it succeeded.
+	LastError string    `json:"last_error,omitempty"`
+	LastRun   time.Time `json:"last_run,omitzero"`
+}
+
+// Runner runs collectors against one instance on their own intervals and
+// writes each run's batch to a sink.
+//
+// It keeps up to two connections (sessions) to the instance, opened lazily
+// and shared by its collectors; each session has lock_wait_timeout=1,
+// innodb_lock_wait_timeout=1 and a server-side statement time limit equal to
+// the run's timeout (MariaDB max_statement_time, MySQL max_execution_time).
+// When the instance cannot be reached, new connections are tried after
+// 100 ms, doubling to 10 s, and the global_status collector's runs write
+// mysql_up 0.
+//
+// A collector whose previous run is still going when its tick comes is
+// skipped, never queued. Every batch carries the collector's self-metrics.
+//
+// Collectors may keep state between runs (binlog keeps the previous
+// counters): give each Runner its own collector values.
+type Runner struct {
+	cfg   Config
+	sink  dbpilot.MetricSink
+	log   *slog.Logger
+	slots []*runnerSlot
+	pool  *runnerPool
+
+	mu     sync.Mutex
+	target Target
+	base   dbpilot.Batch
+
+	startOnce sync.Once
+	stopOnce  sync.Once
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// runnerSlot is one collector in a Runner.
+type runnerSlot struct {
+	c        Collector
+	name     string
+	interval time.Duration
+	timeout  time.Duration
+	up       bool // its batches carry mysql_up
+	running  atomic.Bool
+	kick     chan struct{}
+
+	mu       sync.Mutex
+	stat     Stat
+	sinkWarn time.Time // last time a sink error was logged
+}
+
+// NewRunner runs collectors against one instance, sending each batch to
+// sink. base holds the Cluster, Role and Instance every batch carries. The
+// collector named "global_status" carries mysql_up; without it, the first
+// collector does.
+func NewRunner(t Target, opts mysql.Options, collectors []Collector, cfg Config, sink dbpilot.MetricSink, base dbpilot.Batch, log *slog.Logger) *Runner {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if base.Instance.IsZero() {
+		base.Instance = t.Key
+	}
+	if t.Role != "" {
+		base.Role = t.Role
+	}
+	r := &Runner{cfg: cfg, sink: sink, log: log.With("instance", t.Key.String()), target: t, base: base}
+	upIndex := 0
+	for i, c := range collectors {
+		if c.Name() == upCollector {
+			upIndex = i
+		}
+	}
+	for i, c := range collectors {
+		iv := cfg.interval(c)
+		r.slots = append(r.slots, &runnerSlot{
+			c: c, name: c.Name(), interval: iv, timeout: cfg.timeout(iv), up: i == upIndex,
+			kick: make(chan struct{}, 1),
+			stat: Stat{Collector: c.Name(), Interval: iv},
+		})
+	}
+	r.pool = newRunnerPool(&runnerMySQLDialer{key: t.Key, opts: opts}, RunnerSessions)
+	r.pool.onReconnect = func() {
+		r.log.Info("instance reachable again")
+		r.kickSlow()
+	}
+	r.pool.onDown = func(err error) {
+		r.log.Warn("instance unreachable; retrying with backoff", "err", err)
+	}
+	return r
+}
+
+// Start starts one goroutine per collector; each runs its collector at
+// once, then on every tick. Stop ends them.
+func (r *Runner) Start(ctx context.Context) {
+	r.startOnce.Do(func() {
+		ctx, r.cancel = context.WithCancel(ctx)
+		for _, s := range r.slots {
+			r.wg.Add(1)
+			go r.loop(ctx, s)
+		}
+	})
+}
+
+// Stop stops the collectors, waits for running collections to return and
+// closes the connections.
+func (r *Runner) Stop() {
+	r.stopOnce.Do(func() {
+		r.startOnce.Do(func() {}) // a Runner stopped before Start never starts
+		if r.cancel != nil {
+			r.cancel()
+		}
+		r.wg.Wait()
+		r.pool.close()
+	})
+}
+
+// SetTarget replaces the target collectors see (role or primary changes
+// from the topology) and the Role of later batches. A new Key reconnects
+// (and becomes the batches' Instance); a zero Key keeps the current one.
+func (r *Runner) SetTarget(t Target) {
+	r.mu.Lock()
+	old := r.target.Key
+	if t.Key.IsZero() {
+		t.Key = old
+	}
+	r.target = t
+	r.base.Role = t.Role
+	r.base.Instance = t.Key
+	r.mu.Unlock()
+	if t.Key != old {
+		r.pool.retarget(t.Key)
+	}
+}
+
+// Stats returns the counts of every collector, in the order given to
+// NewRunner.
+func (r *Runner) Stats() []Stat {
+	out := make([]Stat, len(r.slots))
+	for i, s := range r.slots {
+		s.mu.Lock()
+		out[i] = s.stat
+		s.mu.Unlock()
+	}
+	return out
+}
+
+func (r *Runner) loop(ctx context.Context, s *runnerSlot) {
+	defer r.wg.Done()
+	tick := time.NewTicker(s.interval)
+	defer tick.Stop()
+	r.fire(ctx, s, false)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			r.fire(ctx, s, true)
+		case <-s.kick:
+			r.fire(ctx, s, false)
+		}
+	}
+}
+
+// fire starts a run of s unless one is going; a tick that finds one going
+// counts as skipped.
+func (r *Runner) fire(ctx context.Context, s *runnerSlot, tick bool) {
+	if !s.running.CompareAndSwap(false, true) {
+		if tick {
+			s.mu.Lock()
+			s.stat.Skipped++
+			s.mu.Unlock()
+		}
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer s.running.Store(false)
+		r.runOnce(ctx, s)
+	}()
+}
+
+// kickSlow makes collectors with long intervals run now (after a reconnection).
+func (r *Runner) kickSlow() {
+	for _, s := range r.slots {
+		if s.interval >= RunnerKickInterval {
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (r *Runner) current() (Target, dbpilot.Batch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.target, r.base
+}
+
+// runOnce runs s's collector once and writes its batch.
+func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
+	target, batch := r.current()
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	samples, connected, err := r.collect(rctx, s, target)
+	cancel()
+	took := time.Since(start)
+	if ctx.Err() != nil {
+		return // stopping: the run was cut short on purpose
+	}
+	slow := took > time.Duration(float64(s.interval)*RunnerSlowShare)
+
+	s.mu.Lock()
+	s.stat.Runs++
+	s.stat.LastRun = start
+	s.stat.LastDuration = took
+	if err != nil {
+		s.stat.Errors++
+		s.stat.LastError = err.Error()
+	} else {
+		s.stat.LastError = ""
+	}
+	if slow {
+		s.stat.Slow++
+	}
+	st := s.stat
+	s.mu.Unlock()
+
+	if err != nil {
+		r.log.Debug("collector failed", "collector", s.name, "took", took, "err", err)
+	}
+	if s.up {
+		samples = runnerSetUp(samples, connected)
+	}
+	lbl := []dbpilot.Label{{Name: "collector", Value: s.name}}
+	samples = append(samples,
+		dbpilot.Sample{Name: MetricCollectorDuration, Labels: lbl, Value: took.Seconds(), Type: dbpilot.Gauge, Help: "How long the collector's last run took."},
+		dbpilot.Sample{Name: MetricCollectorErrors, Labels: lbl, Value: float64(st.Errors), Type: dbpilot.Counter, Help: "Runs of the collector that failed."},
+		dbpilot.Sample{Name: MetricCollectorSkipped, Labels: lbl, Value: float64(st.Skipped), Type: dbpilot.Counter, Help: "Ticks skipped because the collector's previous run was still going."},
+		dbpilot.Sample{Name: MetricCollectorSlow, Labels: lbl, Value: float64(st.Slow), Type: dbpilot.Counter, Help: "Runs that took more than 10% of the collector's interval."},
+	)
+	batch.Collector = s.name
+	batch.Time = start
+	batch.Took = took
+	batch.Slow = slow
+	batch.Samples = samples
+	if r.sink == nil {
+		return
+	}
+	wctx, wcancel := context.WithTimeout(ctx, s.interval)
+	werr := r.sink.Write(wctx, batch)
+	wcancel()
+	if werr != nil && ctx.Err() == nil {
+		s.mu.Lock()
+		warn := time.Since(s.sinkWarn) >= time.Minute
+		if warn {
+			s.sinkWarn = time.Now()
+		}
+		s.mu.Unlock()
+		if warn {
+			r.log.Warn("metric sink refused a batch", "collector", s.name, "err", werr)
+		}
+	}
+}
+
+// collect gets a session and runs the collector on it. connected reports
+// whether the server answered (a server error such as a missing privilege
+// still counts as connected).
+func (r *Runner) collect(ctx context.Context, s *runnerSlot, t Target) (samples []dbpilot.Sample, connected bool, err error) {
+	sess, err := r.pool.acquire(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if t.Flavor == "" {
+		t.Flavor, t.Version = sess.ident.Flavor, sess.ident.Version
+	}
+	if err := sess.setStatementTimeout(ctx, s.timeout); err != nil {
+		r.pool.release(sess, err, ctx.Err() != nil)
+		return nil, false, err
+	}
+	samples, err = r.safeCollect(ctx, s, sess, t)
+	failed := sess.failed()
+	r.pool.release(sess, failed, ctx.Err() != nil)
+	switch {
+	case err == nil:
+		return samples, true, nil
+	case failed != nil:
+		return samples, false, err // the connection broke or timed out
+	case mysql.ServerErrorNumber(err) != 0:
+		return samples, true, err // the server answered with an error
+	default:
+		// A timeout, or the collector's own failure on a good connection.
+		return samples, ctx.Err() == nil, err
+	}
+}
+
+var errRunnerPanic = errors.New("collector panicked")
+
+// safeCollect runs Collect, turning a panic into an error: one broken
+// collector must not take the daemon down.
+func (r *Runner) safeCollect(ctx context.Context, s *runnerSlot, q Querier, t Target) (samples []dbpilot.Sample, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("collector panicked", "collector", s.name, "panic", fmt.Sprint(p))
+			samples, err = nil, fmt.Errorf("collector %s: %w: %v", s.name, errRunnerPanic, p)
+		}
+	}()
+	return s.c.Collect(ctx, q, t)
+}
+
+// runnerSetUp makes samples carry mysql_up: 1 when the server answered
+// (unless the collector already said), 0 when it did not.
+func runnerSetUp(samples []dbpilot.Sample, connected bool) []dbpilot.Sample {
+	for i := range samples {
+		if samples[i].Name == MetricUp {
+			if !connected {
+				samples[i].Value = 0
+			}
+			return samples
+		}
+	}
+	v := 0.0
+	if connected {
+		v = 1
+	}
+	return append(samples, runnerUpSample(v))
+}
+
+func runnerUpSample(v float64) dbpilot.Sample {
+	return dbpilot.Sample{Name: MetricUp, Value: v, Type: dbpilot.Gauge, Help: "Whether the server answered the last status read (1) or not (0)."}
+}

@@ -1,0 +1,486 @@
+package collector
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
+)
+
+// runnerConn is one connection to the instance (a *sql.Conn in production,
+// a fake in tests).
+type runnerConn interface {
+	Querier
+	// Close closes the connection for good (it is not returned to a pool:
+	// sessions are closed only when broken, timed out or no longer wanted).
+	Close() error
+}
+
+// runnerDialer opens connections to an instance.
+type runnerDialer interface {
+	// dial opens a new connection.
+	dial(ctx context.Context) (runnerConn, error)
+	// reset forgets pooled state after a failure, so that the next dial
+	// connects from scratch.
+	reset()
+	// retarget points later dials at another address.
+	retarget(key dbpilot.InstanceKey)
+}
+
+// runnerIdent is what a Runner learns of the server when it connects.
+type runnerIdent struct {
+	Flavor  dbpilot.Flavor
+	Version dbpilot.Version
+}
+
+// runnerPool hands out a bounded number of sessions, opening them lazily
+// and backing off while the instance is unreachable.
+type runnerPool struct {
+	dialer runnerDialer
+	tokens chan struct{} // one per session in use
+	dialMu chan struct{} // one dial at a time
+	// onReconnect runs after a successful connection that follows a
+	// failure, onDown when a connection attempt fails after a success (or
+	// first thing). Both run under the pool's lock and must not block.
+	onReconnect func()
+	onDown      func(err error)
+	now         func() time.Time
+
+	mu      sync.Mutex
+	idle    []*runnerSession
+	ident   *runnerIdent // nil until the first connection, and after reset
+	backoff time.Duration
+	retryAt time.Time
+	downErr error // the last connection failure; nil while connected
+	dials   int   // connection attempts, for tests
+	closed  bool
+	gen     int // bumped by retarget: older sessions are not reused
+}
+
+func newRunnerPool(d runnerDialer, sessions int) *runnerPool {
+	return &runnerPool{
+		dialer: d,
+		tokens: make(chan struct{}, sessions),
+		dialMu: make(chan struct{}, 1),
+		now:    time.Now,
+	}
+}
+
+// errRunnerClosed is returned once the Runner is stopped.
+var errRunnerClosed = dbpilot.Errorf(dbpilot.EUNAVAIL, "collector: runner stopped")
+
+// acquire returns a session: an idle one, or a new connection unless the
+// instance is down and its retry time has not come.
+func (p *runnerPool) acquire(ctx context.Context) (*runnerSession, error) {
+	select {
+	case p.tokens <- struct{}{}:
+	case <-ctx.Done():
+		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, ctx.Err(), "collector: wait for a connection")
+	}
+	s, err := p.get(ctx)
+	if err != nil {
+		<-p.tokens
+	}
+	return s, err
+}
+
+func (p *runnerPool) get(ctx context.Context) (*runnerSession, error) {
+	if s, err := p.popIdle(); s != nil || err != nil {
+		return s, err
+	}
+	select {
+	case p.dialMu <- struct{}{}:
+		defer func() { <-p.dialMu }()
+	case <-ctx.Done():
+		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, ctx.Err(), "collector: wait for a connection")
+	}
+	// Another run may have returned a session, or failed to connect, while
+	// this one waited.
+	if s, err := p.popIdle(); s != nil || err != nil {
+		return s, err
+	}
+	p.mu.Lock()
+	if now := p.now(); p.downErr != nil && now.Before(p.retryAt) {
+		err := dbpilot.WrapError(dbpilot.EUNAVAIL, p.downErr, "collector: instance down, next connection attempt in %v", p.retryAt.Sub(now).Round(time.Millisecond))
+		p.mu.Unlock()
+		return nil, err
+	}
+	p.dials++
+	ident, gen := p.ident, p.gen
+	p.mu.Unlock()
+
+	s, err := p.connect(ctx, ident)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		// Refused, timed out, or refused us (access denied): back off.
+		p.failLocked(err)
+		return nil, err
+	}
+	if p.closed {
+		s.conn.Close()
+		return nil, errRunnerClosed
+	}
+	s.gen = gen
+	if gen != p.gen {
+		return s, nil // retargeted meanwhile: this run goes on, the session is dropped after
+	}
+	p.ident = &s.ident
+	wasDown := p.downErr != nil
+	p.downErr, p.backoff = nil, 0
+	if wasDown && p.onReconnect != nil {
+		p.onReconnect() // must not block
+	}
+	return s, nil
+}
+
+// popIdle returns an idle session, or an error once the pool is closed.
+func (p *runnerPool) popIdle() (*runnerSession, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errRunnerClosed
+	}
+	if n := len(p.idle); n > 0 {
+		s := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		return s, nil
+	}
+	return nil, nil
+}
+
+// connect dials and prepares a session.
+func (p *runnerPool) connect(ctx context.Context, ident *runnerIdent) (*runnerSession, error) {
+	c, err := p.dialer.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &runnerSession{conn: c}
+	if err := s.init(ctx, ident); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// failLocked records a connection failure and schedules the next attempt.
+func (p *runnerPool) failLocked(err error) {
+	switch {
+	case p.backoff == 0:
+		p.backoff = RunnerBackoffMin
+	default:
+		p.backoff = min(2*p.backoff, RunnerBackoffMax)
+	}
+	p.retryAt = p.now().Add(p.backoff)
+	if p.downErr == nil && p.onDown != nil {
+		p.onDown(err)
+	}
+	p.downErr = err
+	p.dropIdleLocked()
+	p.dialer.reset()
+	p.ident = nil
+}
+
+func (p *runnerPool) dropIdleLocked() {
+	for _, s := range p.idle {
+		s.conn.Close()
+	}
+	p.idle = nil
+}
+
+// release returns a session after a run. failed is the connection-level
+// error the run saw on it, if any: such a session is closed; unless the run
+// merely timed out, the connection is presumed broken and the idle sessions
+// go too.
+func (p *runnerPool) release(s *runnerSession, failed error, timedOut bool) {
+	defer func() { <-p.tokens }()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if failed != nil || p.closed || s.gen != p.gen {
+		s.conn.Close()
+		if failed != nil && !timedOut {
+			p.dropIdleLocked()
+		}
+		return
+	}
+	p.idle = append(p.idle, s)
+}
+
+// retarget drops every connection; later ones go to key.
+func (p *runnerPool) retarget(key dbpilot.InstanceKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropIdleLocked()
+	p.dialer.retarget(key)
+	p.gen++
+	p.ident = nil
+	p.downErr, p.backoff, p.retryAt = nil, 0, time.Time{}
+}
+
+func (p *runnerPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	p.dropIdleLocked()
+	p.dialer.reset()
+}
+
+// dialCount returns the connection attempts so far.
+func (p *runnerPool) dialCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dials
+}
+
+// runnerSession is one prepared connection. It implements Querier and
+// remembers the first connection-level error a query on it hit.
+type runnerSession struct {
+	conn  runnerConn
+	ident runnerIdent
+	gen   int
+
+	mu      sync.Mutex
+	fail    error
+	stmtMax time.Duration // the server-side limit now set; 0 none
+	noLimit bool          // the server has no statement time limit
+}
+
+// Session settings: a collector never waits long for a lock.
+var runnerSessionSQL = []string{
+	"SET SESSION lock_wait_timeout = 1",
+	"SET SESSION innodb_lock_wait_timeout = 1",
+}
+
+const runnerVersionSQL = "SELECT @@global.version, @@global.version_comment"
+
+// init identifies the server (unless known) and applies the session
+// settings; settings the server does not know are skipped.
+func (s *runnerSession) init(ctx context.Context, known *runnerIdent) error {
+	if known != nil {
+		s.ident = *known
+	} else {
+		r, err := s.conn.Query(ctx, runnerVersionSQL)
+		if err != nil {
+			return err
+		}
+		if len(r.Values) == 1 && len(r.Values[0]) == 2 && r.Values[0][0] != nil {
+			comment := ""
+			if r.Values[0][1] != nil {
+				comment = *r.Values[0][1]
+			}
+			raw := *r.Values[0][0]
+			s.ident.Flavor = mysql.DetectFlavor(raw, comment)
+			v := raw
+			if s.ident.Flavor == dbpilot.FlavorMariaDB {
+				v = strings.TrimPrefix(v, "5.5.5-")
+			}
+			s.ident.Version, _ = dbpilot.ParseVersion(v)
+		}
+	}
+	for _, q := range runnerSessionSQL {
+		if err := s.conn.Exec(ctx, q); err != nil && mysql.ServerErrorNumber(err) == 0 {
+			return err
+		}
+	}
+	return nil
+}
+
+// setStatementTimeout makes the server stop statements of this session
+// after d, so that a query the runner gave up on does not run on.
+func (s *runnerSession) setStatementTimeout(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	skip := s.noLimit || s.stmtMax == d
+	s.mu.Unlock()
+	if skip {
+		return nil
+	}
+	var q string
+	if s.ident.Flavor == dbpilot.FlavorMariaDB {
+		q = fmt.Sprintf("SET SESSION max_statement_time = %.3f", d.Seconds())
+	} else {
+		q = fmt.Sprintf("SET SESSION max_execution_time = %d", d.Milliseconds())
+	}
+	err := s.Exec(ctx, q)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		s.stmtMax = d
+	case mysql.ServerErrorNumber(err) != 0:
+		s.noLimit = true // unknown variable (old server): go without
+		return nil
+	}
+	return err
+}
+
+// Query runs a query, recording connection-level failures.
+func (s *runnerSession) Query(ctx context.Context, query string, args ...any) (*mysql.Rows, error) {
+	r, err := s.conn.Query(ctx, query, args...)
+	s.note(err)
+	return r, err
+}
+
+// Exec runs statements, recording connection-level failures.
+func (s *runnerSession) Exec(ctx context.Context, stmts ...string) error {
+	err := s.conn.Exec(ctx, stmts...)
+	s.note(err)
+	return err
+}
+
+func (s *runnerSession) note(err error) {
+	if err == nil || mysql.ServerErrorNumber(err) != 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.fail == nil {
+		s.fail = err
+	}
+	s.mu.Unlock()
+}
+
+func (s *runnerSession) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fail
+}
+
+// runnerMySQLDialer connects through package mysql: one *mysql.DB (a pool
+// of at most two connections) from which sessions take dedicated
+// connections.
+type runnerMySQLDialer struct {
+	mu   sync.Mutex
+	key  dbpilot.InstanceKey
+	opts mysql.Options
+	db   *mysql.DB
+}
+
+func (d *runnerMySQLDialer) dial(ctx context.Context) (runnerConn, error) {
+	d.mu.Lock()
+	db, key, opts := d.db, d.key, d.opts
+	d.mu.Unlock()
+	if db == nil {
+		var err error
+		if db, err = mysql.Open(ctx, key, opts); err != nil {
+			return nil, err
+		}
+		d.mu.Lock()
+		if d.db != nil {
+			db.Close()
+			db = d.db
+		} else {
+			d.db = db
+		}
+		d.mu.Unlock()
+	}
+	c, err := db.SQL().Conn(ctx)
+	if err != nil {
+		return nil, mysql.Classify(err, key, opts.User, "connect")
+	}
+	qt := opts.QueryTimeout
+	if qt <= 0 {
+		qt = mysql.DefaultQueryTimeout
+	}
+	return &runnerSQLConn{c: c, key: key, user: opts.User, timeout: qt}, nil
+}
+
+func (d *runnerMySQLDialer) reset() {
+	d.mu.Lock()
+	db := d.db
+	d.db = nil
+	d.mu.Unlock()
+	if db != nil {
+		db.Close()
+	}
+}
+
+func (d *runnerMySQLDialer) retarget(key dbpilot.InstanceKey) {
+	d.reset()
+	d.mu.Lock()
+	d.key = key
+	d.mu.Unlock()
+}
+
+// runnerSQLConn is a dedicated connection; it serializes its queries (the
+// protocol allows one at a time) and reads results fully, as mysql.DB does.
+type runnerSQLConn struct {
+	mu      sync.Mutex
+	c       *sql.Conn
+	key     dbpilot.InstanceKey
+	user    string
+	timeout time.Duration
+}
+
+func (c *runnerSQLConn) Query(ctx context.Context, query string, args ...any) (*mysql.Rows, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	qctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	rows, err := c.c.QueryContext(qctx, query, args...)
+	if err != nil {
+		return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
+	}
+	res := &mysql.Rows{Columns: cols}
+	raw := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
+		}
+		vals := make([]*string, len(cols))
+		for i, b := range raw {
+			if b != nil {
+				s := string(b)
+				vals[i] = &s
+			}
+		}
+		res.Values = append(res.Values, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
+	}
+	return res, nil
+}
+
+func (c *runnerSQLConn) Exec(ctx context.Context, stmts ...string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, q := range stmts {
+		qctx, cancel := context.WithTimeout(ctx, c.timeout)
+		_, err := c.c.ExecContext(qctx, q)
+		cancel()
+		if err != nil {
+			return mysql.Classify(err, c.key, c.user, "exec "+runnerFirstWords(q))
+		}
+	}
+	return nil
+}
+
+// Close discards the connection: marking it bad keeps database/sql from
+// handing it out again.
+func (c *runnerSQLConn) Close() error {
+	_ = c.c.Raw(func(any) error { return driver.ErrBadConn })
+	return c.c.Close()
+}
+
+// runnerFirstWords names a statement in errors by its first words.
+func runnerFirstWords(s string) string {
+	f := strings.Fields(s)
+	if len(f) > 4 {
+		f = f[:4]
+	}
+	return strings.Join(f, " ")
+}

@@ -1,0 +1,267 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// DefaultInterval is the refresh interval.
+const DefaultInterval = time.Second
+
+// Options configure Run.
+type Options struct {
+	// Interval between refreshes (DefaultInterval when zero).
+	Interval time.Duration
+	// Count stops after this many refreshes (0: until the context ends or
+	// the user quits). A first read, whose rates are unknown, does not count.
+	Count int
+	// View is the view shown first.
+	View View
+
+	// Out receives the output.
+	Out io.Writer
+	// Interactive redraws the screen (ANSI) instead of printing lines.
+	Interactive bool
+	// Keys, when set with Interactive, is read for key presses: o i r w
+	// switch views; q, Ctrl-C and Ctrl-D quit. The goroutine reading it ends
+	// when it returns an error (EOF).
+	Keys io.Reader
+	// Size returns the terminal's width and height (nil: unlimited).
+	Size func() (width, height int)
+	// Resize signals that the terminal changed size.
+	Resize <-chan struct{}
+	// Color highlights the active view.
+	Color bool
+}
+
+// polled is one Poll's outcome.
+type polled struct {
+	f   *Frame
+	err error
+}
+
+// Run polls src every interval and shows each refresh until ctx ends, the
+// user quits or Count refreshes were shown. Without Interactive it prints
+// Lines for every refresh after the first read (whose rates are unknown).
+//
+// It fails when the first read fails entirely: the API does not answer, or
+// no instance could be read. Later failures are shown and polling goes on.
+func Run(ctx context.Context, src Source, o Options) error {
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	frames := make(chan polled)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		poller(ctx, src, o.Interval, frames)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	var keys chan byte
+	if o.Interactive && o.Keys != nil {
+		keys = make(chan byte, 16)
+		go readKeys(ctx, o.Keys, keys)
+	}
+
+	var (
+		last   *Frame
+		errMsg string
+		view   = o.View
+		shown  int
+		first  = true
+	)
+	draw := func() error {
+		if !o.Interactive {
+			return nil
+		}
+		s := Screen{Frame: last, View: view, Color: o.Color, Err: errMsg}
+		if o.Size != nil {
+			s.Width, s.Height = o.Size()
+		}
+		return writeScreen(o.Out, Render(s))
+	}
+	if err := draw(); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.Resize:
+			if err := draw(); err != nil {
+				return err
+			}
+		case k, ok := <-keys:
+			if !ok {
+				keys = nil // input closed: keep showing, quit by signal
+				continue
+			}
+			switch k {
+			case 'q', 'Q', 3, 4: // Ctrl-C, Ctrl-D
+				return nil
+			}
+			if v, ok := viewForKey(toLower(k)); ok {
+				view = v
+				if err := draw(); err != nil {
+					return err
+				}
+			}
+		case p := <-frames:
+			if p.err != nil {
+				var perr *panicError
+				if first || errors.As(p.err, &perr) {
+					return p.err
+				}
+				errMsg = oneLine(p.err.Error())
+				if !o.Interactive {
+					fmt.Fprintf(o.Out, "%s error=%q\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), errMsg)
+				}
+				if err := draw(); err != nil {
+					return err
+				}
+				continue
+			}
+			if first {
+				if err := allFailed(p.f); err != nil {
+					return err
+				}
+				first = false
+			}
+			last, errMsg = p.f, ""
+			if !o.Interactive && !p.f.Warmup {
+				for _, l := range Lines(p.f) {
+					if _, err := fmt.Fprintln(o.Out, l); err != nil {
+						return err
+					}
+				}
+			}
+			if err := draw(); err != nil {
+				return err
+			}
+			if !p.f.Warmup {
+				shown++
+				if o.Count > 0 && shown >= o.Count {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// allFailed returns the first row's error when no row could be read.
+func allFailed(f *Frame) error {
+	if len(f.Rows) == 0 {
+		return nil
+	}
+	for _, r := range f.Rows {
+		if r.Err == "" {
+			return nil
+		}
+	}
+	return dbpilot.Errorf(dbpilot.EUNAVAIL, "%s", f.Rows[0].Err)
+}
+
+// poller polls at once and then every interval, sending each outcome, until
+// ctx ends. A poll is bounded by twice the interval (at least 2 s). A panic
+// in the source is sent as an error, so that the terminal is restored by
+// the goroutine that owns it.
+func poller(ctx context.Context, src Source, interval time.Duration, out chan<- polled) {
+	timeout := max(2*interval, 2*time.Second)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		p := pollOnce(ctx, src, timeout)
+		select {
+		case out <- p:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func pollOnce(ctx context.Context, src Source, timeout time.Duration) (p polled) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = polled{err: &panicError{value: r, stack: debug.Stack()}}
+		}
+	}()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	f, err := src.Poll(pctx)
+	return polled{f: f, err: err}
+}
+
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v\n\n%s", e.value, e.stack) }
+
+// readKeys sends the bytes read from r until r fails or ctx ends (a Read
+// that blocks keeps it until the next byte or the end of the process).
+func readKeys(ctx context.Context, r io.Reader, out chan<- byte) {
+	defer close(out)
+	buf := make([]byte, 64)
+	for {
+		n, err := r.Read(buf)
+		for _, b := range buf[:n] {
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err != nil || ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func toLower(b byte) byte {
+	if b >= 'A' && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// writeScreen redraws: cursor home, every line cleared to its end, the rest
+// of the screen cleared. Lines end in "\r\n" (raw mode does not add the
+// carriage return) and the last one in none, so the screen never scrolls.
+func writeScreen(w io.Writer, text string) error {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	var b strings.Builder
+	b.WriteString("\x1b[H")
+	for i, l := range lines {
+		b.WriteString(l)
+		b.WriteString("\x1b[K")
+		if i < len(lines)-1 {
+			b.WriteString("\r\n")
+		}
+	}
+	b.WriteString("\x1b[J")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
