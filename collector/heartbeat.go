@@ -161,7 +161,7 @@ func (st *hbState) write(ctx context.Context, q Querier, t Target) error {
 		return err
 	}
 	if len(ro.Values) == 1 && len(ro.Values[0]) == 1 && ro.Values[0][0] != nil && strings.TrimSpace(*ro.Values[0][0]) != "0" {
-		return hbReadOnlyErr
+		return errHBReadOnly
 	}
 	stmt := fmt.Sprintf("REPLACE INTO dbpilot.heartbeat (server_id, ts, gtid_domain_id) VALUES (%d, NOW(6), %s)", st.serverID, st.domain)
 	err = q.Exec(ctx, stmt)
@@ -221,11 +221,11 @@ func hbSameConn(prev any, q Querier) bool {
 	return prev == any(q)
 }
 
-// hbReadOnlyErr is returned when the writer finds @@read_only on.
-var hbReadOnlyErr = errors.New("read_only is ON")
+// errHBReadOnly is returned when the writer finds @@read_only on.
+var errHBReadOnly = errors.New("read_only is ON")
 
 func hbIsReadOnly(err error) bool {
-	if errors.Is(err, hbReadOnlyErr) {
+	if errors.Is(err, errHBReadOnly) {
 		return true
 	}
 	switch mysql.ServerErrorNumber(err) {

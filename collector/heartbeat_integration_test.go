@@ -107,6 +107,7 @@ func TestHeartbeatAndReplicationOnSandbox(t *testing.T) {
 
 	// Replicating: a few beats, the lag is small.
 	lag := waitLag("below 2 s", 20*time.Second, func(l float64) bool { return l < 2 })
+	t.Logf("lag while replicating: %.3fs", lag)
 	for range 4 {
 		time.Sleep(250 * time.Millisecond)
 		if lag, _ = beat(); lag >= 2 {

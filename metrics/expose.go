@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"compress/gzip"
+	"github.com/prometheus/common/model"
 	"io"
 	"math"
 	"net/http"
@@ -154,7 +155,7 @@ func writeExposition(w *bufio.Writer, series []exposed, skip map[string]bool) {
 			buf = append(buf, name...)
 			first := true
 			e.lset.Range(func(l labels.Label) {
-				if l.Name == labels.MetricName {
+				if l.Name == model.MetricNameLabel {
 					return
 				}
 				if first {

@@ -38,7 +38,7 @@ func alertsServer(t *testing.T, alerts []*dbpilot.Alert) (*httptest.Server, *[]s
 	return srv, &queries
 }
 
-func runAlerts(t *testing.T, args ...string) (error, string) {
+func runAlerts(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	a := &app{stdout: &out, stderr: &errb, log: slog.New(slog.DiscardHandler)}
@@ -48,7 +48,7 @@ func runAlerts(t *testing.T, args ...string) (error, string) {
 	cmd.SetErr(&errb)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	err := cmd.ExecuteContext(context.Background())
-	return err, out.String()
+	return out.String(), err
 }
 
 func TestAlertsCommand(t *testing.T) {
@@ -70,7 +70,7 @@ func TestAlertsCommand(t *testing.T) {
 
 	// Default: active (firing and pending), newest first; a firing alert
 	// exits 1.
-	err, out := runAlerts(t, "--server", srv.URL)
+	out, err := runAlerts(t, "--server", srv.URL)
 	if !errors.Is(err, errProblemsFound) {
 		t.Errorf("error %v, want problems found", err)
 	}
@@ -95,7 +95,7 @@ func TestAlertsCommand(t *testing.T) {
 
 	// A cluster, resolved, JSON: no firing alert, exit 0.
 	*queries = nil
-	err, out = runAlerts(t, "other", "--server", srv.URL, "--state", "resolved", "--json", "--limit", "5")
+	out, err = runAlerts(t, "other", "--server", srv.URL, "--state", "resolved", "--json", "--limit", "5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,22 +107,22 @@ func TestAlertsCommand(t *testing.T) {
 		t.Errorf("queries %v", *queries)
 	}
 
-	err, out = runAlerts(t, "nosuch", "--server", srv.URL)
+	out, err = runAlerts(t, "nosuch", "--server", srv.URL)
 	if err != nil || strings.TrimSpace(out) != "no alerts" {
 		t.Errorf("no alerts: %v %q", err, out)
 	}
-	err, out = runAlerts(t, "--server", srv.URL, "--state", "all")
+	out, err = runAlerts(t, "--server", srv.URL, "--state", "all")
 	if !errors.Is(err, errProblemsFound) || strings.Count(out, "\n") != 4 || !strings.Contains(out, "resolved  info") {
 		t.Errorf("all: %v\n%s", err, out)
 	}
 
-	if err, _ := runAlerts(t, "--server", srv.URL, "--state", "burning"); dbpilot.ErrorCode(err) != dbpilot.EINVALID {
+	if _, err := runAlerts(t, "--server", srv.URL, "--state", "burning"); dbpilot.ErrorCode(err) != dbpilot.EINVALID {
 		t.Errorf("bad state: %v", err)
 	}
-	if err, _ := runAlerts(t, "a", "b", "--server", srv.URL); dbpilot.ErrorCode(err) != dbpilot.EINVALID {
+	if _, err := runAlerts(t, "a", "b", "--server", srv.URL); dbpilot.ErrorCode(err) != dbpilot.EINVALID {
 		t.Errorf("two clusters: %v", err)
 	}
-	if err, _ := runAlerts(t); err == nil || !strings.Contains(err.Error(), "--server URL") {
+	if _, err := runAlerts(t); err == nil || !strings.Contains(err.Error(), "--server URL") {
 		t.Errorf("no target: %v", err)
 	}
 }
