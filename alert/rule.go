@@ -51,14 +51,6 @@ type Rule struct {
 	tmpl *template.Template // Summary, parsed by check
 }
 
-// where names the rule in errors.
-func (r *Rule) where() string {
-	if r.File == "" {
-		return fmt.Sprintf("rule %q", r.Name)
-	}
-	return fmt.Sprintf("%s:%d: rule %q", r.File, r.Line, r.Name)
-}
-
 //go:embed rules.yaml
 var defaultRules []byte
 
