@@ -29,6 +29,11 @@ type fixture struct {
 
 func startDaemon(t *testing.T, d *sandbox.Descriptor, mutate func(*daemon.Config), opt daemon.Options) *fixture {
 	t.Helper()
+	return startDaemonWith(t, d, mutate, opt, false)
+}
+
+func startDaemonWith(t *testing.T, d *sandbox.Descriptor, mutate func(*daemon.Config), opt daemon.Options, alerts bool) *fixture {
+	t.Helper()
 	cfg, err := daemon.ConfigFromSandbox(d)
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +50,9 @@ func startDaemon(t *testing.T, d *sandbox.Descriptor, mutate func(*daemon.Config
 		t.Fatal(err)
 	}
 	opt.Store = store
+	if alerts {
+		opt.AlertStore = store
+	}
 	dm := daemon.New(cfg, opt)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what dbpilot's build, demo and tests need and the machine lacks:
 # the MariaDB server and client (Debian/Ubuntu packages mariadb-server and
-# mariadb-client). Idempotent: does nothing when mariadbd is found.
+# mariadb-client) and Prometheus (package prometheus, used by a test that
+# scrapes dbpilot's /metrics). Idempotent: does nothing when all are found.
 set -euo pipefail
 
 if ! command -v go >/dev/null 2>&1; then
@@ -17,7 +18,9 @@ have_client() {
 	command -v mariadb >/dev/null 2>&1 || command -v mysql >/dev/null 2>&1
 }
 
-if have_server && have_client; then
+have_prometheus() { command -v prometheus >/dev/null 2>&1; }
+
+if have_server && have_client && have_prometheus; then
 	exit 0
 fi
 
@@ -37,10 +40,19 @@ if [ "$(id -u)" -ne 0 ]; then
 	fi
 fi
 
-echo "install-deps: installing mariadb-server and mariadb-client with apt-get"
+pkgs=()
+{ have_server && have_client; } || pkgs+=(mariadb-server mariadb-client)
+# prometheus: the tests check that a real Prometheus server scrapes /metrics.
+have_prometheus || pkgs+=(prometheus)
+echo "install-deps: installing ${pkgs[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+if [[ " ${pkgs[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
+	# The package starts a system Prometheus on :9090; dbpilot's tests run
+	# their own, so leave the machine as it was.
+	$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
 if ! have_server; then
 	echo "install-deps: mariadb-server installed but mariadbd is still not found" >&2
 	exit 1
