@@ -60,6 +60,8 @@ const (
 	// alone; 480 (8 minutes at 1 s) cuts that by four. Busy series are
 	// still cut at 1 KB per chunk by the TSDB.
 	samplesPerChunk = 480
+	// headBlockDuration is the TSDB's smallest block (default 2 h).
+	headBlockDuration = time.Hour
 	// stripeSize is the TSDB series hash map's stripe count (default
 	// 16384, sized for millions of series); dbpilot has tens of thousands.
 	stripeSize = 1024
@@ -222,9 +224,14 @@ func open(opt Options, tune func(*tsdb.Options)) (*Store, error) {
 func tsdbOptions(retention time.Duration) *tsdb.Options {
 	o := tsdb.DefaultOptions()
 	o.RetentionDuration = retention.Milliseconds()
-	// Blocks of 2 h (the default) compacted up to a tenth of the retention,
-	// at most 31 days, as the Prometheus server does; the TSDB package's
-	// own default stops at 2 h, which leaves 84 blocks for 7 days.
+	// The head (in memory, with m-mapped chunks) is cut into a block when
+	// it spans 1.5 block durations. Blocks of 1 h instead of 2 h halve what
+	// it holds (the heap spent on 1 s samples grows with its span) and the
+	// memory a head compaction takes.
+	o.MinBlockDuration = headBlockDuration.Milliseconds()
+	// Blocks are compacted (1 h, 3 h, 9 h, ...) up to a tenth of the
+	// retention, at most 31 days, as the Prometheus server does; the TSDB
+	// package's default stops at the first size (168 blocks for 7 days).
 	maxBlock := min(retention/10, 31*24*time.Hour).Milliseconds()
 	o.MaxBlockDuration = max(maxBlock, o.MinBlockDuration)
 	o.SamplesPerChunk = samplesPerChunk
