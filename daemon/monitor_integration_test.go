@@ -152,7 +152,7 @@ func TestPrometheusScrapesMetrics(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	promAddr := l.Addr().String()
 	l.Close()
-	cfg := fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 900ms}\nscrape_configs:\n  - job_name: dbpilot\n    static_configs: [{targets: ['%s']}]\n", strings.TrimPrefix(srv.URL, "http://"))
+	cfg := fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 900ms}\nscrape_configs:\n  - job_name: dbpilot\n    honor_labels: true\n    static_configs: [{targets: ['%s']}]\n", strings.TrimPrefix(srv.URL, "http://"))
 	os.WriteFile(filepath.Join(dir, "prom.yml"), []byte(cfg), 0o600)
 	cmd := exec.Command(prom, "--config.file="+filepath.Join(dir, "prom.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

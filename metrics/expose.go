@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"compress/gzip"
-	"github.com/prometheus/common/model"
 	"io"
 	"math"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/dbpilot/dbpilot"
@@ -34,7 +34,8 @@ var gzipPool = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 // in Prometheus' text format (0.0.4), as mysqld_exporter names them, with
 // instance, cluster and role labels and without timestamps; then dbpilot's
 // own go_*, process_* and dbpilot_tsdb_* metrics. A series collected twice
-// (by two collectors) is exposed once.
+// (by two collectors) is exposed once. Scrape it with honor_labels: true,
+// so that instance names the MySQL server rather than dbpilot.
 func (s *Store) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -104,33 +104,42 @@ func (f *fleet) writeSpan(t *testing.T, s *Store, start time.Time, from, to int)
 	}
 }
 
-type memFigures struct{ heapInuse, heapAlloc, sys, rss uint64 }
+type memFigures struct{ heapInuse, heapAlloc, sys, rssAnon, rssFile uint64 }
 
 func measure() memFigures {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return memFigures{heapInuse: ms.HeapInuse, heapAlloc: ms.HeapAlloc, sys: ms.Sys, rss: rss()}
+	anon, file := rss()
+	return memFigures{heapInuse: ms.HeapInuse, heapAlloc: ms.HeapAlloc, sys: ms.Sys, rssAnon: anon, rssFile: file}
 }
+
+func (m memFigures) rss() uint64 { return m.rssAnon + m.rssFile }
 
 func (m memFigures) String() string {
-	return fmt.Sprintf("heap in use %d MiB, heap alloc %d MiB, Go sys %d MiB, RSS %d MiB",
-		m.heapInuse>>20, m.heapAlloc>>20, m.sys>>20, m.rss>>20)
+	return fmt.Sprintf("heap in use %d MiB, heap alloc %d MiB, Go sys %d MiB, RSS %d MiB (anon %d, file %d)",
+		m.heapInuse>>20, m.heapAlloc>>20, m.sys>>20, m.rss()>>20, m.rssAnon>>20, m.rssFile>>20)
 }
 
-// rss reads VmRSS on Linux; 0 elsewhere.
-func rss() uint64 {
+// rss reads the anonymous and file-backed (m-mapped TSDB files) resident
+// memory on Linux; zeros elsewhere.
+func rss() (anon, file uint64) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0
+		return 0, 0
+	}
+	kib := func(v string) uint64 {
+		n, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		return n << 10
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			anon = kib(v)
+		} else if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			file = kib(v)
 		}
 	}
-	return 0
+	return anon, file
 }
 
 // TestMemory writes 50 instances × 600 series × 120 s and logs the memory
@@ -208,7 +217,7 @@ func TestMemorySoak(t *testing.T) {
 	for from := 0; from < seconds; from += 600 {
 		f.write(t, s, start, from, min(from+600, seconds))
 		m := measure()
-		peak = max(peak, m.rss)
+		peak = max(peak, m.rss())
 		t.Logf("%6s simulated (%s real): %s; head series %d, blocks %d", time.Duration(min(from+600, seconds))*time.Second,
 			time.Since(began).Round(time.Second), m, s.db.Head().NumSeries(), len(s.db.Blocks()))
 		if p := os.Getenv("DBPILOT_METRICS_SOAK_HEAPPROFILE"); p != "" {

@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/dbpilot/dbpilot"
 )
@@ -367,4 +373,54 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestConcurrentUse writes, scrapes, queries and forgets at once (run with
+// -race).
+func TestConcurrentUse(t *testing.T) {
+	s := openTest(t)
+	f := newFleet(6, 50)
+	start := time.Now().Add(-time.Minute).Truncate(time.Second)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Go(func() {
+			for sec := range 40 {
+				for i := w; i < len(f.instances); i += 3 {
+					// Samples of a forgotten instance may now be out of
+					// order (EINVALID): Forget ended its series at the
+					// current time.
+					err := s.Write(context.Background(), f.batch(i, start.Add(time.Duration(sec)*time.Second)))
+					if err != nil && dbpilot.ErrorCode(err) != dbpilot.EINVALID {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	var rg sync.WaitGroup
+	rg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			p := expfmt.NewTextParser(model.UTF8Validation)
+			if _, err := p.TextToMetricFamilies(rec.Body); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := s.QueryInstant(context.Background(), `count(mysql_global_status_synthetic_001)`, time.Now()); err != nil {
+				t.Error(err)
+				return
+			}
+			s.Forget(f.instances[0])
+		}
+	})
+	rg.Wait()
 }

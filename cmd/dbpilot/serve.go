@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -70,6 +72,11 @@ in the sandbox's directory). A configuration file looks like:
 			// A broken rule file fails now, with the rule name and line.
 			if _, err := cfg.LoadAlertRules(); err != nil {
 				return dbpilot.WrapError(dbpilot.EINVALID, err, "alerts")
+			}
+			// The embedded TSDB's heap grows in bursts during compactions: a
+			// soft limit keeps serve's memory flat (GOMEMLIMIT overrides).
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(170 << 20)
 			}
 			store, err := sqlite.Open(cfg.State)
 			if err != nil {
