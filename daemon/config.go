@@ -62,9 +62,10 @@ type DetectionConfig struct {
 	// ConfirmTimeout bounds the confirmation round (re-probe the primary and
 	// ask every replica) after a failed probe.
 	ConfirmTimeout Duration `yaml:"confirm_timeout"`
-	// LivenessInterval is how often each primary is pinged on a persistent
-	// connection between full polls (a ping costs one round trip); a failed
-	// ping starts the confirmation at once. "off" disables it. Default 100ms.
+	// LivenessInterval: between polls, serve holds one session on each
+	// primary blocked in a long SLEEP; when the server dies the session is
+	// reset and the failure is confirmed at once. After the session is lost
+	// it is reopened every LivenessInterval (default 100ms). "off" disables it.
 	LivenessInterval Duration `yaml:"liveness_interval"`
 }
 

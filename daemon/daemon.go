@@ -187,71 +187,92 @@ func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 	}
 }
 
-// liveness pings the cluster's primary every LivenessInterval on its own
-// persistent connection. The first failed ping after a good one wakes the
-// watch loop, which confirms the failure holistically right away instead of
-// waiting for the next poll.
+// liveness watches the cluster's primary between polls at almost no cost:
+// it keeps one session on the primary blocked in a long SLEEP. When the
+// server dies the connection is reset and the query fails at once, which
+// wakes the watch loop to confirm the failure holistically right away
+// instead of at the next poll. (A silent network partition raises nothing
+// here; the regular probes and their timeouts catch it.) After a failure it
+// reconnects every LivenessInterval.
 func (d *Daemon) liveness(ctx context.Context, cs *clusterState) {
 	opts := d.cfg.Admin()
 	opts.Dial = d.dial
-	var db *mysql.DB
-	var dbKey dbpilot.InstanceKey
-	defer func() {
-		if db != nil {
-			db.Close()
-		}
-	}()
+	const hold = 30 * time.Second
+	opts.QueryTimeout = hold + 5*time.Second
+	query := fmt.Sprintf("SELECT /* %s */ SLEEP(%d)", collector.LivenessMarker, int(hold/time.Second))
 	healthy := false
-	t := time.NewTicker(d.cfg.Detection.LivenessInterval.D())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		cs.mu.Lock()
-		key := cs.primary
-		cs.mu.Unlock()
-		if key.IsZero() {
-			continue
-		}
-		if db != nil && key != dbKey {
-			db.Close()
-			db, healthy = nil, false
-		}
-		var err error
-		if db == nil {
-			db, err = mysql.Open(ctx, key, opts)
-			if err != nil {
-				db = nil
-			} else {
-				dbKey = key
-			}
-		} else {
-			pctx, cancel := context.WithTimeout(ctx, d.cfg.Detection.ProbeTimeout.D())
-			err = db.SQL().PingContext(pctx)
-			cancel()
-			if err != nil {
-				db.Close()
-				db = nil
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			healthy = true
-			continue
-		}
+	wake := func() {
 		if healthy {
 			healthy = false
-			d.log.Debug("liveness ping failed; confirming now", "cluster", cs.cfg.Name, "primary", key.String(), "err", err)
 			select {
 			case cs.wake <- struct{}{}:
 			default:
 			}
 		}
+	}
+	for ctx.Err() == nil {
+		cs.mu.Lock()
+		key := cs.primary
+		cs.mu.Unlock()
+		if key.IsZero() {
+			sleepCtx(ctx, d.cfg.Detection.LivenessInterval.D())
+			continue
+		}
+		db, err := mysql.Open(ctx, key, opts)
+		if err != nil {
+			wake()
+			sleepCtx(ctx, d.cfg.Detection.LivenessInterval.D())
+			continue
+		}
+		healthy = true
+		// Hold the session; stop holding when the primary changes.
+		qctx, cancel := context.WithCancel(ctx)
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-qctx.Done():
+					return
+				case <-t.C:
+					cs.mu.Lock()
+					changed := cs.primary != key
+					cs.mu.Unlock()
+					if changed {
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+		for qctx.Err() == nil {
+			var v int
+			if err = db.SQL().QueryRowContext(qctx, query).Scan(&v); err != nil {
+				break
+			}
+		}
+		cancel()
+		db.Close()
+		if ctx.Err() != nil {
+			return
+		}
+		cs.mu.Lock()
+		changed := cs.primary != key
+		cs.mu.Unlock()
+		if !changed {
+			d.log.Debug("liveness session lost; confirming now", "cluster", cs.cfg.Name, "primary", key.String(), "err", err)
+			wake()
+			sleepCtx(ctx, d.cfg.Detection.LivenessInterval.D())
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
