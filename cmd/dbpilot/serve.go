@@ -87,7 +87,14 @@ in the sandbox's directory). A configuration file looks like:
 			opts := daemon.Options{Store: store, AlertStore: store, Logger: log, Version: version}
 			var ms *metrics.Store
 			if !cfg.Metrics.Disabled {
-				ms, err = metrics.Open(metrics.Options{Dir: cfg.Metrics.Dir, Retention: cfg.Metrics.Retention.D(), Logger: log})
+				// The TSDB narrates its housekeeping at info level: keep it
+				// to warnings unless -v.
+				tsdbLevel := slog.LevelWarn
+				if a.verbose {
+					tsdbLevel = slog.LevelDebug
+				}
+				tsdbLog := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: tsdbLevel}))
+				ms, err = metrics.Open(metrics.Options{Dir: cfg.Metrics.Dir, Retention: cfg.Metrics.Retention.D(), Logger: tsdbLog})
 				if err != nil {
 					return err
 				}
