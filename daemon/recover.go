@@ -100,16 +100,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 		Message: fmt.Sprintf("primary %s is dead; starting %s", old, kind), Detail: detail})
 
 	finish := func(err error) (*dbpilot.Recovery, error) {
-		rec.Ended = time.Now()
-		rec.Success = err == nil
-		if err != nil {
-			rec.Error = err.Error()
-		}
-		if d.store != nil {
-			if uerr := d.store.UpdateRecovery(context.WithoutCancel(ctx), rec); uerr != nil {
-				d.log.Warn("update recovery", "err", uerr)
-			}
-		}
+		d.endRecovery(ctx, rec, err)
 		hooks := d.cfg.HooksFor(cs.cfg)
 		if err == nil {
 			d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)

@@ -178,21 +178,13 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	exec := d.executor()
 	exec.Opt.SemiSync = cs.cfg.SemiSync
 	err = exec.Switchover(ctx, plan, rec)
-	rec.Ended = time.Now()
-	rec.Success = err == nil
-	if err != nil {
-		rec.Error = err.Error()
-	} else {
+	if err == nil {
 		cs.mu.Lock()
 		cs.primary = plan.Candidate
 		cs.status.Primary = plan.Candidate
 		cs.mu.Unlock()
 	}
-	if d.store != nil {
-		if uerr := d.store.UpdateRecovery(context.WithoutCancel(ctx), rec); uerr != nil {
-			d.log.Warn("update recovery", "err", uerr)
-		}
-	}
+	d.endRecovery(ctx, rec, err)
 	return rec, err
 }
 
@@ -257,16 +249,7 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 		}
 	}
 	err = d.executor().Relocate(ctx, replica, opt.To, rec)
-	rec.Ended = time.Now()
-	rec.Success = err == nil
-	if err != nil {
-		rec.Error = err.Error()
-	}
-	if d.store != nil {
-		if uerr := d.store.UpdateRecovery(context.WithoutCancel(ctx), rec); uerr != nil {
-			d.log.Warn("update recovery", "err", uerr)
-		}
-	}
+	d.endRecovery(ctx, rec, err)
 	return rec, err
 }
 
@@ -288,4 +271,18 @@ func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (int, error)
 	cs.lastVerdict = ""
 	cs.mu.Unlock()
 	return n, nil
+}
+
+// endRecovery records a recovery's outcome in the state store.
+func (d *Daemon) endRecovery(ctx context.Context, rec *dbpilot.Recovery, err error) {
+	rec.Ended = time.Now()
+	rec.Success = err == nil
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	if d.store != nil {
+		if uerr := d.store.UpdateRecovery(context.WithoutCancel(ctx), rec); uerr != nil {
+			d.log.Warn("update recovery", "err", uerr)
+		}
+	}
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what dbpilot's build, demo and tests need and the machine lacks:
 # the MariaDB server and client (Debian/Ubuntu packages mariadb-server and
-# mariadb-client) and Prometheus (package prometheus, used by a test that
-# scrapes dbpilot's /metrics). Idempotent: does nothing when all are found.
+# mariadb-client), Prometheus (package prometheus, used by a test that
+# scrapes dbpilot's /metrics) and tmux (the `dbpilot top` test). Idempotent: does nothing when all are found.
 set -euo pipefail
 
 if ! command -v go >/dev/null 2>&1; then
@@ -19,8 +19,9 @@ have_client() {
 }
 
 have_prometheus() { command -v prometheus >/dev/null 2>&1; }
+have_tmux() { command -v tmux >/dev/null 2>&1; }
 
-if have_server && have_client && have_prometheus; then
+if have_server && have_client && have_prometheus && have_tmux; then
 	exit 0
 fi
 
@@ -49,6 +50,8 @@ pkgs=()
 { have_server && have_client; } || pkgs+=(mariadb-server mariadb-client)
 # prometheus: the tests check that a real Prometheus server scrapes /metrics.
 have_prometheus || pkgs+=(prometheus)
+# tmux: `dbpilot top` is tested in a real terminal.
+have_tmux || pkgs+=(tmux)
 echo "install-deps: installing ${pkgs[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
