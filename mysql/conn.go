@@ -48,6 +48,9 @@ type Options struct {
 	// Dial, when set, opens the TCP connections (tests route them through a
 	// proxy to cut dbpilot's path to a server without touching replication).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// MaxConns is the size of the pool; default 2. Parallel work (dump,
+	// restore) opens one connection per worker.
+	MaxConns int
 }
 
 func (o Options) withDefaults() Options {
@@ -93,8 +96,12 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "mysql: configure connection to %s", key)
 	}
 	sdb := sql.OpenDB(connector)
-	sdb.SetMaxOpenConns(2)
-	sdb.SetMaxIdleConns(2)
+	maxConns := 2
+	if opts.MaxConns > 0 {
+		maxConns = opts.MaxConns
+	}
+	sdb.SetMaxOpenConns(maxConns)
+	sdb.SetMaxIdleConns(maxConns)
 	sdb.SetConnMaxIdleTime(time.Minute)
 	d := &DB{Key: key, opts: opts, db: sdb}
 	pctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout+opts.QueryTimeout)

@@ -116,6 +116,9 @@ sandbox descriptor (--sandbox NAME).` + exitHelp,
 		a.drillCommand(),
 		a.alertsCommand(),
 		a.topCommand(),
+		a.dumpCommand(),
+		a.restoreCommand(),
+		a.verifyCommand(),
 	)
 	return root
 }

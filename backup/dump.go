@@ -1,0 +1,922 @@
+package backup
+
+import (
+	"bufio"
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/gtid"
+	"github.com/dbpilot/dbpilot/mysql"
+	"github.com/klauspost/compress/zstd"
+)
+
+// DumpOptions configures a dump.
+type DumpOptions struct {
+	Out       string
+	Threads   int    // worker connections; default 4
+	ChunkRows int64  // target rows per chunk; default 250000
+	Compress  string // "zstd" (default) or "none"
+	Filter    Filter
+	Where     map[string]string // "db.table" → condition
+	NoData    bool
+	Users     bool
+	// LockWaitTimeout bounds the wait for the consistency lock; default 60 s.
+	LockWaitTimeout time.Duration
+	// Progress, when set, receives progress lines; on a terminal (TTY) one
+	// line is rewritten in place.
+	Progress         io.Writer
+	ProgressTTY      bool
+	ProgressInterval time.Duration
+	Tool             string // "dbpilot VERSION", recorded in the manifest
+	// OnChunk is called after each chunk file is complete (tests).
+	OnChunk func(*Table, *Chunk)
+}
+
+const (
+	defaultThreads   = 4
+	defaultChunkRows = 250_000
+	workerBufSize    = 256 << 10
+)
+
+// Validate checks the options and fills defaults.
+func (o *DumpOptions) Validate() error {
+	if o.Out == "" {
+		return dbpilot.Errorf(dbpilot.EINVALID, "backup: name the output directory with --out DIR")
+	}
+	if o.Threads == 0 {
+		o.Threads = defaultThreads
+	}
+	if o.Threads < 1 || o.Threads > 64 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "backup: --threads %d: want 1 to 64", o.Threads)
+	}
+	if o.ChunkRows == 0 {
+		o.ChunkRows = defaultChunkRows
+	}
+	if o.ChunkRows < 1 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "backup: --chunk-rows %d: want a positive number", o.ChunkRows)
+	}
+	switch o.Compress {
+	case "":
+		o.Compress = "zstd"
+	case "zstd", "none":
+	default:
+		return dbpilot.Errorf(dbpilot.EINVALID, "backup: --compress %q: want zstd or none", o.Compress)
+	}
+	if o.LockWaitTimeout <= 0 {
+		o.LockWaitTimeout = 60 * time.Second
+	}
+	return o.Filter.Validate()
+}
+
+// fileWriter is a file being written (a seam for fault tests).
+type fileWriter interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+// createFile creates a new file of a dump; tests replace it to simulate a
+// full disk.
+var createFile = func(path string) (fileWriter, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+}
+
+// dumpDir is the output directory of a dump.
+type dumpDir struct{ path string }
+
+func (d *dumpDir) writeSmall(rel string, data []byte) error {
+	f, err := createFile(filepath.Join(d.path, rel))
+	if err != nil {
+		return fmt.Errorf("backup: create %s: %w", rel, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("backup: write %s: %w", rel, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("backup: write %s: %w", rel, err)
+	}
+	return nil
+}
+
+// prepareOut creates the output directory, which must not exist or be
+// empty, and marks it incomplete.
+func prepareOut(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: create %s", dir)
+		}
+	case err != nil:
+		return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: read %s", dir)
+	case len(entries) > 0:
+		return dbpilot.Errorf(dbpilot.ECONFLICT, "backup: output directory %s is not empty; choose a new directory", dir)
+	}
+	for _, sub := range []string{schemaDir, dataDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: create %s", filepath.Join(dir, sub))
+		}
+	}
+	marker := fmt.Sprintf("dump started %s by pid %d and not finished\n", time.Now().UTC().Format(time.RFC3339), os.Getpid())
+	if err := os.WriteFile(filepath.Join(dir, IncompleteFile), []byte(marker), 0o600); err != nil {
+		return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: write %s", filepath.Join(dir, IncompleteFile))
+	}
+	return nil
+}
+
+func markFailed(dir string, cause error) {
+	msg := fmt.Sprintf("dump failed %s: %s\n", time.Now().UTC().Format(time.RFC3339), firstLine(cause.Error()))
+	_ = os.WriteFile(filepath.Join(dir, IncompleteFile), []byte(msg), 0o600)
+}
+
+// backupConnOptions are the connection options of dump and restore
+// sessions: statements run as long as they need (the context bounds them).
+func backupConnOptions(o mysql.Options, conns int) mysql.Options {
+	o.MaxConns = conns
+	if o.QueryTimeout < time.Hour {
+		o.QueryTimeout = 24 * time.Hour
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 5 * time.Second
+	}
+	return o
+}
+
+// openSessions opens n pinned connections.
+func openSessions(ctx context.Context, db *mysql.DB, key dbpilot.InstanceKey, user string, n int) ([]*session, error) {
+	out := make([]*session, 0, n)
+	for i := 0; i < n; i++ {
+		c, err := db.SQL().Conn(ctx)
+		if err != nil {
+			for _, s := range out {
+				s.conn.Close()
+			}
+			return nil, mysql.Classify(err, key, user, "connect")
+		}
+		out = append(out, &session{key: key, user: user, conn: c})
+	}
+	return out, nil
+}
+
+func closeSessions(ss []*session) {
+	for _, s := range ss {
+		if s != nil && s.conn != nil {
+			s.conn.Close()
+		}
+	}
+}
+
+// readServer identifies the server.
+func readServer(ctx context.Context, s *session) (Server, bool, error) {
+	rows, _, err := s.query(ctx, "identify server", "SELECT @@version, @@version_comment, @@server_id, @@hostname, @@log_bin")
+	if err != nil {
+		return Server{}, false, err
+	}
+	r := rows[0]
+	v, err := dbpilot.ParseVersion(str(r[0]))
+	if err != nil {
+		return Server{}, false, err
+	}
+	srv := Server{Address: s.key.String(), Version: v, Hostname: str(r[3])}
+	switch {
+	case strings.Contains(strings.ToLower(str(r[0])), "mariadb"):
+		srv.Flavor = dbpilot.FlavorMariaDB
+	case strings.Contains(strings.ToLower(str(r[1])), "percona"):
+		srv.Flavor = dbpilot.FlavorPercona
+	default:
+		srv.Flavor = dbpilot.FlavorMySQL
+	}
+	id, _ := strconv.ParseUint(str(r[2]), 10, 32)
+	srv.ServerID = uint32(id)
+	return srv, str(r[4]) == "1" || strings.EqualFold(str(r[4]), "ON"), nil
+}
+
+// snapshotSQL are the statements that prepare a dump session.
+var snapshotSessionSQL = []string{
+	"SET NAMES utf8mb4",
+	"SET SESSION character_set_results = binary",
+	"SET SESSION time_zone = '+00:00'",
+	"SET SESSION net_write_timeout = 600, net_read_timeout = 600, wait_timeout = 28800",
+	"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+}
+
+// lockStatements returns the statements that take and release the lock
+// under which all snapshots are opened, and the lock's name.
+func lockStatements(srv Server) (take []string, release string, kind string) {
+	if srv.Flavor == dbpilot.FlavorMariaDB && srv.Version.AtLeast(10, 4, 1) {
+		// Blocks commits only: reads and writes go on, DDL too until the
+		// commit block; held for milliseconds.
+		return []string{"BACKUP STAGE START", "BACKUP STAGE BLOCK_COMMIT"}, "BACKUP STAGE END", "BACKUP STAGE BLOCK_COMMIT"
+	}
+	return []string{"FLUSH TABLES WITH READ LOCK"}, "UNLOCK TABLES", "FLUSH TABLES WITH READ LOCK"
+}
+
+// readPosition reads the GTID and binary log position, under the lock.
+func readPosition(ctx context.Context, s *session, srv Server) (Position, error) {
+	var p Position
+	if srv.Flavor == dbpilot.FlavorMariaDB {
+		rows, _, err := s.query(ctx, "read GTID position", "SELECT @@GLOBAL.gtid_binlog_pos, @@GLOBAL.gtid_slave_pos, @@GLOBAL.gtid_current_pos")
+		if err != nil {
+			return p, err
+		}
+		p.GTIDBinlogPos, p.GTIDSlavePos, p.GTIDCurrentPos = str(rows[0][0]), str(rows[0][1]), str(rows[0][2])
+		pos, err := replicaStartPosition(p.GTIDBinlogPos, p.GTIDSlavePos)
+		if err != nil {
+			return p, err
+		}
+		p.GTID = pos
+	} else {
+		v, _, err := s.value(ctx, "read GTID position", "SELECT @@GLOBAL.gtid_executed")
+		if err != nil {
+			return p, err
+		}
+		p.GTIDExecuted = strings.ReplaceAll(v, "\n", "")
+		p.GTID = p.GTIDExecuted
+	}
+	status := "SHOW MASTER STATUS"
+	if srv.Flavor != dbpilot.FlavorMariaDB && srv.Version.AtLeast(8, 2, 0) {
+		status = "SHOW BINARY LOG STATUS"
+	}
+	rows, _, err := s.query(ctx, "read binary log position", status)
+	if err != nil {
+		return p, err
+	}
+	if len(rows) > 0 {
+		p.BinlogFile = str(rows[0][0])
+		p.BinlogPos, _ = strconv.ParseUint(str(rows[0][1]), 10, 64)
+	}
+	return p, nil
+}
+
+// replicaStartPosition is, per domain, the later of the binary log's and
+// the replication position: every transaction the snapshot contains,
+// whether the server wrote it or applied it as a replica without
+// log_slave_updates.
+func replicaStartPosition(binlogPos, slavePos string) (string, error) {
+	b, err := gtid.ParseMariaList(binlogPos)
+	if err != nil {
+		return "", dbpilot.WrapError(dbpilot.EINTERNAL, err, "backup: parse gtid_binlog_pos %q", binlogPos)
+	}
+	s, err := gtid.ParseMariaList(slavePos)
+	if err != nil {
+		return "", dbpilot.WrapError(dbpilot.EINTERNAL, err, "backup: parse gtid_slave_pos %q", slavePos)
+	}
+	best := map[uint32]gtid.MariaGTID{}
+	var order []uint32
+	for _, g := range append(append(gtid.MariaList{}, b...), s...) {
+		cur, seen := best[g.Domain]
+		if !seen {
+			order = append(order, g.Domain)
+		}
+		if !seen || g.Seq > cur.Seq {
+			best[g.Domain] = g
+		}
+	}
+	out := make([]gtid.MariaGTID, 0, len(order))
+	for _, d := range order {
+		out = append(out, best[d])
+	}
+	return gtid.NewMariaList(out...).String(), nil
+}
+
+// chunkJob is one chunk to dump.
+type chunkJob struct {
+	table *Table
+	chunk *Chunk
+	query string
+}
+
+// Dump writes a consistent logical dump of the server at key into opt.Out.
+// All worker connections open their snapshots while the server's shortest
+// consistency lock is held (MariaDB 10.4+: BACKUP STAGE BLOCK_COMMIT; else
+// FLUSH TABLES WITH READ LOCK), together with reading the GTID and binary
+// log position; the lock is released before any data is read. On any
+// failure the directory keeps its incomplete marker and no manifest.
+func Dump(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt DumpOptions) (*Manifest, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if err := prepareOut(opt.Out); err != nil {
+		return nil, err
+	}
+	m, err := dump(ctx, key, conn, opt)
+	if err != nil {
+		markFailed(opt.Out, err)
+		return nil, fmt.Errorf("%w (the partial dump in %s is marked incomplete)", err, opt.Out)
+	}
+	return m, nil
+}
+
+func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, opt DumpOptions) (*Manifest, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started := time.Now().UTC()
+	db, err := mysql.Open(ctx, key, backupConnOptions(connOpts, opt.Threads+2))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	sessions, err := openSessions(ctx, db, key, connOpts.User, opt.Threads+2)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSessions(sessions)
+	ctl, planner, workers := sessions[0], sessions[1], sessions[2:]
+
+	srv, _, err := readServer(ctx, ctl)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Format: FormatVersion, Tool: opt.Tool, Server: srv, Started: started, Compression: opt.Compress,
+		Options: DumpRecord{Threads: opt.Threads, ChunkRows: opt.ChunkRows, Databases: opt.Filter.Databases,
+			Include: opt.Filter.Include, Exclude: opt.Filter.Exclude, Where: opt.Where, NoData: opt.NoData, Users: opt.Users}}
+	if err := ctl.exec(ctx, "prepare session", "SET NAMES utf8mb4", "SET SESSION time_zone = '+00:00'"); err != nil {
+		return nil, err
+	}
+	cat, err := readCatalog(ctx, ctl, opt.Filter)
+	if err != nil {
+		return nil, err
+	}
+	if len(cat.tables) == 0 && len(cat.views) == 0 && len(cat.databases) == 0 {
+		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "backup: nothing to dump on %s: no database matches the selection", key)
+	}
+	for name := range opt.Where {
+		found := false
+		for _, t := range cat.tables {
+			found = found || t.DB+"."+t.Name == name
+		}
+		if !found {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: --where names %s, which is not a dumped table", name)
+		}
+	}
+	for _, t := range cat.tables {
+		if e := strings.ToLower(t.Engine); !t.Sequence && e != "innodb" && e != "rocksdb" && e != "" {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("%s.%s uses the non-transactional engine %s: its data is read outside the snapshot and may not match the recorded position", t.DB, t.Name, t.Engine))
+		}
+	}
+
+	// Open every snapshot under the lock.
+	for _, s := range append([]*session{planner}, workers...) {
+		if err := s.exec(ctx, "prepare session", snapshotSessionSQL...); err != nil {
+			return nil, err
+		}
+	}
+	take, release, kind := lockStatements(srv)
+	if err := ctl.exec(ctx, "set lock_wait_timeout", fmt.Sprintf("SET SESSION lock_wait_timeout = %d", int(opt.LockWaitTimeout.Seconds()+0.5))); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := ctl.exec(ctx, "take "+kind, take...); err != nil {
+		return nil, fmt.Errorf("backup: could not take %s on %s (it needs the RELOAD privilege; a long query or transaction may hold it off): %w", kind, key, err)
+	}
+	locked := time.Now()
+	pos, err := func() (Position, error) {
+		defer func() {
+			_ = ctl.exec(context.WithoutCancel(ctx), "release "+kind, release)
+		}()
+		var wg sync.WaitGroup
+		errs := make([]error, len(workers)+1)
+		for i, s := range append([]*session{planner}, workers...) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = s.exec(ctx, "open snapshot", "START TRANSACTION WITH CONSISTENT SNAPSHOT")
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return Position{}, err
+		}
+		return readPosition(ctx, ctl, srv)
+	}()
+	m.Lock = Lock{Kind: kind, Waited: locked.Sub(t0), Held: time.Since(locked)}
+	if err != nil {
+		return nil, err
+	}
+	m.Position = pos
+	if opt.Progress != nil {
+		fmt.Fprintf(opt.Progress, "dump: %s held %s (waited %s); GTID position %q, binary log %s:%d\n",
+			kind, m.Lock.Held.Round(time.Microsecond), m.Lock.Waited.Round(time.Microsecond), pos.GTID, pos.BinlogFile, pos.BinlogPos)
+	}
+
+	// Schema and data in parallel: the control session writes schema
+	// files; the planner cuts chunks; the workers dump them.
+	dir := &dumpDir{path: opt.Out}
+	tables := make([]*Table, 0, len(cat.tables))
+	infos := append([]*tableInfo(nil), cat.tables...)
+	sortBySize(infos)
+	prog := newProgress("dump", opt.Progress, opt.ProgressTTY, opt.ProgressInterval)
+	var est int64
+	for _, ti := range infos {
+		t := &Table{DB: ti.DB, Name: ti.Name, Engine: ti.Engine, Sequence: ti.Sequence, Columns: columnsFor(ti, srv.Flavor != dbpilot.FlavorMariaDB), Where: opt.Where[ti.DB+"."+ti.Name]}
+		tables = append(tables, t)
+		if !ti.Sequence && !opt.NoData {
+			est += ti.EstRows
+		}
+	}
+	prog.estRows.Store(est)
+	prog.tablesAll.Store(int64(len(tables)))
+	prog.run()
+	defer prog.halt()
+
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+		cancel()
+	}
+	jobs := make(chan chunkJob, len(workers)*2)
+
+	// Schema.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := dumpSchemas(ctx, ctl, dir, cat, tables, opt, m); err != nil {
+			fail(err)
+		}
+	}()
+	// Planner.
+	pending := map[*Table]*tableState{}
+	var pendMu sync.Mutex
+	for _, t := range tables {
+		pending[t] = &tableState{}
+	}
+	tableDone := func(t *Table) {
+		pendMu.Lock()
+		st := pending[t]
+		st.left--
+		done := st.planned && st.left == 0
+		pendMu.Unlock()
+		if done {
+			prog.tables.Add(1)
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(jobs)
+		for i, ti := range infos {
+			t := tables[i]
+			if ti.Sequence || opt.NoData {
+				prog.tables.Add(1)
+				continue
+			}
+			emit := func(where string) bool {
+				c := &Chunk{File: filepath.Join(dataDir, fmt.Sprintf("%s.%s.%05d.tsv%s", fileName(t.DB), fileName(t.Name), len(t.Chunks)+1, extension(opt.Compress))), Where: and(where, t.Where)}
+				t.Chunks = append(t.Chunks, c)
+				prog.chunksAll.Add(1)
+				pendMu.Lock()
+				pending[t].left++
+				pendMu.Unlock()
+				select {
+				case jobs <- chunkJob{table: t, chunk: c, query: chunkQuery(t, c)}:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			}
+			if err := planTable(ctx, planner, ti, t, opt.ChunkRows, emit); err != nil {
+				fail(err)
+				return
+			}
+			pendMu.Lock()
+			st := pending[t]
+			st.planned = true
+			done := st.left == 0
+			pendMu.Unlock()
+			if done {
+				prog.tables.Add(1)
+			}
+		}
+	}()
+	// Workers.
+	for _, s := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newChunkWriter(opt.Compress)
+			defer w.close()
+			for job := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := w.dumpChunk(ctx, s, dir, job, prog); err != nil {
+					fail(err)
+					continue
+				}
+				tableDone(job.table)
+				if opt.OnChunk != nil {
+					opt.OnChunk(job.table, job.chunk)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	prog.halt()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "backup: dump of %s interrupted", key)
+	}
+	if opt.Progress != nil {
+		prog.print(true)
+	}
+
+	// Everything is on disk: make it durable, then write the manifest.
+	for _, t := range tables {
+		for _, c := range t.Chunks {
+			t.Rows += c.Rows
+			t.Bytes += c.Bytes
+			m.Totals.Chunks++
+			m.Totals.Files += c.FileSize
+		}
+		m.Totals.Rows += t.Rows
+		m.Totals.Bytes += t.Bytes
+	}
+	m.Totals.Tables = len(tables)
+	m.Tables = tables
+	for _, sub := range []string{schemaDir, dataDir, "."} {
+		if err := syncDir(filepath.Join(opt.Out, sub)); err != nil {
+			return nil, err
+		}
+	}
+	m.Finished = time.Now().UTC()
+	if err := writeManifest(opt.Out, m); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(filepath.Join(opt.Out, IncompleteFile)); err != nil {
+		return nil, fmt.Errorf("backup: remove %s: %w", IncompleteFile, err)
+	}
+	if err := syncDir(opt.Out); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+type tableState struct {
+	left    int
+	planned bool
+}
+
+func extension(compress string) string {
+	if compress == "zstd" {
+		return ".zst"
+	}
+	return ""
+}
+
+// dumpSchemas writes every schema file and fills the manifest's database
+// list and the tables' schema files.
+func dumpSchemas(ctx context.Context, s *session, d *dumpDir, cat *catalog, tables []*Table, opt DumpOptions, m *Manifest) error {
+	byDB := map[string]map[string]bool{}
+	for _, t := range tables {
+		if byDB[t.DB] == nil {
+			byDB[t.DB] = map[string]bool{}
+		}
+		byDB[t.DB][t.Name] = true
+	}
+	var dbs []Database
+	var warnings []string
+	for _, name := range cat.databases {
+		if len(opt.Filter.Include) > 0 && byDB[name] == nil && len(cat.views[name]) == 0 {
+			continue // an --include pattern selected nothing in it
+		}
+		dbEntry, w, err := dumpDatabaseSchema(ctx, s, d, name, cat.views[name], byDB[name])
+		if err != nil {
+			return err
+		}
+		warnings = append(warnings, w...)
+		dbs = append(dbs, dbEntry)
+	}
+	for _, t := range tables {
+		if err := dumpTableSchema(ctx, s, d, t); err != nil {
+			return err
+		}
+	}
+	if opt.Users {
+		f, err := dumpUsers(ctx, s, d)
+		if err != nil {
+			return err
+		}
+		m.Users = f
+	}
+	m.Databases = dbs
+	m.Warnings = append(m.Warnings, warnings...)
+	return nil
+}
+
+// chunkQuery is the SELECT that reads a chunk.
+func chunkQuery(t *Table, c *Chunk) string {
+	exprs := make([]string, len(t.Columns))
+	for i, col := range t.Columns {
+		exprs[i] = col.selectExpr()
+	}
+	q := "SELECT /*!40001 SQL_NO_CACHE */ " + strings.Join(exprs, ", ") + " FROM " + t.QualifiedName()
+	if t.Key != "" && c.Where != "" && c.Where != t.Where {
+		q += " FORCE INDEX (" + QuoteIdent(t.Key) + ")"
+	}
+	if c.Where != "" {
+		q += " WHERE " + c.Where
+	}
+	return q
+}
+
+// planTable cuts a table into chunks and emits their conditions (without
+// the user's --where, which emit adds).
+func planTable(ctx context.Context, s *session, ti *tableInfo, t *Table, chunkRows int64, emit func(string) bool) error {
+	key, ok := chooseKey(ti)
+	if !ok {
+		emit("")
+		return nil
+	}
+	t.Key = key.index
+	for _, c := range key.cols {
+		t.KeyColumns = append(t.KeyColumns, c.name)
+	}
+	if key.nullable {
+		if !emit(key.someNull()) {
+			return nil
+		}
+	}
+	notNull := key.notNull()
+	if ti.EstRows <= chunkRows {
+		emit(notNull)
+		return nil
+	}
+	if key.integer {
+		col := key.cols[0].name
+		rows, _, err := s.query(ctx, "read key range of "+t.String(), "SELECT MIN("+QuoteIdent(col)+"), MAX("+QuoteIdent(col)+") FROM "+t.QualifiedName())
+		if err != nil {
+			return err
+		}
+		lo, okLo := new(big.Int).SetString(str(rows[0][0]), 10)
+		hi, okHi := new(big.Int).SetString(str(rows[0][1]), 10)
+		if !okLo || !okHi {
+			emit("") // empty table
+			return nil
+		}
+		n := (ti.EstRows + chunkRows - 1) / chunkRows
+		for _, c := range integerRanges(col, lo, hi, n) {
+			if !emit(c) {
+				return nil
+			}
+		}
+		return nil
+	}
+	return scanBoundaries(ctx, s, t, key, chunkRows, notNull, emit)
+}
+
+// scanBoundaries walks the key's index in order, reading only the key
+// columns, and emits a chunk every chunkRows keys, so workers start on the
+// first chunks while the scan goes on. Never OFFSET: one streaming pass.
+func scanBoundaries(ctx context.Context, s *session, t *Table, key chunkKey, chunkRows int64, notNull string, emit func(string) bool) error {
+	cols := make([]string, len(key.cols))
+	for i, c := range key.cols {
+		cols[i] = QuoteIdent(c.name)
+	}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + t.QualifiedName() + " FORCE INDEX (" + QuoteIdent(key.index) + ")"
+	if notNull != "" {
+		q += " WHERE " + notNull
+	}
+	q += " ORDER BY " + strings.Join(cols, ", ")
+	var prev [][]byte
+	var stopped bool
+	err := streamRows(ctx, s, q, func(vals [][]byte, n int64) (bool, error) {
+		if n%chunkRows != 0 {
+			return true, nil
+		}
+		cur := make([][]byte, len(vals))
+		for i, v := range vals {
+			cur[i] = append([]byte{}, v...)
+		}
+		var cond string
+		if prev == nil {
+			cond = and(key.before(cur), notNull)
+		} else {
+			cond = and(key.after(prev), key.before(cur))
+		}
+		prev = cur
+		if !emit(cond) {
+			stopped = true
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil || stopped {
+		return err
+	}
+	if prev == nil {
+		emit(notNull)
+		return nil
+	}
+	emit(and(key.after(prev), notNull))
+	return nil
+}
+
+// streamRows runs q on the session's connection at the driver level and
+// calls f for every row (n counts from 1); the values are only valid during
+// the call. NULL is nil. Returning false from f stops reading (the rest of
+// the result is drained).
+func streamRows(ctx context.Context, s *session, q string, f func(vals [][]byte, n int64) (bool, error)) error {
+	var ferr error
+	err := s.conn.Raw(func(dc any) error {
+		qc, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return errors.New("driver cannot query")
+		}
+		rows, err := qc.QueryContext(ctx, q, nil)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		ncol := len(rows.Columns())
+		dest := make([]driver.Value, ncol)
+		vals := make([][]byte, ncol)
+		scratch := make([]byte, 0, 32*ncol)
+		var n int64
+		keep := true
+		for {
+			if err := rows.Next(dest); err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+			if !keep {
+				continue
+			}
+			n++
+			scratch = scratch[:0]
+			for i, v := range dest {
+				switch x := v.(type) {
+				case nil:
+					vals[i] = nil
+				case []byte:
+					vals[i] = x
+				case int64:
+					st := len(scratch)
+					scratch = strconv.AppendInt(scratch, x, 10)
+					vals[i] = scratch[st:len(scratch):len(scratch)]
+				case uint64:
+					st := len(scratch)
+					scratch = strconv.AppendUint(scratch, x, 10)
+					vals[i] = scratch[st:len(scratch):len(scratch)]
+				case float32:
+					st := len(scratch)
+					scratch = strconv.AppendFloat(scratch, float64(x), 'g', -1, 32)
+					vals[i] = scratch[st:len(scratch):len(scratch)]
+				case float64:
+					st := len(scratch)
+					scratch = strconv.AppendFloat(scratch, x, 'g', -1, 64)
+					vals[i] = scratch[st:len(scratch):len(scratch)]
+				case string:
+					vals[i] = []byte(x)
+				default:
+					vals[i] = []byte(fmt.Sprint(x))
+				}
+			}
+			keep, ferr = f(vals, n)
+			if ferr != nil {
+				return ferr
+			}
+		}
+	})
+	if ferr != nil {
+		return ferr
+	}
+	if err != nil {
+		return s.fail("read "+firstWordsOf(q), err)
+	}
+	return nil
+}
+
+func firstWordsOf(q string) string {
+	if i := strings.Index(q, " FROM "); i >= 0 {
+		rest := q[i+6:]
+		if j := strings.IndexByte(rest, ' '); j >= 0 {
+			rest = rest[:j]
+		}
+		return rest
+	}
+	return "rows"
+}
+
+// chunkWriter is a worker's reusable output machinery: a fixed buffer and
+// one compressor, whatever the table size.
+type chunkWriter struct {
+	compress string
+	buf      *bufio.Writer
+	zw       *zstd.Encoder
+	crc      hash.Hash32
+}
+
+func newChunkWriter(compress string) *chunkWriter {
+	w := &chunkWriter{compress: compress, buf: bufio.NewWriterSize(nil, workerBufSize), crc: crc32.New(crc32.MakeTable(crc32.Castagnoli))}
+	if compress == "zstd" {
+		// One goroutine and a 1 MiB window per worker: bounded memory.
+		w.zw, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+			zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
+	}
+	return w
+}
+
+func (w *chunkWriter) close() {
+	if w.zw != nil {
+		w.zw.Close()
+	}
+}
+
+// countingWriter counts and checksums what reaches the file.
+type countingWriter struct {
+	w   io.Writer
+	crc hash.Hash32
+	n   int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.crc.Write(p[:n])
+	c.n += int64(n)
+	return n, err
+}
+
+// dumpChunk reads one chunk from the snapshot and writes its file.
+func (w *chunkWriter) dumpChunk(ctx context.Context, s *session, d *dumpDir, job chunkJob, prog *progress) error {
+	path := filepath.Join(d.path, job.chunk.File)
+	f, err := createFile(path)
+	if err != nil {
+		return fmt.Errorf("backup: create %s: %w", path, err)
+	}
+	w.crc.Reset()
+	cw := &countingWriter{w: f, crc: w.crc}
+	var sink io.Writer = cw
+	if w.zw != nil {
+		w.zw.Reset(cw)
+		sink = w.zw
+	}
+	w.buf.Reset(sink)
+	enc := newRowEncoder(w.buf)
+	var lastRows, lastBytes int64
+	err = streamRows(ctx, s, job.query, func(vals [][]byte, n int64) (bool, error) {
+		if err := enc.writeRow(vals); err != nil {
+			return false, fmt.Errorf("backup: write %s: %w", path, err)
+		}
+		if n%4096 == 0 {
+			prog.rows.Add(enc.rows - lastRows)
+			prog.bytes.Add(enc.bytes - lastBytes)
+			lastRows, lastBytes = enc.rows, enc.bytes
+		}
+		return true, nil
+	})
+	if err == nil {
+		if ferr := w.buf.Flush(); ferr != nil {
+			err = fmt.Errorf("backup: write %s: %w", path, ferr)
+		}
+	}
+	if err == nil && w.zw != nil {
+		if zerr := w.zw.Close(); zerr != nil {
+			err = fmt.Errorf("backup: write %s: %w", path, zerr)
+		}
+	}
+	if err == nil {
+		if serr := f.Sync(); serr != nil {
+			err = fmt.Errorf("backup: sync %s: %w", path, serr)
+		}
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("backup: write %s: %w", path, cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("backup: dump %s chunk %s: %w", job.table, filepath.Base(job.chunk.File), err)
+	}
+	prog.rows.Add(enc.rows - lastRows)
+	prog.bytes.Add(enc.bytes - lastBytes)
+	prog.chunks.Add(1)
+	job.chunk.Rows = enc.rows
+	job.chunk.Bytes = enc.bytes
+	job.chunk.FileSize = cw.n
+	job.chunk.FileCRC = w.crc.Sum32()
+	job.chunk.Sum = enc.sum
+	return nil
+}

@@ -1,0 +1,181 @@
+package backup
+
+import (
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// QuoteIdent quotes a MySQL identifier with backticks.
+func QuoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// quoteString quotes a string literal for SQL, escaping everything that
+// matters in any sql_mode (NO_BACKSLASH_ESCAPES is never set by dbpilot's
+// sessions).
+func quoteString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\x00", `\0`, "\n", `\n`, "\r", `\r`, "\x1a", `\Z`)
+	return "'" + r.Replace(s) + "'"
+}
+
+// fileName encodes a database or table name into a portable file name:
+// ASCII letters, digits, '_' and '-' stay, everything else becomes @XX per
+// byte (like the server's own file name encoding, so "a.b" and "a@2eb" never
+// collide with a plain name).
+func fileName(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "@%02x", c)
+		}
+	}
+	return b.String()
+}
+
+// keyLiteral renders a key value, as the server sent it over a binary
+// connection, as a literal that compares in the column's own collation:
+// strings get their character set introducer, binary strings are hex, and
+// everything else (numbers, dates) is a quoted string the server converts.
+func keyLiteral(c keyCol, v []byte) string {
+	switch {
+	case c.charset == "binary" || c.binary:
+		return "X'" + hex.EncodeToString(v) + "'"
+	case c.charset != "":
+		return "_" + c.charset + " X'" + hex.EncodeToString(v) + "'"
+	case c.numeric:
+		if isPlainNumber(v) {
+			return string(v)
+		}
+	}
+	return quoteString(string(v))
+}
+
+func isPlainNumber(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	for i, c := range v {
+		if !(c >= '0' && c <= '9' || c == '.' || (i == 0 && c == '-') || c == 'e' || c == 'E' || c == '+') {
+			return false
+		}
+	}
+	return true
+}
+
+// Filter selects tables by database list and include/exclude patterns.
+type Filter struct {
+	Databases []string // empty: every non-system database
+	Include   []string // db.table patterns with * and ?; a pattern without a dot names databases
+	Exclude   []string
+}
+
+// systemDatabases are never dumped unless named in Databases.
+var systemDatabases = map[string]bool{"mysql": true, "information_schema": true, "performance_schema": true, "sys": true}
+
+// Validate checks the patterns.
+func (f Filter) Validate() error {
+	for _, p := range append(append([]string{}, f.Include...), f.Exclude...) {
+		if p == "" {
+			return dbpilot.Errorf(dbpilot.EINVALID, "backup: empty --include/--exclude pattern")
+		}
+		if _, err := path.Match(p, "x"); err != nil {
+			return dbpilot.Errorf(dbpilot.EINVALID, "backup: bad pattern %q: %v", p, err)
+		}
+	}
+	for _, d := range f.Databases {
+		if d == "" {
+			return dbpilot.Errorf(dbpilot.EINVALID, "backup: empty database name in --databases")
+		}
+	}
+	return nil
+}
+
+// DatabaseSelected reports whether db can hold selected objects.
+func (f Filter) DatabaseSelected(db string) bool {
+	if len(f.Databases) > 0 {
+		found := false
+		for _, d := range f.Databases {
+			if d == db {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	} else if systemDatabases[strings.ToLower(db)] {
+		return false
+	}
+	for _, p := range f.Exclude {
+		if !strings.Contains(p, ".") && match(p, db) {
+			return false
+		}
+	}
+	if len(f.Include) == 0 {
+		return true
+	}
+	for _, p := range f.Include {
+		pd := p
+		if i := strings.Index(p, "."); i >= 0 {
+			pd = p[:i]
+		}
+		if match(pd, db) {
+			return true
+		}
+	}
+	return false
+}
+
+// TableSelected reports whether db.table is selected.
+func (f Filter) TableSelected(db, table string) bool {
+	if !f.DatabaseSelected(db) {
+		return false
+	}
+	name := db + "." + table
+	for _, p := range f.Exclude {
+		if strings.Contains(p, ".") && match(p, name) {
+			return false
+		}
+	}
+	if len(f.Include) == 0 {
+		return true
+	}
+	for _, p := range f.Include {
+		if strings.Contains(p, ".") {
+			if match(p, name) {
+				return true
+			}
+		} else if match(p, db) {
+			return true
+		}
+	}
+	return false
+}
+
+func match(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
+// ParseWhere parses --where values "db.table:condition" into a map keyed by
+// "db.table".
+func ParseWhere(values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range values {
+		i := strings.Index(v, ":")
+		if i <= 0 || strings.TrimSpace(v[i+1:]) == "" || !strings.Contains(v[:i], ".") {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: --where %q: want db.table:condition", v)
+		}
+		name := v[:i]
+		if _, dup := out[name]; dup {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: --where given twice for %s", name)
+		}
+		out[name] = strings.TrimSpace(v[i+1:])
+	}
+	return out, nil
+}

@@ -1,0 +1,301 @@
+package backup
+
+import (
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+)
+
+// colInfo is a column as information_schema describes it.
+type colInfo struct {
+	Name      string
+	DataType  string // lower case: int, varchar, ...
+	Type      string // COLUMN_TYPE
+	Nullable  bool
+	Generated bool
+	Charset   string // "" for non-string types
+}
+
+// indexInfo is an index as information_schema.STATISTICS describes it.
+type indexInfo struct {
+	Name    string
+	Unique  bool
+	Columns []string
+	Usable  bool // no prefix or expression parts
+}
+
+// tableInfo is what the dump needs to know about a base table.
+type tableInfo struct {
+	DB, Name  string
+	Engine    string
+	Sequence  bool
+	EstRows   int64
+	DataBytes int64
+	Columns   []colInfo
+	Indexes   []indexInfo
+}
+
+var intTypes = map[string]bool{"tinyint": true, "smallint": true, "mediumint": true, "int": true, "integer": true, "bigint": true}
+var numericTypes = map[string]bool{"tinyint": true, "smallint": true, "mediumint": true, "int": true, "integer": true, "bigint": true,
+	"decimal": true, "numeric": true, "float": true, "double": true, "real": true, "year": true}
+var binaryTypes = map[string]bool{"binary": true, "varbinary": true, "tinyblob": true, "blob": true, "mediumblob": true, "longblob": true}
+var geometryTypes = map[string]bool{"geometry": true, "point": true, "linestring": true, "polygon": true, "multipoint": true,
+	"multilinestring": true, "multipolygon": true, "geometrycollection": true}
+
+// keyCol is a chunk key column with what literals for it need.
+type keyCol struct {
+	name     string
+	charset  string
+	binary   bool
+	numeric  bool
+	nullable bool
+}
+
+// chunkKey is the index chunks are cut along.
+type chunkKey struct {
+	index    string
+	cols     []keyCol
+	integer  bool // one integer column: split by value
+	nullable bool // some column may be NULL: those rows form a chunk of their own
+}
+
+// columnsFor decides how each column is dumped and loaded. Generated
+// columns are left out: the server computes them on load.
+func columnsFor(t *tableInfo, mysqlFlavor bool) []Column {
+	var out []Column
+	for _, c := range t.Columns {
+		if c.Generated {
+			continue
+		}
+		col := Column{Name: c.Name, Type: c.Type}
+		q := QuoteIdent(c.Name)
+		switch {
+		case c.DataType == "bit":
+			// Raw BIT bytes do not load back through LOAD DATA; numbers do.
+			col.Select = "CAST(" + q + " AS UNSIGNED)"
+			col.Load = "CAST(@v AS UNSIGNED)"
+		case c.DataType == "float":
+			// The server prints FLOAT with 6 digits; as a double it prints
+			// enough digits to load back the exact same value.
+			col.Select = "CONCAT(" + q + " + 0e0)"
+		case c.DataType == "double" || c.DataType == "real":
+			// Keep the server's own text (the driver would reformat it).
+			col.Select = "CONCAT(" + q + ")"
+		case geometryTypes[c.DataType]:
+			col.Select = "ST_AsBinary(" + q + ")"
+			col.Load = "ST_GeomFromWKB(@v)"
+		case c.DataType == "json" && mysqlFlavor:
+			col.Load = "CONVERT(@v USING utf8mb4)"
+		}
+		out = append(out, col)
+	}
+	return out
+}
+
+// selectExpr is the expression a column is dumped with.
+func (c Column) selectExpr() string {
+	if c.Select != "" {
+		return c.Select
+	}
+	return QuoteIdent(c.Name)
+}
+
+// chooseKey picks the index to cut chunks along: the primary key, else the
+// unique key with the fewest columns that are all NOT NULL, else the unique
+// key with the fewest columns (rows with a NULL in it go to a chunk of
+// their own). ok is false when the table has no usable unique index.
+func chooseKey(t *tableInfo) (chunkKey, bool) {
+	cols := map[string]colInfo{}
+	for _, c := range t.Columns {
+		cols[strings.ToLower(c.Name)] = c
+	}
+	var best *indexInfo
+	bestRank := 0
+	for i := range t.Indexes {
+		ix := &t.Indexes[i]
+		if !ix.Unique || !ix.Usable || len(ix.Columns) == 0 {
+			continue
+		}
+		nullable := false
+		for _, c := range ix.Columns {
+			ci, ok := cols[strings.ToLower(c)]
+			if !ok {
+				nullable = true // unknown column: be careful
+				continue
+			}
+			if ci.Nullable {
+				nullable = true
+			}
+		}
+		rank := 3
+		switch {
+		case ix.Name == "PRIMARY":
+			rank = 1
+		case !nullable:
+			rank = 2
+		}
+		if best == nil || rank < bestRank || (rank == bestRank && len(ix.Columns) < len(best.Columns)) {
+			best, bestRank = ix, rank
+		}
+	}
+	if best == nil {
+		return chunkKey{}, false
+	}
+	k := chunkKey{index: best.Name}
+	for _, c := range best.Columns {
+		ci := cols[strings.ToLower(c)]
+		kc := keyCol{name: ci.Name, charset: ci.Charset, binary: binaryTypes[ci.DataType], numeric: numericTypes[ci.DataType], nullable: ci.Nullable}
+		if kc.name == "" {
+			kc.name = c
+		}
+		if kc.nullable {
+			k.nullable = true
+		}
+		k.cols = append(k.cols, kc)
+	}
+	k.integer = len(k.cols) == 1 && intTypes[cols[strings.ToLower(best.Columns[0])].DataType] && !k.nullable
+	return k, true
+}
+
+// notNull is the condition selecting rows whose key has no NULL.
+func (k chunkKey) notNull() string {
+	var parts []string
+	for _, c := range k.cols {
+		if c.nullable {
+			parts = append(parts, QuoteIdent(c.name)+" IS NOT NULL")
+		}
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// someNull is the condition selecting rows whose key has a NULL.
+func (k chunkKey) someNull() string {
+	var parts []string
+	for _, c := range k.cols {
+		if c.nullable {
+			parts = append(parts, QuoteIdent(c.name)+" IS NULL")
+		}
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+// after is the condition "key > vals" in the index order, for NOT NULL
+// values: (a > x OR (a = x AND (b > y))). before is its exact complement
+// "key <= vals". Together they split the non-NULL rows with nothing lost
+// or repeated, whatever literal a boundary renders to.
+func (k chunkKey) after(vals [][]byte) string  { return k.cmp(vals, 0, ">", ">") }
+func (k chunkKey) before(vals [][]byte) string { return k.cmp(vals, 0, "<", "<=") }
+
+func (k chunkKey) cmp(vals [][]byte, i int, strict, last string) string {
+	c := QuoteIdent(k.cols[i].name)
+	lit := keyLiteral(k.cols[i], vals[i])
+	if i == len(k.cols)-1 {
+		return c + " " + last + " " + lit
+	}
+	return "(" + c + " " + strict + " " + lit + " OR (" + c + " = " + lit + " AND " + k.cmp(vals, i+1, strict, last) + "))"
+}
+
+// and joins conditions, skipping empty ones.
+func and(conds ...string) string {
+	var parts []string
+	for _, c := range conds {
+		if c != "" {
+			parts = append(parts, c)
+		}
+	}
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	for i, p := range parts {
+		if strings.Contains(p, " OR ") && !(strings.HasPrefix(p, "(") && balancedOuter(p)) {
+			parts[i] = "(" + p + ")"
+		}
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// balancedOuter reports whether the opening parenthesis at 0 closes at the end.
+func balancedOuter(s string) bool {
+	depth := 0
+	inQuote := byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inQuote != 0 {
+			if c == '\\' {
+				i++
+			} else if c == inQuote {
+				inQuote = 0
+			}
+			continue
+		}
+		switch c {
+		case '\'', '"', '`':
+			inQuote = c
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 && i != len(s)-1 {
+				return false
+			}
+		}
+	}
+	return depth == 0
+}
+
+// integerRanges splits [min, max] of an integer key into n ranges of equal
+// width, returned as the conditions of each range. The first range is open
+// below and the last open above, so rows outside [min, max] (there are none
+// in the snapshot, but the bounds may have been read outside it) still
+// belong to exactly one chunk.
+func integerRanges(col string, min, max *big.Int, n int64) []string {
+	if n < 1 {
+		n = 1
+	}
+	span := new(big.Int).Sub(max, min)
+	span.Add(span, big.NewInt(1))
+	if span.Cmp(big.NewInt(n)) < 0 {
+		n = span.Int64()
+	}
+	if n <= 1 {
+		return []string{""}
+	}
+	step := new(big.Int).Add(span, big.NewInt(n-1))
+	step.Div(step, big.NewInt(n))
+	q := QuoteIdent(col)
+	var out []string
+	lo := new(big.Int).Set(min)
+	for i := int64(0); i < n; i++ {
+		hi := new(big.Int).Add(lo, step)
+		var c string
+		switch {
+		case i == 0:
+			c = fmt.Sprintf("%s < %s", q, hi)
+		case i == n-1 || hi.Cmp(max) > 0:
+			c = fmt.Sprintf("%s >= %s", q, lo)
+		default:
+			c = fmt.Sprintf("%s >= %s AND %s < %s", q, lo, q, hi)
+		}
+		out = append(out, c)
+		if hi.Cmp(max) > 0 {
+			break
+		}
+		lo = hi
+	}
+	return out
+}
+
+// sortBySize orders tables largest first, so that the big ones start early
+// and the small ones fill the gaps at the end.
+func sortBySize(ts []*tableInfo) {
+	sort.SliceStable(ts, func(i, j int) bool {
+		if ts[i].DataBytes != ts[j].DataBytes {
+			return ts[i].DataBytes > ts[j].DataBytes
+		}
+		return ts[i].EstRows > ts[j].EstRows
+	})
+}
