@@ -93,6 +93,9 @@ func restoreSessionSQL(noBinlog bool) []string {
 		"SET SESSION time_zone = '+00:00'",
 		"SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO,STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'",
 		"SET SESSION foreign_key_checks = 0, unique_checks = 0",
+		// Chunks of one table load side by side; READ COMMITTED takes no
+		// gap locks, which would make them deadlock.
+		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 		"SET SESSION net_read_timeout = 600, net_write_timeout = 600, wait_timeout = 28800",
 	}
 	if noBinlog {
@@ -636,13 +639,19 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 // gtid_slave_pos (CHANGE MASTER ... MASTER_USE_GTID=slave_pos starts
 // there), MySQL gtid_purged (8.0+: added with the + form).
 func setPosition(ctx context.Context, s *session, srv Server, pos string) error {
-	if srv.Flavor == dbpilot.FlavorMariaDB {
-		return s.exec(ctx, "set gtid_slave_pos", "SET GLOBAL gtid_slave_pos = "+quoteString(pos))
+	return s.exec(ctx, "set the replication position", setPositionSQL(srv, pos))
+}
+
+// setPositionSQL is the statement that makes pos the server's replication
+// start position.
+func setPositionSQL(srv Server, pos string) string {
+	switch {
+	case srv.Flavor == dbpilot.FlavorMariaDB:
+		return "SET GLOBAL gtid_slave_pos = " + quoteString(pos)
+	case srv.Version.AtLeast(8, 0, 0):
+		return "SET GLOBAL gtid_purged = " + quoteString("+"+pos)
 	}
-	if srv.Version.AtLeast(8, 0, 0) {
-		return s.exec(ctx, "set gtid_purged", "SET GLOBAL gtid_purged = "+quoteString("+"+pos))
-	}
-	return s.exec(ctx, "set gtid_purged", "SET GLOBAL gtid_purged = "+quoteString(pos))
+	return "SET GLOBAL gtid_purged = " + quoteString(pos)
 }
 
 // chunkLoader is a worker's reusable input machinery.
@@ -749,10 +758,25 @@ func loadSQL(t *Table, name string) string {
 	return q
 }
 
-// load loads one chunk in one transaction. With resume, the chunk's rows
-// are deleted first in the same transaction (an interrupted run may have
-// committed it without recording it).
+// load loads one chunk in one transaction, retrying a few times when the
+// server picks it as a deadlock victim or its lock wait times out.
 func (l *chunkLoader) load(ctx context.Context, s *session, dir string, t *Table, c *Chunk, resume bool, prog *progress) error {
+	for attempt := 1; ; attempt++ {
+		before := prog.bytes.Load()
+		err := l.loadOnce(ctx, s, dir, t, c, resume, prog)
+		n := mysql.ServerErrorNumber(err)
+		if err == nil || (n != 1213 && n != 1205) || attempt == 5 || ctx.Err() != nil {
+			return err
+		}
+		prog.bytes.Add(before - prog.bytes.Load())
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+	}
+}
+
+// loadOnce loads one chunk in one transaction. With resume, the chunk's
+// rows are deleted first in the same transaction (an interrupted run may
+// have committed it without recording it).
+func (l *chunkLoader) loadOnce(ctx context.Context, s *session, dir string, t *Table, c *Chunk, resume bool, prog *progress) error {
 	path := filepath.Join(dir, c.File)
 	f, err := os.Open(path)
 	if err != nil {
