@@ -119,6 +119,7 @@ sandbox descriptor (--sandbox NAME).` + exitHelp,
 		a.dumpCommand(),
 		a.restoreCommand(),
 		a.verifyCommand(),
+		a.cloneCommand(),
 	)
 	return root
 }

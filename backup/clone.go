@@ -1,0 +1,180 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/gtid"
+	"github.com/dbpilot/dbpilot/mysql"
+	"github.com/dbpilot/dbpilot/recovery"
+)
+
+// CloneOptions configures a clone.
+type CloneOptions struct {
+	// Dir keeps the dump there; "" dumps into a temporary directory that is
+	// removed when the clone succeeds.
+	Dir          string
+	Threads      int
+	ChunkRows    int64
+	Filter       Filter
+	DropExisting bool
+	// Replicate attaches the target as a replica of the source at the
+	// dump's GTID position, with the Repl account.
+	Replicate bool
+	Repl      mysql.Credentials
+	// ReplicaWait bounds the wait for replication to run; default 30 s.
+	ReplicaWait time.Duration
+	Progress    io.Writer
+	ProgressTTY bool
+	Tool        string
+}
+
+// CloneResult sums up a clone.
+type CloneResult struct {
+	Dump        *Manifest      `json:"dump"`
+	Restore     *RestoreResult `json:"restore"`
+	Dir         string         `json:"dir,omitempty"` // kept dump
+	Replicating bool           `json:"replicating"`
+	Position    string         `json:"position"`
+	// Errant lists transactions the target has that the source lacks
+	// (always empty for a good clone).
+	Errant string `json:"errant,omitempty"`
+}
+
+// Clone copies the source's databases to the target (dump, then restore
+// with --no-binlog and, with Replicate, --set-gtid-position) and, with
+// Replicate, attaches the target as a replica of the source at the dump's
+// GTID position: the way the MariaDB GTID design provisions a new replica
+// (restore, SET GLOBAL gtid_slave_pos, CHANGE MASTER ...
+// MASTER_USE_GTID=slave_pos).
+func Clone(ctx context.Context, from dbpilot.InstanceKey, fromOpts mysql.Options, to dbpilot.InstanceKey, toOpts mysql.Options, opt CloneOptions) (*CloneResult, error) {
+	if from == to {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: clone: source and target are both %s", from)
+	}
+	if opt.Replicate && opt.Repl.User == "" {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: clone --replicate needs a replication account (--repl-user, $DBPILOT_REPL_USER)")
+	}
+	if opt.ReplicaWait <= 0 {
+		opt.ReplicaWait = 30 * time.Second
+	}
+	dir := opt.Dir
+	temp := dir == ""
+	if temp {
+		d, err := os.MkdirTemp("", "dbpilot-clone-")
+		if err != nil {
+			return nil, fmt.Errorf("backup: clone: create a temporary directory: %w", err)
+		}
+		dir = d
+		defer os.RemoveAll(d)
+	}
+	res := &CloneResult{}
+	if !temp {
+		res.Dir = dir
+	}
+	// Check the target before spending time on the dump.
+	if opt.Replicate {
+		if err := checkCloneTarget(ctx, to, toOpts); err != nil {
+			return nil, err
+		}
+	}
+	m, err := Dump(ctx, from, fromOpts, DumpOptions{Out: dir, Threads: opt.Threads, ChunkRows: opt.ChunkRows, Filter: opt.Filter,
+		Progress: opt.Progress, ProgressTTY: opt.ProgressTTY, Tool: opt.Tool})
+	if err != nil {
+		return nil, err
+	}
+	res.Dump = m
+	rr, err := Restore(ctx, to, toOpts, RestoreOptions{Dir: dir, Threads: opt.Threads, DropExisting: opt.DropExisting,
+		SetGTIDPosition: opt.Replicate, NoBinlog: true, Progress: opt.Progress, ProgressTTY: opt.ProgressTTY})
+	if err != nil {
+		return nil, err
+	}
+	res.Restore = rr
+	res.Position = m.Position.GTID
+	if !opt.Replicate {
+		return res, nil
+	}
+	ctl := mysql.NewController(toOpts, opt.Repl)
+	defer ctl.Close()
+	if err := ctl.ChangeSource(ctx, to, from, recovery.ChangeSourceOptions{}); err != nil {
+		return nil, err
+	}
+	if err := ctl.StartReplica(ctx, to); err != nil {
+		return nil, err
+	}
+	inst, err := waitReplicating(ctx, ctl, to, opt.ReplicaWait)
+	if err != nil {
+		return nil, err
+	}
+	res.Replicating = true
+	in := mysql.NewInspector(fromOpts)
+	defer in.Close()
+	src, err := in.Inspect(ctx, from)
+	if err != nil {
+		return nil, err
+	}
+	if m.Server.Flavor == dbpilot.FlavorMariaDB {
+		res.Errant, err = gtid.ErrantMariaDBStrings(inst.GTID.BinlogState, src.GTID.BinlogState)
+	} else {
+		res.Errant, err = gtid.ErrantMySQLStrings(inst.GTID.Executed, src.GTID.Executed)
+	}
+	if err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EINTERNAL, err, "backup: clone: compare GTIDs of %s and %s", to, from)
+	}
+	if res.Errant != "" {
+		return res, dbpilot.Errorf(dbpilot.ECONFLICT, "backup: clone: %s replicates but has transactions %s lacks: %s", to, from, res.Errant)
+	}
+	return res, nil
+}
+
+// checkCloneTarget refuses a target that already replicates.
+func checkCloneTarget(ctx context.Context, key dbpilot.InstanceKey, opts mysql.Options) error {
+	in := mysql.NewInspector(opts)
+	defer in.Close()
+	inst, err := in.Inspect(ctx, key)
+	if err != nil {
+		return err
+	}
+	if len(inst.Channels) > 0 {
+		return dbpilot.Errorf(dbpilot.ECONFLICT, "backup: clone --replicate: %s already has replication configured (source %s); reset it first", key, inst.Channels[0].Source)
+	}
+	return nil
+}
+
+// waitReplicating waits until both replication threads of key run, and
+// fails at once on a replication error.
+func waitReplicating(ctx context.Context, ctl *mysql.Controller, key dbpilot.InstanceKey, wait time.Duration) (*dbpilot.Instance, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		inst, err := ctl.Inspect(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if len(inst.Channels) > 0 {
+			ch := inst.Channels[0]
+			if ch.LastSQLErrno != 0 {
+				return nil, dbpilot.Errorf(dbpilot.EUNAVAIL, "backup: clone: replication on %s stopped with error %d: %s", key, ch.LastSQLErrno, ch.LastSQLError)
+			}
+			if ch.IORunning == dbpilot.IORunning && ch.SQLRunning {
+				return inst, nil
+			}
+			if time.Now().After(deadline) {
+				msg := ch.LastIOError
+				if msg == "" {
+					msg = "IO thread " + string(ch.IORunning)
+				}
+				return nil, dbpilot.Errorf(dbpilot.EUNAVAIL, "backup: clone: replication on %s did not start within %s: %s", key, wait, msg)
+			}
+		} else if time.Now().After(deadline) {
+			return nil, dbpilot.Errorf(dbpilot.EUNAVAIL, "backup: clone: %s shows no replication channel", key)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
