@@ -147,6 +147,7 @@ func markFailed(dir string, cause error) {
 // backupConnOptions are the connection options of dump and restore
 // sessions: statements run as long as they need (the context bounds them).
 func backupConnOptions(o mysql.Options, conns int) mysql.Options {
+	o = withBufferedReads(o)
 	o.MaxConns = conns
 	if o.QueryTimeout < time.Hour {
 		o.QueryTimeout = 24 * time.Hour
@@ -556,10 +557,11 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 	}
 	m.Totals.Tables = len(tables)
 	m.Tables = tables
-	for _, sub := range []string{schemaDir, dataDir, "."} {
-		if err := syncDir(filepath.Join(opt.Out, sub)); err != nil {
-			return nil, err
-		}
+	// One sync of the file system instead of one per file: the kernel
+	// writes the files back while the dump goes on, and the manifest is
+	// only written once all of them are on disk.
+	if err := syncAll(opt.Out, tables); err != nil {
+		return nil, err
 	}
 	m.Finished = time.Now().UTC()
 	if err := writeManifest(opt.Out, m); err != nil {
@@ -835,8 +837,10 @@ func newChunkWriter(compress string) *chunkWriter {
 	w := &chunkWriter{compress: compress, buf: bufio.NewWriterSize(nil, workerBufSize), crc: crc32.New(crc32.MakeTable(crc32.Castagnoli))}
 	if compress == "zstd" {
 		// One goroutine and a 1 MiB window per worker: bounded memory.
+		// The frame CRC is left out: the manifest's CRC-32C of the whole
+		// file is checked on restore.
 		w.zw, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
-			zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
+			zstd.WithWindowSize(1<<20), zstd.WithEncoderCRC(false))
 	}
 	return w
 }
@@ -897,11 +901,6 @@ func (w *chunkWriter) dumpChunk(ctx context.Context, s *session, d *dumpDir, job
 	if err == nil && w.zw != nil {
 		if zerr := w.zw.Close(); zerr != nil {
 			err = fmt.Errorf("backup: write %s: %w", path, zerr)
-		}
-	}
-	if err == nil {
-		if serr := f.Sync(); serr != nil {
-			err = fmt.Errorf("backup: sync %s: %w", path, serr)
 		}
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {

@@ -79,6 +79,11 @@ func columnsFor(t *tableInfo, mysqlFlavor bool) []Column {
 			// The server prints FLOAT with 6 digits; as a double it prints
 			// enough digits to load back the exact same value.
 			col.Select = "CONCAT(" + q + " + 0e0)"
+		case intTypes[c.DataType] || c.DataType == "year":
+			// As text the driver hands the bytes over as they are; as a
+			// number it parses and boxes every value, which costs more
+			// client CPU than anything else per row.
+			col.Select = "CONCAT(" + q + ")"
 		case c.DataType == "double" || c.DataType == "real":
 			// Keep the server's own text (the driver would reformat it).
 			col.Select = "CONCAT(" + q + ")"

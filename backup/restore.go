@@ -237,10 +237,6 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 
 	// Data.
 	prog := newProgress("restore", opt.Progress, opt.ProgressTTY, opt.ProgressInterval)
-	type job struct {
-		t *Table
-		c *Chunk
-	}
 	var jobs []job
 	left := map[*Table]*atomic.Int64{}
 	for _, t := range tables {
@@ -292,7 +288,7 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 			}
 		}
 	}
-	ch := make(chan job)
+	sched := newScheduler(jobs)
 	var wg sync.WaitGroup
 	for _, s := range workers {
 		wg.Add(1)
@@ -300,17 +296,20 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 			defer wg.Done()
 			l := newChunkLoader(m.Compression)
 			defer l.close()
-			for j := range ch {
-				if ctx.Err() != nil {
-					continue
+			for ctx.Err() == nil {
+				j, ok := sched.next()
+				if !ok {
+					return
 				}
-				if err := l.load(ctx, s, opt.Dir, j.t, j.c, opt.Resume, prog); err != nil {
+				err := l.load(ctx, s, opt.Dir, j.t, j.c, opt.Resume, prog)
+				sched.done(j)
+				if err != nil {
 					fail(err)
-					continue
+					return
 				}
 				if err := plog.record("chunk " + j.c.File); err != nil {
 					fail(err)
-					continue
+					return
 				}
 				if opt.OnChunk != nil {
 					opt.OnChunk(j.t, j.c)
@@ -318,20 +317,12 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 				if left[j.t].Add(-1) == 0 {
 					if err := finishTable(s, j.t); err != nil {
 						fail(err)
+						return
 					}
 				}
 			}
 		}()
 	}
-feed:
-	for _, j := range jobs {
-		select {
-		case ch <- j:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(ch)
 	wg.Wait()
 	prog.halt()
 	if firstErr != nil {
@@ -837,4 +828,64 @@ func (l *chunkLoader) loadOnce(ctx context.Context, s *session, dir string, t *T
 	prog.rows.Add(c.Rows)
 	prog.chunks.Add(1)
 	return nil
+}
+
+// job is one chunk to load.
+type job struct {
+	t *Table
+	c *Chunk
+}
+
+// scheduler hands out chunks so that workers load different tables: rows
+// inserted side by side into one table contend on its indexes and gain
+// nothing, while different tables load in parallel. Only when every table
+// with chunks left is busy does a second worker join one (the big table's
+// tail).
+type scheduler struct {
+	mu     sync.Mutex
+	queues [][]job // per table, in manifest order (largest first)
+	active []int
+	index  map[*Table]int
+}
+
+func newScheduler(jobs []job) *scheduler {
+	s := &scheduler{index: map[*Table]int{}}
+	for _, j := range jobs {
+		i, ok := s.index[j.t]
+		if !ok {
+			i = len(s.queues)
+			s.index[j.t] = i
+			s.queues = append(s.queues, nil)
+			s.active = append(s.active, 0)
+		}
+		s.queues[i] = append(s.queues[i], j)
+	}
+	return s
+}
+
+func (s *scheduler) next() (job, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best := -1
+	for i, q := range s.queues {
+		if len(q) == 0 {
+			continue
+		}
+		if best < 0 || s.active[i] < s.active[best] || (s.active[i] == s.active[best] && len(q) > len(s.queues[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return job{}, false
+	}
+	j := s.queues[best][0]
+	s.queues[best] = s.queues[best][1:]
+	s.active[best]++
+	return j, true
+}
+
+func (s *scheduler) done(j job) {
+	s.mu.Lock()
+	s.active[s.index[j.t]]--
+	s.mu.Unlock()
 }

@@ -83,7 +83,7 @@ history. The server needs local_infile=ON (MariaDB's default).` + exitHelp,
 	f.BoolVar(&opt.DropExisting, "drop-existing", false, "drop tables, views, routines and events of the dump that exist on the target")
 	f.BoolVar(&opt.SetGTIDPosition, "set-gtid-position", false, "set the target's replication position to the dump's (implies --no-binlog)")
 	f.BoolVar(&opt.NoBinlog, "no-binlog", false, "do not write the restore to the target's binary log (sql_log_bin=0)")
-	f.BoolVar(&opt.DeferIndexes, "defer-indexes", false, "create non-unique secondary indexes after each table's data")
+	f.BoolVar(&opt.DeferIndexes, "defer-indexes", true, "create non-unique secondary indexes after each table's data (a sorted build; --defer-indexes=false keeps them in CREATE TABLE)")
 	f.BoolVar(&opt.Users, "users", false, "also restore the dump's accounts and grants")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
