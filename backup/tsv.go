@@ -31,9 +31,9 @@ var escapeTable = func() (t [256]byte) {
 // rowEncoder writes rows to a data file and keeps their count, size and
 // checksum.
 type rowEncoder struct {
-	w     *bufio.Writer
-	rows  int64
-	bytes int64
+	w      *bufio.Writer
+	rows   int64
+	bytes  int64
 	sum    RowSum
 	nulls  []byte
 	crcBuf []byte
