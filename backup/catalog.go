@@ -162,7 +162,10 @@ func readCatalog(ctx context.Context, s *session, f Filter) (*catalog, error) {
 		t.Columns = append(t.Columns, colInfo{
 			Name: str(r[2]), DataType: strings.ToLower(str(r[3])), Type: str(r[4]),
 			Nullable:  str(r[5]) == "YES",
-			Generated: strings.Contains(extra, "GENERATED") || strings.Contains(extra, "VIRTUAL") || strings.Contains(extra, "PERSISTENT"),
+			// MariaDB: VIRTUAL GENERATED, STORED GENERATED (PERSISTENT
+			// before 10.2); MySQL: VIRTUAL GENERATED, STORED GENERATED.
+			// Not MySQL's DEFAULT_GENERATED: an expression default.
+			Generated: strings.Contains(extra, "VIRTUAL") || strings.Contains(extra, "STORED GENERATED") || strings.Contains(extra, "PERSISTENT"),
 			Charset:   str(r[7]),
 		})
 	}

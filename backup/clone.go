@@ -16,7 +16,7 @@ import (
 // CloneOptions configures a clone.
 type CloneOptions struct {
 	// Dir keeps the dump there; "" dumps into a temporary directory that is
-	// removed when the clone succeeds.
+	// removed when the clone ends.
 	Dir          string
 	Threads      int
 	ChunkRows    int64

@@ -483,7 +483,7 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 				continue
 			}
 			emit := func(where string) bool {
-				c := &Chunk{File: filepath.Join(dataDir, fmt.Sprintf("%s.%s.%05d.tsv%s", fileName(t.DB), fileName(t.Name), len(t.Chunks)+1, extension(opt.Compress))), Where: and(where, t.Where)}
+				c := &Chunk{File: filepath.Join(dataDir, fmt.Sprintf("%s.%s.%05d.tsv%s", fileName(t.DB), fileName(t.Name), len(t.Chunks)+1, extension(opt.Compress))), Where: and(where, paren(t.Where))}
 				t.Chunks = append(t.Chunks, c)
 				prog.chunksAll.Add(1)
 				pendMu.Lock()
@@ -712,12 +712,7 @@ func scanBoundaries(ctx context.Context, s *session, t *Table, key chunkKey, chu
 		for i, v := range vals {
 			cur[i] = append([]byte{}, v...)
 		}
-		var cond string
-		if prev == nil {
-			cond = and(key.before(cur), notNull)
-		} else {
-			cond = and(key.after(prev), key.before(cur))
-		}
+		cond := key.rangeCond(prev, cur)
 		prev = cur
 		if !emit(cond) {
 			stopped = true
@@ -728,11 +723,7 @@ func scanBoundaries(ctx context.Context, s *session, t *Table, key chunkKey, chu
 	if err != nil || stopped {
 		return err
 	}
-	if prev == nil {
-		emit(notNull)
-		return nil
-	}
-	emit(and(key.after(prev), notNull))
+	emit(key.rangeCond(prev, nil))
 	return nil
 }
 

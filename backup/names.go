@@ -157,8 +157,10 @@ func (f Filter) TableSelected(db, table string) bool {
 	return false
 }
 
+// match is path.Match where * and ? also match '/', which MySQL allows in
+// names.
 func match(pattern, name string) bool {
-	ok, _ := path.Match(pattern, name)
+	ok, _ := path.Match(strings.ReplaceAll(pattern, "/", "\x01"), strings.ReplaceAll(name, "/", "\x01"))
 	return ok
 }
 

@@ -397,3 +397,17 @@ func TestParseWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterSlashInNames: MySQL names may contain '/', which path.Match's
+// '*' does not cross.
+func TestFilterSlashInNames(t *testing.T) {
+	if !(Filter{Include: []string{"app.*"}}).TableSelected("app", "a/b") {
+		t.Errorf("--include app.* does not select app.a/b")
+	}
+	if (Filter{Exclude: []string{"app.*"}}).TableSelected("app", "a/b") {
+		t.Errorf("--exclude app.* does not exclude app.a/b")
+	}
+	if !(Filter{Include: []string{"a*"}}).DatabaseSelected("a/b") {
+		t.Errorf("--include a* does not select database a/b")
+	}
+}

@@ -122,7 +122,7 @@ func chooseKey(t *tableInfo) (chunkKey, bool) {
 		if !ix.Unique || !ix.Usable || len(ix.Columns) == 0 {
 			continue
 		}
-		nullable := false
+		nullable, orderable := false, true
 		for _, c := range ix.Columns {
 			ci, ok := cols[strings.ToLower(c)]
 			if !ok {
@@ -132,6 +132,15 @@ func chooseKey(t *tableInfo) (chunkKey, bool) {
 			if ci.Nullable {
 				nullable = true
 			}
+			// ENUM and SET sort by their index number but compare with a
+			// string literal as strings; BIT compares as a binary string.
+			// Boundaries on them would not be in order.
+			if ci.DataType == "enum" || ci.DataType == "set" || ci.DataType == "bit" {
+				orderable = false
+			}
+		}
+		if !orderable {
+			continue
 		}
 		rank := 3
 		switch {
@@ -204,6 +213,29 @@ func (k chunkKey) cmp(vals [][]byte, i int, strict, last string) string {
 	return "(" + c + " " + strict + " " + lit + " OR (" + c + " = " + lit + " AND " + k.cmp(vals, i+1, strict, last) + "))"
 }
 
+// paren wraps a user's condition so that its operators cannot reach out
+// of it ("" stays "").
+func paren(cond string) string {
+	if cond == "" {
+		return ""
+	}
+	return "(" + cond + ")"
+}
+
+// rangeCond selects the non-NULL keys in (lo, hi]; a nil bound is open.
+// Chunks cut at the same boundaries by rangeCond partition the non-NULL
+// keys exactly; rows with a NULL in a nullable key are in none of them.
+func (k chunkKey) rangeCond(lo, hi [][]byte) string {
+	var parts []string
+	if lo != nil {
+		parts = append(parts, k.after(lo))
+	}
+	if hi != nil {
+		parts = append(parts, k.before(hi))
+	}
+	return and(append(parts, k.notNull())...)
+}
+
 // and joins conditions, skipping empty ones.
 func and(conds ...string) string {
 	var parts []string
@@ -216,7 +248,8 @@ func and(conds ...string) string {
 		return strings.Join(parts, "")
 	}
 	for i, p := range parts {
-		if strings.Contains(p, " OR ") && !(strings.HasPrefix(p, "(") && balancedOuter(p)) {
+		up := strings.ToUpper(p)
+		if (strings.Contains(up, " OR ") || strings.Contains(up, "||") || strings.Contains(up, " XOR ")) && !(strings.HasPrefix(p, "(") && balancedOuter(p)) {
 			parts[i] = "(" + p + ")"
 		}
 	}

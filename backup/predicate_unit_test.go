@@ -10,7 +10,6 @@ package backup
 import (
 	"fmt"
 	"math/big"
-	"os"
 	"strings"
 	"testing"
 )
@@ -310,15 +309,6 @@ func uMustCompile(t testing.TB, cond string) uPred {
 
 // uInt builds a big.Int from an int64.
 func uInt(v int64) *big.Int { return big.NewInt(v) }
-
-// uKnownBug skips a test that demonstrates a reported bug in the package,
-// unless DBPILOT_KNOWN_BUGS=1 is set (then it runs and fails until fixed).
-func uKnownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("DBPILOT_KNOWN_BUGS") != "1" {
-		t.Skipf("known bug, reported (run with DBPILOT_KNOWN_BUGS=1 to see it fail): %s", what)
-	}
-}
 
 func TestEvaluatorSelfCheck(t *testing.T) {
 	row := uRow{"a": uInt(5), "b": nil}

@@ -271,7 +271,7 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 	// Tables without chunks left need only their deferred indexes.
 	finishTable := func(s *session, t *Table) error {
 		if adds := deferred[t]; len(adds) > 0 && !plog.has("indexes "+t.String()) {
-			if err := s.exec(ctx, "add indexes to "+t.String(), "ALTER TABLE "+t.QualifiedName()+" "+strings.Join(adds, ", ")); err != nil {
+			if err := s.exec(ctx, "add indexes to "+t.String(), addIndexSQL(t, adds)...); err != nil {
 				return err
 			}
 			if err := plog.record("indexes " + t.String()); err != nil {
@@ -367,14 +367,17 @@ func selectForRestore(m *Manifest, only []string) ([]*Table, []Database, error) 
 		want[d] = true
 	}
 	var dbs []Database
+	found := map[string]bool{}
 	for _, d := range m.Databases {
 		if len(want) == 0 || want[d.Name] {
 			dbs = append(dbs, d)
-			delete(want, d.Name)
+			found[d.Name] = true
 		}
 	}
-	for d := range want {
-		return nil, nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "backup: database %q is not in the dump", d)
+	for _, d := range only {
+		if !found[d] {
+			return nil, nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "backup: database %q is not in the dump", d)
+		}
 	}
 	keep := map[string]bool{}
 	for _, d := range dbs {
@@ -888,4 +891,22 @@ func (s *scheduler) done(j job) {
 	s.mu.Lock()
 	s.active[s.index[j.t]]--
 	s.mu.Unlock()
+}
+
+// addIndexSQL builds deferred indexes: one ALTER TABLE for the plain ones
+// (one sorted pass), and one per FULLTEXT index (InnoDB builds only one at
+// a time).
+func addIndexSQL(t *Table, adds []string) []string {
+	var plain, out []string
+	for _, a := range adds {
+		if strings.HasPrefix(a, "ADD FULLTEXT") {
+			out = append(out, "ALTER TABLE "+t.QualifiedName()+" "+a)
+			continue
+		}
+		plain = append(plain, a)
+	}
+	if len(plain) > 0 {
+		out = append([]string{"ALTER TABLE " + t.QualifiedName() + " " + strings.Join(plain, ", ")}, out...)
+	}
+	return out
 }

@@ -285,6 +285,9 @@ func titleCase(s string) string {
 // TABLE ("  KEY `k_1` (`k`)," or FULLTEXT/SPATIAL keys).
 var secondaryIndexLine = regexp.MustCompile("^\\s*(KEY|FULLTEXT KEY|SPATIAL KEY|INDEX) `")
 
+// autoIncColumn matches the column definition line of an AUTO_INCREMENT column.
+var autoIncColumn = regexp.MustCompile("^\\s*`((?:[^`]|``)+)` .*\\bAUTO_INCREMENT\\b")
+
 // splitSecondaryIndexes removes non-unique secondary indexes from a CREATE
 // TABLE statement and returns them as ALTER TABLE clauses ("ADD KEY ...").
 // Tables with foreign keys keep their indexes (a foreign key needs one).
@@ -293,10 +296,18 @@ func splitSecondaryIndexes(create string) (string, []string) {
 		return create, nil
 	}
 	lines := strings.Split(create, "\n")
+	// An AUTO_INCREMENT column must lead some index: keep the indexes it
+	// leads.
+	autoInc := ""
+	for _, l := range lines {
+		if m := autoIncColumn.FindStringSubmatch(l); m != nil {
+			autoInc = m[1]
+		}
+	}
 	var keep []string
 	var added []string
 	for _, l := range lines {
-		if secondaryIndexLine.MatchString(l) {
+		if secondaryIndexLine.MatchString(l) && (autoInc == "" || !strings.Contains(l, "(`"+autoInc+"`")) {
 			added = append(added, "ADD "+strings.TrimSuffix(strings.TrimSpace(l), ","))
 			continue
 		}

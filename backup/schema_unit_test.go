@@ -275,3 +275,16 @@ func TestSchemaHelpers(t *testing.T) {
 		t.Errorf("inList = %q", got)
 	}
 }
+
+// TestSplitSecondaryIndexesAutoIncrement: InnoDB needs an index that starts
+// with the AUTO_INCREMENT column; when the only one is a plain KEY, taking
+// it out makes CREATE TABLE fail (ER_WRONG_AUTO_KEY, 1075).
+func TestSplitSecondaryIndexesAutoIncrement(t *testing.T) {
+	got, adds := splitSecondaryIndexes(readCreate(t, "auto_increment_key.sql"))
+	if !strings.Contains(got, "  KEY `id` (`id`)") {
+		t.Errorf("the AUTO_INCREMENT column's index was taken out:\n%s", got)
+	}
+	if !reflect.DeepEqual(adds, []string{"ADD KEY `v` (`v`)"}) {
+		t.Errorf("adds = %q, want only KEY v", adds)
+	}
+}
