@@ -3,7 +3,6 @@ package backup
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -116,16 +115,6 @@ func (s *itServer) tableExists(t *testing.T, db, table string) bool {
 	return s.value(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, table) == "1"
 }
 
-// tablesOf lists db's base tables and views.
-func (s *itServer) tablesOf(t *testing.T, db string) []string {
-	t.Helper()
-	var out []string
-	for _, r := range s.rows(t, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '"+db+"' ORDER BY TABLE_NAME") {
-		out = append(out, strings.Trim(r, `"`))
-	}
-	return out
-}
-
 // itSameTables compares tables (quoted db.table names) of two servers by
 // CHECKSUM TABLE EXTENDED and row count.
 func itSameTables(t *testing.T, a, b *itServer, tables ...string) {
@@ -228,9 +217,6 @@ func itRestore(t *testing.T, s *itServer, opt RestoreOptions) *RestoreResult {
 	}
 	return res
 }
-
-// itHex renders bytes as an SQL hex literal.
-func itHex(b []byte) string { return "X'" + hex.EncodeToString(b) + "'" }
 
 // TestBackupConsistentUnderWrites dumps a primary while writers move money
 // between accounts and append to a ledger, then proves the dump is exactly
@@ -340,10 +326,19 @@ func TestBackupConsistentUnderWrites(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "dump")
-	var during atomic.Int64
+	var during, lastSeen atomic.Int64
 	before := commits.Load()
+	lastSeen.Store(before)
 	m, err := Dump(ctx, primary.key, primary.opts, DumpOptions{Out: dir, Threads: 3, ChunkRows: 20, Filter: Filter{Databases: []string{"bank"}},
-		OnChunk: func(*Table, *Chunk) { time.Sleep(5 * time.Millisecond) }})
+		OnChunk: func(*Table, *Chunk) {
+			// At least one commit between two chunks (waiting 1 s at most), so
+			// that writes interleave with the chunk reads whatever the speed.
+			seen := lastSeen.Load()
+			for deadline := time.Now().Add(time.Second); commits.Load() <= seen && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			lastSeen.Store(commits.Load())
+		}})
 	during.Store(commits.Load() - before)
 	stopWriters()
 	close(werr)
@@ -428,18 +423,20 @@ func TestBackupRestore(t *testing.T) {
 	tgtD := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologySingle})
 	src, tgt := itConnect(t, srcD, 0), itConnect(t, tgtD, 0)
 
-	t.Run("chunk-borders", func(t *testing.T) { testChunkBorders(t, src, tgt) })
-	t.Run("enum-bit-key", func(t *testing.T) { testEnumKey(t, src, tgt) })
-	t.Run("filters", func(t *testing.T) { testFilters(t, src, tgt) })
-	t.Run("resume", func(t *testing.T) { testResume(t, src, tgt) })
-	t.Run("corrupt-chunk", func(t *testing.T) { testCorruptChunk(t, src, tgt) })
+	t.Run("chunk-borders", func(t *testing.T) { itTestChunkBorders(t, src, tgt) })
+	t.Run("enum-bit-key", func(t *testing.T) { itTestEnumKey(t, src, tgt) })
+	t.Run("filters", func(t *testing.T) { itTestFilters(t, src, tgt) })
+	t.Run("resume", func(t *testing.T) { itTestResume(t, src, tgt) })
+	t.Run("corrupt-chunk", func(t *testing.T) { itTestCorruptChunk(t, src, tgt) })
+	// Last: restoring accounts may touch the target's own.
+	t.Run("objects-users", func(t *testing.T) { itTestObjectsUsers(t, src, tgt, tgtD) })
 }
 
 // itEdgeTables are the tables of the chunk-borders database; keyed ones
 // hold more rows than the chunk size.
 var itEdgeTables = []string{"cpk", "strpk", "binpk", "dtpk", "decpk", "fltpk", "nullu", "nullu2", "types", "empty", "nokey", "prefixu", "we`ird tbl"}
 
-func setupEdge(t *testing.T, s *itServer) {
+func itSetupEdge(t *testing.T, s *itServer) {
 	t.Helper()
 	s.exec(t,
 		"CREATE DATABASE edge CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",
@@ -532,9 +529,9 @@ func setupEdge(t *testing.T, s *itServer) {
 	}
 }
 
-func testChunkBorders(t *testing.T, src, tgt *itServer) {
+func itTestChunkBorders(t *testing.T, src, tgt *itServer) {
 	t.Cleanup(func() { itDropDBs(t, src, "edge"); itDropDBs(t, tgt, "edge") })
-	setupEdge(t, src)
+	itSetupEdge(t, src)
 	qualified := make([]string, len(itEdgeTables))
 	for i, tb := range itEdgeTables {
 		qualified[i] = "edge." + QuoteIdent(tb)
@@ -628,12 +625,28 @@ func testChunkBorders(t *testing.T, src, tgt *itServer) {
 	itRestore(t, tgt, RestoreOptions{Dir: dir2, Threads: 2, DropExisting: true})
 	itSameTables(t, src, tgt, qualified...)
 	itVerifyOK(t, tgt, dir2)
+
+	// Verify finds a changed value, a missing row and a missing table.
+	tgt.exec(t, "UPDATE edge.strpk SET v = v + 1 WHERE k = 'gé'", "DELETE FROM edge.binpk WHERE k = X'00FF'", "DROP TABLE edge.nokey")
+	rep, err := Verify(context.Background(), tgt.key, tgt.opts, VerifyOptions{Dir: dir2, Threads: 2})
+	if err != nil {
+		t.Fatalf("verify a changed copy: %v", err)
+	}
+	bad := map[string]bool{}
+	for _, d := range rep.Details {
+		bad[d.Table] = true
+	}
+	if rep.OK() || rep.Mismatches != 2 || !bad["edge.strpk"] || !bad["edge.binpk"] || !slices.Equal(rep.Missing, []string{"edge.nokey"}) {
+		t.Errorf("verify of a changed copy: %s; mismatches %d, details %+v, missing %v", rep, rep.Mismatches, rep.Details, rep.Missing)
+	}
 }
 
-// testEnumKey cuts chunks along an ENUM primary key whose
+// itTestEnumKey cuts chunks along an ENUM primary key whose
 // members are not in alphabetical order: the index orders by member
 // number, comparisons with a string literal order by text.
-func testEnumKey(t *testing.T, src, tgt *itServer) {
+func itTestEnumKey(t *testing.T, src, tgt *itServer) {
+	t.Cleanup(func() { itDropDBs(t, src, "ekey"); itDropDBs(t, tgt, "ekey") })
+	// BIT: the boundary values are raw bytes, compared as strings.
 	src.exec(t,
 		"CREATE DATABASE ekey",
 		"CREATE TABLE ekey.e (k ENUM('h','g','f','e','d','c','b','a') NOT NULL PRIMARY KEY, v INT)",
@@ -642,7 +655,6 @@ func testEnumKey(t *testing.T, src, tgt *itServer) {
 		"INSERT INTO ekey.bits SELECT seq, seq FROM mysql.seq_0_to_255 WHERE seq % 9 = 0 OR seq IN (9, 10, 13, 39, 92, 255)",
 		"ANALYZE TABLE ekey.e, ekey.bits",
 	)
-	t.Cleanup(func() { src.exec(t, "DROP DATABASE IF EXISTS ekey"); tgt.exec(t, "DROP DATABASE IF EXISTS ekey") })
 	dir := filepath.Join(t.TempDir(), "dump")
 	m, err := Dump(context.Background(), src.key, src.opts, DumpOptions{Out: dir, Threads: 2, ChunkRows: 3, Filter: Filter{Databases: []string{"ekey"}}})
 	if err != nil {
@@ -658,17 +670,13 @@ func testEnumKey(t *testing.T, src, tgt *itServer) {
 			t.Errorf("ekey.%s: the dump holds %d rows, the source %d; chunks: %s", name, tb.Rows, want, strings.Join(wheres, "; "))
 		}
 	}
-	if os.Getenv("IT_DEBUG") != "" {
-		b, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
-		t.Logf("%s", b)
-	}
 	if _, err := Restore(context.Background(), tgt.key, tgt.opts, RestoreOptions{Dir: dir, Threads: 2}); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
 	itSameTables(t, src, tgt, "ekey.e", "ekey.bits")
 }
 
-func setupFilters(t *testing.T, s *itServer) {
+func itSetupFilters(t *testing.T, s *itServer) {
 	t.Helper()
 	s.exec(t,
 		"CREATE DATABASE f1", "CREATE DATABASE f2", "CREATE DATABASE f3",
@@ -697,8 +705,8 @@ func itDropDBs(t *testing.T, s *itServer, dbs ...string) {
 	}
 }
 
-func testFilters(t *testing.T, src, tgt *itServer) {
-	setupFilters(t, src)
+func itTestFilters(t *testing.T, src, tgt *itServer) {
+	itSetupFilters(t, src)
 	dbs := []string{"f1", "f2", "f3"}
 	t.Cleanup(func() { itDropDBs(t, src, dbs...); itDropDBs(t, tgt, dbs...) })
 	ctx := context.Background()
@@ -733,6 +741,7 @@ func testFilters(t *testing.T, src, tgt *itServer) {
 	})
 
 	t.Run("databases", func(t *testing.T) {
+		t.Cleanup(func() { itDropDBs(t, tgt, dbs...) })
 		dir := filepath.Join(t.TempDir(), "d")
 		m := itDump(t, src, DumpOptions{Out: dir, Threads: 2, ChunkRows: 7, Filter: Filter{Databases: []string{"f1", "f2"}}})
 		if got := dbNames(m); !slices.Equal(got, []string{"f1", "f2"}) {
@@ -741,33 +750,41 @@ func testFilters(t *testing.T, src, tgt *itServer) {
 		if itHasTable(m, "f3", "x") {
 			t.Errorf("f3.x dumped")
 		}
-		// Restore only f2 of it.
-		res := itRestore(t, tgt, RestoreOptions{Dir: dir, Threads: 2, Databases: []string{"f2"}})
-		if res.Tables != 1 {
-			t.Errorf("restored %d tables, want 1", res.Tables)
+		// Restore only f1 of it: f2 stays away.
+		res := itRestore(t, tgt, RestoreOptions{Dir: dir, Threads: 2, Databases: []string{"f1"}})
+		if res.Tables != 4 {
+			t.Errorf("restoring database f1 restored %d tables, want 4", res.Tables)
 		}
-		itSameTables(t, src, tgt, "f2.t1")
-		if tgt.value(t, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ('f1','f3')") != "0" {
-			t.Errorf("restore of f2 only created f1 or f3: %v", tgt.rows(t, "SHOW DATABASES"))
-		}
-		itVerifyOK(t, tgt, dir, "f2")
-		_, err := Restore(ctx, tgt.key, tgt.opts, RestoreOptions{Dir: dir, Databases: []string{"f3"}})
-		itWantCode(t, "restore a database not in the dump", err, dbpilot.ENOTFOUND, "f3")
-		// Then all of it, next to the f2 already there.
-		itRestore(t, tgt, RestoreOptions{Dir: dir, Threads: 2, Databases: []string{"f1"}})
 		itSameTables(t, src, tgt, "f1.t1", "f1.t2", "f1.logs_a", "f1.logs_b")
+		if v := tgt.value(t, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ('f2','f3')"); v != "0" {
+			t.Errorf("restore of database f1 alone created f2 or f3 too: databases %v", tgt.rows(t, "SHOW DATABASES"))
+			itDropDBs(t, tgt, "f2")
+		}
 		if v := tgt.value(t, "SELECT COUNT(*) FROM f1.v1"); v != "9" {
 			t.Errorf("view f1.v1 on the target has %s rows, want 9", v)
 		}
 		if v := tgt.value(t, "SELECT f1.twice(21)"); v != "42" {
 			t.Errorf("function f1.twice(21) on the target = %s", v)
 		}
-		itDropDBs(t, tgt, dbs...)
+		rep := itVerifyOK(t, tgt, dir, "f1")
+		if len(rep.Tables) != 4 {
+			t.Errorf("verify of database f1 checked %d tables, want 4: %+v", len(rep.Tables), rep.Tables)
+		}
+		// Then f2, next to f1.
+		res = itRestore(t, tgt, RestoreOptions{Dir: dir, Threads: 2, Databases: []string{"f2"}})
+		if res.Tables != 1 {
+			t.Errorf("restoring database f2 restored %d tables, want 1", res.Tables)
+		}
+		itSameTables(t, src, tgt, "f2.t1")
+		itVerifyOK(t, tgt, dir)
+		_, err := Restore(ctx, tgt.key, tgt.opts, RestoreOptions{Dir: dir, Databases: []string{"f3"}})
+		itWantCode(t, "restore a database not in the dump", err, dbpilot.ENOTFOUND, "f3")
 		_, err = Dump(ctx, src.key, src.opts, DumpOptions{Out: filepath.Join(t.TempDir(), "x"), Filter: Filter{Databases: []string{"f1", "nope"}}})
 		itWantCode(t, "dump a missing database", err, dbpilot.ENOTFOUND, "nope")
 	})
 
 	t.Run("include-exclude", func(t *testing.T) {
+		t.Cleanup(func() { itDropDBs(t, tgt, dbs...) })
 		dir := filepath.Join(t.TempDir(), "d")
 		m := itDump(t, src, DumpOptions{Out: dir, Threads: 2, ChunkRows: 7, Filter: Filter{Include: []string{"f1.t*", "f1.logs_?", "f3"}, Exclude: []string{"f1.t2", "f1.*_b"}}})
 		want := []string{"f1.logs_a", "f1.t1", "f3.x"}
@@ -794,6 +811,7 @@ func testFilters(t *testing.T, src, tgt *itServer) {
 	})
 
 	t.Run("where", func(t *testing.T) {
+		t.Cleanup(func() { itDropDBs(t, tgt, dbs...) })
 		dir := filepath.Join(t.TempDir(), "d")
 		const cond = "id % 3 = 0 OR v = 'r1'"
 		m := itDump(t, src, DumpOptions{Out: dir, Threads: 2, ChunkRows: 7, Filter: Filter{Databases: []string{"f1"}}, Where: map[string]string{"f1.t1": cond}})
@@ -817,6 +835,7 @@ func testFilters(t *testing.T, src, tgt *itServer) {
 	})
 
 	t.Run("no-data", func(t *testing.T) {
+		t.Cleanup(func() { itDropDBs(t, tgt, dbs...) })
 		dir := filepath.Join(t.TempDir(), "d")
 		m := itDump(t, src, DumpOptions{Out: dir, Threads: 2, NoData: true})
 		if len(m.Tables) != 6 {
@@ -843,7 +862,7 @@ func testFilters(t *testing.T, src, tgt *itServer) {
 	})
 }
 
-func testResume(t *testing.T, src, tgt *itServer) {
+func itTestResume(t *testing.T, src, tgt *itServer) {
 	src.exec(t,
 		"CREATE DATABASE res",
 		"CREATE TABLE res.big (id INT NOT NULL PRIMARY KEY, payload VARCHAR(100), KEY (payload))",
@@ -899,6 +918,10 @@ func testResume(t *testing.T, src, tgt *itServer) {
 		t.Fatal(err)
 	}
 
+	// The progress file belongs to this target: resuming elsewhere is refused.
+	_, err = Restore(context.Background(), src.key, src.opts, RestoreOptions{Dir: dir, Resume: true})
+	itWantCode(t, "resume onto another server", err, dbpilot.ECONFLICT, tgt.key.String())
+
 	// Without --resume or --drop-existing the existing tables are refused.
 	_, err = Restore(context.Background(), tgt.key, tgt.opts, RestoreOptions{Dir: dir, Threads: 2})
 	itWantCode(t, "restore onto existing tables", err, dbpilot.ECONFLICT, "--drop-existing", "res.")
@@ -938,71 +961,207 @@ func testResume(t *testing.T, src, tgt *itServer) {
 	itVerifyOK(t, tgt, dir)
 }
 
-// itFlip flips one byte in the middle of a file.
-func itFlip(t *testing.T, path string) {
+// itTestObjectsUsers restores routines, triggers, views on views, events
+// and accounts, out of the binary log.
+func itTestObjectsUsers(t *testing.T, src, tgt *itServer, tgtD *sandbox.Descriptor) {
+	ctx := context.Background()
+	// A session opened before the restore, to put the target's accounts
+	// back whatever happens to them.
+	keep, err := tgt.db.SQL().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resetAccounts := func() {
+		for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
+			for _, c := range []mysql.Credentials{tgtD.Admin, tgtD.Repl} {
+				if _, err := keep.ExecContext(ctx, fmt.Sprintf("ALTER USER %s@%s IDENTIFIED BY %s", quoteString(c.User), quoteString(host), quoteString(c.Password))); err != nil {
+					t.Errorf("reset %s on the target: %v", c.User, err)
+				}
+			}
+		}
+	}
+	t.Cleanup(func() {
+		defer keep.Close()
+		resetAccounts()
+		_, _ = keep.ExecContext(ctx, "DROP USER IF EXISTS 'app_user'@'%'")
+		_, _ = keep.ExecContext(ctx, "DROP DATABASE IF EXISTS obj")
+		itDropDBs(t, src, "obj")
+		src.exec(t, "DROP USER IF EXISTS 'app_user'@'%'")
+	})
+	const appPassword = "app-Secret-42"
+	src.exec(t,
+		"CREATE DATABASE obj",
+		"CREATE TABLE obj.t (id INT NOT NULL PRIMARY KEY, v INT)",
+		"CREATE TABLE obj.audit (id INT, note VARCHAR(20))",
+		"CREATE TRIGGER obj.t_ai AFTER INSERT ON obj.t FOR EACH ROW INSERT INTO obj.audit VALUES (NEW.id, 'ins')",
+		"CREATE PROCEDURE obj.bump(IN n INT) UPDATE obj.t SET v = v + n",
+		"CREATE FUNCTION obj.half(x INT) RETURNS INT DETERMINISTIC RETURN x DIV 2",
+		"CREATE VIEW obj.v_base AS SELECT id, v FROM obj.t WHERE v > 10",
+		"CREATE VIEW obj.a_on_base AS SELECT COUNT(*) AS n FROM obj.v_base", // sorts before the view it reads
+		"CREATE EVENT obj.ev ON SCHEDULE EVERY 1 DAY DISABLE DO DELETE FROM obj.audit",
+		"INSERT INTO obj.t SELECT seq, seq FROM mysql.seq_1_to_30",
+		"CREATE USER 'app_user'@'%' IDENTIFIED BY '"+appPassword+"'",
+		"GRANT SELECT, INSERT ON obj.* TO 'app_user'@'%'",
+	)
+	dir := filepath.Join(t.TempDir(), "d")
+	m := itDump(t, src, DumpOptions{Out: dir, Threads: 2, ChunkRows: 7, Users: true, Filter: Filter{Databases: []string{"obj"}}})
+	if m.Users == "" {
+		t.Fatalf("--users dump has no users file")
+	}
+	users, err := os.ReadFile(filepath.Join(dir, m.Users))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(users), "app_user") || strings.Contains(string(users), "'root'") || strings.Contains(string(users), "`root`") {
+		t.Errorf("users file:\n%s", users)
+	}
+	binlogBefore := tgt.value(t, "SELECT @@gtid_binlog_pos")
+	itRestore(t, tgt, RestoreOptions{Dir: dir, Threads: 2, Users: true, NoBinlog: true})
+	if after := tgt.value(t, "SELECT @@gtid_binlog_pos"); after != binlogBefore {
+		t.Errorf("a --no-binlog restore wrote to the target's binary log: %q → %q", binlogBefore, after)
+	}
+	// Accounts that exist on the target (the sandboxes' dbpilot and repl,
+	// with other passwords on the source) keep their passwords.
+	for _, c := range []mysql.Credentials{tgtD.Admin, tgtD.Repl} {
+		db, err := mysql.Open(ctx, tgt.key, mysql.Options{Credentials: c})
+		if err != nil {
+			var lines []string
+			for _, l := range strings.Split(string(users), "\n") {
+				if strings.Contains(l, c.User) && strings.Contains(l, "127.0.0.1") {
+					lines = append(lines, l)
+				}
+			}
+			t.Errorf("after restore --users the target's own account %s cannot log in with its password: %v; the dump's statements for it: %q", c.User, err, lines)
+			continue
+		}
+		db.Close()
+	}
+	// So that the checks below can connect whatever happened.
+	resetAccounts()
+	// The trigger must not have fired during the load.
+	itSameTables(t, src, tgt, "obj.t", "obj.audit")
+	itVerifyOK(t, tgt, dir)
+	tgt.exec(t, "INSERT INTO obj.t VALUES (100, 1)", "CALL obj.bump(2)")
+	if v := tgt.value(t, "SELECT COUNT(*) FROM obj.audit"); v != "31" {
+		t.Errorf("trigger on the target: obj.audit has %s rows, want 31", v)
+	}
+	if v := tgt.value(t, "SELECT obj.half(9) + SUM(v) FROM obj.t"); v != fmt.Sprint(4+465+31*2+1) {
+		t.Errorf("function and procedure on the target: %s", v)
+	}
+	if v := tgt.value(t, "SELECT n FROM obj.a_on_base"); v != "22" {
+		t.Errorf("view on a view on the target: %s, want 22", v)
+	}
+	if v := tgt.value(t, "SELECT COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = 'obj' AND EVENT_NAME = 'ev'"); v != "1" {
+		t.Errorf("event obj.ev missing on the target")
+	}
+	// The account came along, with its password and grants.
+	app, err := mysql.Open(ctx, tgt.key, mysql.Options{Credentials: mysql.Credentials{User: "app_user", Password: appPassword}})
+	if err != nil {
+		t.Fatalf("app_user cannot log in to the target: %v", err)
+	}
+	defer app.Close()
+	if v, _, err := app.QueryValue(ctx, "SELECT COUNT(*) FROM obj.t"); err != nil || v != "31" {
+		t.Errorf("app_user reads obj.t: %q, %v", v, err)
+	}
+	if _, err := app.Query(ctx, "SELECT COUNT(*) FROM mysql.user"); mysql.ServerErrorNumber(err) != 1142 {
+		t.Errorf("app_user reads mysql.user: %v, want SELECT command denied", err)
+	}
+}
+
+// itCorrupt damages a file in its middle: "flip" flips one byte, "garble"
+// zeroes 16 bytes (in a compressed file that breaks the zstd block itself).
+func itCorrupt(t *testing.T, path, how string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) < 8 {
+	if len(b) < 64 {
 		t.Fatalf("%s: only %d bytes", path, len(b))
 	}
-	b[len(b)/2] ^= 0x55
+	mid := len(b) / 2
+	switch how {
+	case "flip":
+		b[mid] ^= 0x55
+	case "garble":
+		clear(b[mid-8 : mid+8])
+	}
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testCorruptChunk(t *testing.T, src, tgt *itServer) {
+func itTestCorruptChunk(t *testing.T, src, tgt *itServer) {
+	t.Cleanup(func() { itDropDBs(t, src, "cor"); itDropDBs(t, tgt, "cor") })
 	src.exec(t,
 		"CREATE DATABASE cor",
 		"CREATE TABLE cor.multi (id INT NOT NULL PRIMARY KEY, v VARCHAR(40))",
 		"INSERT INTO cor.multi SELECT seq, MD5(seq) FROM mysql.seq_1_to_100",
 		"CREATE TABLE cor.single (a INT, b VARCHAR(40))",
 		"INSERT INTO cor.single SELECT seq, SHA1(seq) FROM mysql.seq_1_to_30",
-		"ANALYZE TABLE cor.multi, cor.single",
+		"CREATE TABLE cor.wide (id INT NOT NULL PRIMARY KEY, v MEDIUMTEXT)",
 	)
-	t.Cleanup(func() { itDropDBs(t, src, "cor"); itDropDBs(t, tgt, "cor") })
-	for _, compress := range []string{"zstd", "none"} {
-		for _, victim := range []string{"single", "multi"} {
-			t.Run(compress+"-"+victim, func(t *testing.T) {
-				itDropDBs(t, tgt, "cor")
-				dir := filepath.Join(t.TempDir(), "d")
-				m := itDump(t, src, DumpOptions{Out: dir, Threads: 2, ChunkRows: 10, Compress: compress, Filter: Filter{Databases: []string{"cor"}}})
-				tb := itTable(t, m, "cor", victim)
-				c := tb.Chunks[len(tb.Chunks)/2]
-				if victim == "multi" && len(tb.Chunks) < 5 {
-					t.Fatalf("cor.multi has %d chunks", len(tb.Chunks))
-				}
-				itFlip(t, filepath.Join(dir, c.File))
-				_, err := Restore(context.Background(), tgt.key, tgt.opts, RestoreOptions{Dir: dir, Threads: 2})
-				if err == nil {
-					t.Fatalf("restore of a dump with a corrupted %s succeeded", c.File)
-				}
-				itWantCode(t, "restore a corrupted chunk", err, dbpilot.EINVALID, filepath.Base(c.File))
-				if msg := err.Error(); !strings.Contains(msg, "corrupt") && !strings.Contains(msg, "checksum") {
-					t.Errorf("error does not say the file is corrupt: %v", err)
-				}
-				if !errors.Is(err, ErrCorrupt) && compress == "none" {
-					t.Errorf("error is not ErrCorrupt: %v", err)
-				}
-				// Nothing of the corrupted chunk is on the target.
-				where := c.Where
-				if where == "" {
-					where = "1"
-				}
-				if tgt.tableExists(t, "cor", victim) {
-					if n := tgt.count(t, "cor."+victim+" WHERE "+where); n != 0 {
-						t.Errorf("%d rows of the corrupted chunk %s were committed", n, c.File)
-					}
-					if n := tgt.count(t, "cor."+victim); n > tb.Rows-c.Rows {
-						t.Errorf("cor.%s has %d rows; without the corrupted chunk at most %d", victim, n, tb.Rows-c.Rows)
-					}
-				}
-				t.Logf("%v", err)
-			})
+	// Chunks of 400 KB of random words: zstd compresses them to a few
+	// blocks, and a damaged block is found by the decompressor before the
+	// file's end.
+	r := rand.New(rand.NewPCG(7, 7))
+	words := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango")
+	for i := 1; i <= 40; i++ {
+		var v strings.Builder
+		for v.Len() < 40_000 {
+			v.WriteString(words[r.IntN(len(words))])
+			v.WriteByte(" \t\n,"[r.IntN(4)])
 		}
+		if _, err := src.db.SQL().Exec("INSERT INTO cor.wide VALUES (?, ?)", i, v.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.exec(t, "ANALYZE TABLE cor.multi, cor.single, cor.wide")
+	cases := []struct{ compress, victim, how string }{
+		{"zstd", "single", "flip"}, {"zstd", "multi", "flip"}, {"none", "single", "flip"}, {"none", "multi", "flip"},
+		{"zstd", "wide", "flip"}, {"zstd", "wide", "garble"}, {"none", "wide", "garble"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.compress+"-"+tc.victim+"-"+tc.how, func(t *testing.T) {
+			itDropDBs(t, tgt, "cor")
+			dir := filepath.Join(t.TempDir(), "d")
+			m := itDump(t, src, DumpOptions{Out: dir, Threads: 2, ChunkRows: 10, Compress: tc.compress, Filter: Filter{Databases: []string{"cor"}}})
+			tb := itTable(t, m, "cor", tc.victim)
+			c := tb.Chunks[len(tb.Chunks)/2]
+			if tc.victim != "single" && len(tb.Chunks) < 3 {
+				t.Fatalf("cor.%s has %d chunks", tc.victim, len(tb.Chunks))
+			}
+			if tc.compress == "zstd" && tc.victim != "single" && tc.victim != "multi" && c.FileSize*3 > c.Bytes*2 {
+				t.Fatalf("%s: %d bytes compressed to %d; want real compression", c.File, c.Bytes, c.FileSize)
+			}
+			itCorrupt(t, filepath.Join(dir, c.File), tc.how)
+			_, err := Restore(context.Background(), tgt.key, tgt.opts, RestoreOptions{Dir: dir, Threads: 2})
+			if err == nil {
+				t.Fatalf("restore of a dump with a corrupted %s succeeded", c.File)
+			}
+			t.Logf("%v", err)
+			itWantCode(t, "restore a corrupted chunk", err, dbpilot.EINVALID, filepath.Base(c.File))
+			msg := err.Error()
+			if !strings.Contains(msg, "corrupt") && !strings.Contains(msg, "checksum") {
+				t.Errorf("error does not say the file is corrupt: %v", err)
+			}
+			if n := strings.Count(msg, c.File); n > 1 {
+				t.Errorf("error repeats itself (%d times the path): %v", n, err)
+			}
+			// Nothing of the corrupted chunk is on the target.
+			where := c.Where
+			if where == "" {
+				where = "1"
+			}
+			if tgt.tableExists(t, "cor", tc.victim) {
+				if n := tgt.count(t, "cor."+tc.victim+" WHERE "+where); n != 0 {
+					t.Errorf("%d rows of the corrupted chunk %s were committed", n, c.File)
+				}
+				if n := tgt.count(t, "cor."+tc.victim); n > tb.Rows-c.Rows {
+					t.Errorf("cor.%s has %d rows; without the corrupted chunk at most %d", tc.victim, n, tb.Rows-c.Rows)
+				}
+			}
+		})
 	}
 }
 

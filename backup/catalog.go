@@ -161,7 +161,7 @@ func readCatalog(ctx context.Context, s *session, f Filter) (*catalog, error) {
 		extra := strings.ToUpper(str(r[6]))
 		t.Columns = append(t.Columns, colInfo{
 			Name: str(r[2]), DataType: strings.ToLower(str(r[3])), Type: str(r[4]),
-			Nullable:  str(r[5]) == "YES",
+			Nullable: str(r[5]) == "YES",
 			// MariaDB: VIRTUAL GENERATED, STORED GENERATED (PERSISTENT
 			// before 10.2); MySQL: VIRTUAL GENERATED, STORED GENERATED.
 			// Not MySQL's DEFAULT_GENERATED: an expression default.

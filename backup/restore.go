@@ -256,6 +256,7 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 	prog.chunksAll.Store(int64(len(jobs)))
 	prog.run()
 	defer prog.halt()
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var errMu sync.Mutex
@@ -325,6 +326,9 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 	}
 	wg.Wait()
 	prog.halt()
+	if err := parent.Err(); err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "backup: restore into %s interrupted (continue with --resume)", key)
+	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
@@ -782,9 +786,9 @@ func (l *chunkLoader) loadOnce(ctx context.Context, s *session, dir string, t *T
 	var r io.Reader = cr
 	if l.zr != nil {
 		if err := l.zr.Reset(r); err != nil {
-			return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: %s is corrupt", path)
+			return dbpilot.WrapError(dbpilot.EINVALID, corrupt(err), "backup: %s is corrupt", path)
 		}
-		r = l.zr
+		r = &decodeReader{r: l.zr, path: path}
 	}
 	l.buf.Reset(r)
 	data := &countingReader{r: l.buf, prog: prog}
@@ -809,8 +813,8 @@ func (l *chunkLoader) loadOnce(ctx context.Context, s *session, dir string, t *T
 	r2, err := s.conn.ExecContext(ctx, loadSQL(t, name))
 	if err != nil {
 		rollback()
-		if errors.Is(err, ErrCorrupt) || strings.Contains(err.Error(), "zstd") || strings.Contains(err.Error(), "corrupt") {
-			return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: load %s into %s: %v (nothing of this chunk was committed)", filepath.Base(c.File), t, err)
+		if errors.Is(err, ErrCorrupt) {
+			return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: load %s into %s (nothing of this chunk was committed)", filepath.Base(c.File), t)
 		}
 		if n := mysql.ServerErrorNumber(err); n == 1148 || n == 3948 {
 			return dbpilot.WrapError(dbpilot.EUNSUPPORTD, err, "backup: %s refuses LOAD DATA LOCAL: enable it with SET GLOBAL local_infile = 1", s.key)
@@ -819,7 +823,7 @@ func (l *chunkLoader) loadOnce(ctx context.Context, s *session, dir string, t *T
 	}
 	if err := cr.finish(); err != nil {
 		rollback()
-		return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: load %s into %s: %v (nothing of this chunk was committed)", filepath.Base(c.File), t, err)
+		return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: load %s into %s (nothing of this chunk was committed)", filepath.Base(c.File), t)
 	}
 	if n, _ := r2.RowsAffected(); n != c.Rows {
 		rollback()
@@ -909,4 +913,30 @@ func addIndexSQL(t *Table, adds []string) []string {
 		out = append([]string{"ALTER TABLE " + t.QualifiedName() + " " + strings.Join(plain, ", ")}, out...)
 	}
 	return out
+}
+
+// corrupt marks err as a corruption unless it already is one.
+func corrupt(err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrCorrupt, err)
+}
+
+// decodeReader turns decompression errors into corruption errors naming
+// the file (the decoder may fail before the file's own CRC is checked).
+type decodeReader struct {
+	r    io.Reader
+	path string
+}
+
+func (d *decodeReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err != nil && err != io.EOF && !errors.Is(err, ErrCorrupt) {
+		var de *dbpilot.Error
+		if !errors.As(err, &de) {
+			err = dbpilot.WrapError(dbpilot.EINVALID, corrupt(err), "backup: %s is corrupt", d.path)
+		}
+	}
+	return n, err
 }

@@ -245,7 +245,7 @@ func dumpUsers(ctx context.Context, s *session, d *dumpDir) (string, error) {
 			return "", err
 		}
 		for _, g := range grows {
-			w.add(str(g[0]))
+			w.add(grantWithoutPassword(str(g[0])))
 		}
 	}
 	return w.write(d, "users.sql")
@@ -324,4 +324,13 @@ func splitSecondaryIndexes(create string) (string, []string) {
 		}
 	}
 	return strings.Join(keep, "\n"), added
+}
+
+// grantIdentified matches the authentication MariaDB's SHOW GRANTS puts in
+// a GRANT line; replayed, it would reset the password of an account that
+// already exists on the target. CREATE USER carries it instead.
+var grantIdentified = regexp.MustCompile(` IDENTIFIED (BY PASSWORD '[^']*'|VIA .*?)( WITH | REQUIRE |$)`)
+
+func grantWithoutPassword(g string) string {
+	return grantIdentified.ReplaceAllString(g, "$2")
 }

@@ -255,7 +255,7 @@ func Classify(err error, key dbpilot.InstanceKey, user, op string) error {
 		switch me.Number {
 		case ErAccessDenied, ErDBAccessDenied:
 			return dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: access denied for user %q (check the user and password)", op, key, user)
-		case ErSpecificAccess:
+		case ErSpecificAccess, 1142, 1143: // and TABLE/COLUMN access denied
 			return dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: user %q lacks a privilege", op, key, user)
 		}
 		return dbpilot.WrapError(dbpilot.EINTERNAL, err, "mysql: %s on %s", op, key)
