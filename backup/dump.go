@@ -29,7 +29,7 @@ import (
 type DumpOptions struct {
 	Out       string
 	Threads   int    // worker connections; default 4
-	ChunkRows int64  // target rows per chunk; default 250000
+	ChunkRows int64  // target rows per chunk; default 100000
 	Compress  string // "zstd" (default) or "none"
 	Filter    Filter
 	Where     map[string]string // "db.table" → condition
@@ -49,7 +49,7 @@ type DumpOptions struct {
 
 const (
 	defaultThreads   = 4
-	defaultChunkRows = 250_000
+	defaultChunkRows = 100_000
 	workerBufSize    = 256 << 10
 )
 
@@ -424,7 +424,7 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 	dir := &dumpDir{path: opt.Out}
 	tables := make([]*Table, 0, len(cat.tables))
 	infos := append([]*tableInfo(nil), cat.tables...)
-	sortBySize(infos)
+	sortBySize(infos, opt.ChunkRows)
 	prog := newProgress("dump", opt.Progress, opt.ProgressTTY, opt.ProgressInterval)
 	var est int64
 	for _, ti := range infos {

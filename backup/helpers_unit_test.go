@@ -199,7 +199,7 @@ func TestDumpOptionsValidate(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.Threads != 4 || o.ChunkRows != 250000 || o.Compress != "zstd" || o.LockWaitTimeout != 60*time.Second {
+	if o.Threads != 4 || o.ChunkRows != 100000 || o.Compress != "zstd" || o.LockWaitTimeout != 60*time.Second {
 		t.Errorf("defaults: %+v", o)
 	}
 	kept := DumpOptions{Out: "o", Threads: 64, ChunkRows: 1, Compress: "none", LockWaitTimeout: 5 * time.Second}

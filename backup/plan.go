@@ -327,10 +327,22 @@ func integerRanges(col string, min, max *big.Int, n int64) []string {
 	return out
 }
 
-// sortBySize orders tables largest first, so that the big ones start early
-// and the small ones fill the gaps at the end.
-func sortBySize(ts []*tableInfo) {
+// sortBySize orders tables for the dump: the largest single job first —
+// a table without a usable key is one job of its whole size, a keyed
+// table's jobs are chunks of about chunkRows rows — then by size. A big
+// table that cannot be split thus starts at once instead of running alone
+// at the end, and the chunks of the others fill the gaps around it.
+func sortBySize(ts []*tableInfo, chunkRows int64) {
+	job := func(t *tableInfo) int64 {
+		if _, ok := chooseKey(t); !ok || t.EstRows <= chunkRows || chunkRows <= 0 {
+			return t.DataBytes
+		}
+		return int64(float64(t.DataBytes) * float64(chunkRows) / float64(t.EstRows))
+	}
 	sort.SliceStable(ts, func(i, j int) bool {
+		if a, b := job(ts[i]), job(ts[j]); a != b {
+			return a > b
+		}
 		if ts[i].DataBytes != ts[j].DataBytes {
 			return ts[i].DataBytes > ts[j].DataBytes
 		}

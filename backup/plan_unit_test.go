@@ -727,7 +727,7 @@ func TestSortBySize(t *testing.T) {
 		{Name: "empty2"},
 		{Name: "mid", DataBytes: 500},
 	}
-	sortBySize(ts)
+	sortBySize(ts, 0)
 	var names []string
 	for _, t := range ts {
 		names = append(names, t.Name)
@@ -736,7 +736,25 @@ func TestSortBySize(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("order = %v, want %v", names, want)
 	}
-	sortBySize(nil) // no panic
+	sortBySize(nil, 10) // no panic
+
+	// A keyless table is one job: it goes before a bigger keyed table
+	// whose chunks are smaller.
+	pk := []indexInfo{{Name: "PRIMARY", Unique: true, Usable: true, Columns: []string{"id"}}}
+	idCol := []colInfo{{Name: "id", DataType: "int"}}
+	ts = []*tableInfo{
+		{Name: "keyed", DataBytes: 5000, EstRows: 5000, Columns: idCol, Indexes: pk},
+		{Name: "keyless", DataBytes: 1000, EstRows: 1000, Columns: idCol},
+		{Name: "smallkeyed", DataBytes: 800, EstRows: 800, Columns: idCol, Indexes: pk},
+	}
+	sortBySize(ts, 500)
+	names = names[:0]
+	for _, t := range ts {
+		names = append(names, t.Name)
+	}
+	if want := []string{"keyless", "keyed", "smallkeyed"}; !slices.Equal(names, want) {
+		t.Errorf("order = %v, want %v", names, want)
+	}
 }
 
 // The evaluator must agree with the generated text on a few hand-checked

@@ -878,7 +878,7 @@ func (s *scheduler) next() (job, bool) {
 		if len(q) == 0 {
 			continue
 		}
-		if best < 0 || s.active[i] < s.active[best] || (s.active[i] == s.active[best] && len(q) > len(s.queues[best])) {
+		if best < 0 || s.active[i] < s.active[best] || (s.active[i] == s.active[best] && bigger(q, s.queues[best])) {
 			best = i
 		}
 	}
@@ -889,6 +889,16 @@ func (s *scheduler) next() (job, bool) {
 	s.queues[best] = s.queues[best][1:]
 	s.active[best]++
 	return j, true
+}
+
+// bigger reports whether queue a should go before b: its next chunk is
+// larger (a table that cannot be split is one big chunk and must not be
+// left for the end), then it has more left.
+func bigger(a, b []job) bool {
+	if a[0].c.Bytes != b[0].c.Bytes {
+		return a[0].c.Bytes > b[0].c.Bytes
+	}
+	return len(a) > len(b)
 }
 
 func (s *scheduler) done(j job) {

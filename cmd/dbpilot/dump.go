@@ -97,7 +97,7 @@ information_schema, performance_schema) are dumped only when named in
 	f := cmd.Flags()
 	f.StringVar(&opt.Out, "out", "", "output directory (created; must be new or empty)")
 	f.IntVar(&opt.Threads, "threads", 4, "worker connections")
-	f.Int64Var(&opt.ChunkRows, "chunk-rows", 250000, "target rows per chunk")
+	f.Int64Var(&opt.ChunkRows, "chunk-rows", 100000, "target rows per chunk")
 	f.StringVar(&opt.Compress, "compress", "zstd", "data file compression: zstd or none")
 	f.StringSliceVar(&opt.Filter.Databases, "databases", nil, "only these databases (comma-separated)")
 	f.StringArrayVar(&opt.Filter.Include, "include", nil, "only tables matching db.table pattern (* and ?; repeatable)")
