@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 # under 15 minutes on 2 cores.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build test unit lint demo deps bench fuzz clean
+.PHONY: all build test unit lint demo deps bench bench-backup fuzz clean
 
 all: build
 
@@ -56,6 +56,14 @@ demo: deps build
 bench: deps build
 	bash bench/foundation.sh
 	bash bench/failover.sh
+	bash bench/monitoring.sh
+	bash bench/backup.sh
+
+# bench-backup: dump/restore against mydumper/myloader and mariadb-dump
+# (8 x 1M + 5M + 1M-row keyless table by default; ROWS, TABLES, BIG_ROWS,
+# THREADS scale it).
+bench-backup: deps build
+	bash bench/backup.sh
 
 # fuzz runs each parser fuzzer briefly.
 fuzz:

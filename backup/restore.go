@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/gtid"
 	"github.com/dbpilot/dbpilot/mysql"
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/klauspost/compress/zstd"
@@ -620,6 +621,18 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 		}
 		if len(rows) > 0 {
 			return dbpilot.Errorf(dbpilot.ECONFLICT, "backup: --set-gtid-position: %s has replication configured; stop and reset it first (RESET SLAVE ALL)", s.key)
+		}
+		// Transactions in the target's own binary log that the dump's
+		// position does not cover would be errant on a replica (and the
+		// server refuses such a gtid_slave_pos, error 1947).
+		own, _, err := s.value(ctx, "read gtid_binlog_pos", "SELECT @@GLOBAL.gtid_binlog_pos")
+		if err != nil {
+			return err
+		}
+		ownList, err1 := gtid.ParseMariaList(own)
+		dumpList, err2 := gtid.ParseMariaList(m.Position.GTID)
+		if err1 == nil && err2 == nil && !dumpList.Contains(ownList) {
+			return dbpilot.Errorf(dbpilot.ECONFLICT, "backup: --set-gtid-position: %s has transactions of its own in its binary log (gtid_binlog_pos %s) that the dump's position %s lacks; they would be errant on a replica — use a fresh server or RESET MASTER on it first", s.key, own, m.Position.GTID)
 		}
 		return nil
 	}

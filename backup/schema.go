@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
 )
 
 // Schema files hold SQL statements in a form the mariadb/mysql client also
@@ -224,7 +225,11 @@ func dumpTableSchema(ctx context.Context, s *session, d *dumpDir, t *Table) erro
 // dumpUsers writes CREATE USER and GRANT statements for every account but
 // the server's own system accounts.
 func dumpUsers(ctx context.Context, s *session, d *dumpDir) (string, error) {
-	rows, _, err := s.query(ctx, "list users", "SELECT User, Host FROM mysql.user ORDER BY User, Host")
+	// MariaDB keeps roles in mysql.user too (is_role); they are not dumped.
+	rows, _, err := s.query(ctx, "list users", "SELECT User, Host FROM mysql.user WHERE is_role <> 'Y' ORDER BY User, Host")
+	if mysql.ServerErrorNumber(err) == 1054 { // MySQL: no is_role column
+		rows, _, err = s.query(ctx, "list users", "SELECT User, Host FROM mysql.user ORDER BY User, Host")
+	}
 	if err != nil {
 		return "", err
 	}
