@@ -1167,7 +1167,8 @@ func itTestCorruptChunk(t *testing.T, src, tgt *itServer) {
 
 // itLimitedFile fails with ENOSPC once the shared budget is spent.
 type itLimitedFile struct {
-	f      *os.File
+	f      fileWriter
+	path   string
 	budget *atomic.Int64
 }
 
@@ -1183,7 +1184,7 @@ func (w *itLimitedFile) Write(p []byte) (int, error) {
 			return m, err
 		}
 	}
-	return n, &os.PathError{Op: "write", Path: w.f.Name(), Err: syscall.ENOSPC}
+	return n, &os.PathError{Op: "write", Path: w.path, Err: syscall.ENOSPC}
 }
 
 func (w *itLimitedFile) Sync() error  { return w.f.Sync() }
@@ -1273,7 +1274,7 @@ func TestBackupFaults(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return &itLimitedFile{f: f.(*os.File), budget: budget}, nil
+			return &itLimitedFile{f: f, path: path, budget: budget}, nil
 		}
 		for _, compress := range []string{"zstd", "none"} {
 			budget.Store(16 << 10)

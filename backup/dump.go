@@ -92,9 +92,7 @@ type fileWriter interface {
 
 // createFile creates a new file of a dump; tests replace it to simulate a
 // full disk.
-var createFile = func(path string) (fileWriter, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-}
+var createFile = openFile
 
 // dumpDir is the output directory of a dump.
 type dumpDir struct{ path string }
