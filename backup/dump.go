@@ -324,8 +324,10 @@ func Dump(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt 
 
 func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, opt DumpOptions) (*Manifest, error) {
 	// The driver allocates per value; the heap stays small (fixed buffers),
-	// so collecting less often is cheap in memory and saves CPU.
+	// so collecting less often is cheap in memory and saves CPU. The soft
+	// limit keeps the process well under 256 MB even with many threads.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(160 << 20))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	started := time.Now().UTC()
