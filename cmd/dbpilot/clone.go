@@ -107,6 +107,8 @@ source sandbox's descriptor; it must exist on the source.` + exitHelp,
 		},
 	}
 	tf.register(cmd)
+	// Bulk statements run as long as they need; the context bounds them.
+	_ = cmd.Flags().MarkHidden("query-timeout")
 	// --sandbox/--node make no sense here: each side names its own.
 	_ = cmd.Flags().MarkHidden("sandbox")
 	_ = cmd.Flags().MarkHidden("node")

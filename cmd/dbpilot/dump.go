@@ -94,6 +94,8 @@ information_schema, performance_schema) are dumped only when named in
 		},
 	}
 	tf.register(cmd)
+	// Bulk statements run as long as they need; the context bounds them.
+	_ = cmd.Flags().MarkHidden("query-timeout")
 	f := cmd.Flags()
 	f.StringVar(&opt.Out, "out", "", "output directory (created; must be new or empty)")
 	f.IntVar(&opt.Threads, "threads", 4, "worker connections")

@@ -75,6 +75,8 @@ history. The server needs local_infile=ON (MariaDB's default).` + exitHelp,
 		},
 	}
 	tf.register(cmd)
+	// Bulk statements run as long as they need; the context bounds them.
+	_ = cmd.Flags().MarkHidden("query-timeout")
 	f := cmd.Flags()
 	f.StringVar(&to, "to", "", "target server HOST:PORT")
 	f.IntVar(&opt.Threads, "threads", 4, "worker connections")
@@ -146,6 +148,8 @@ Exit status 1 when anything differs.` + exitHelp,
 		},
 	}
 	tf.register(cmd)
+	// Bulk statements run as long as they need; the context bounds them.
+	_ = cmd.Flags().MarkHidden("query-timeout")
 	f := cmd.Flags()
 	f.StringVar(&against, "against", "", "server to compare with, HOST:PORT")
 	f.IntVar(&opt.Threads, "threads", 4, "worker connections")
