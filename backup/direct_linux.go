@@ -66,26 +66,29 @@ func (d *directFile) Write(p []byte) (int, error) {
 }
 
 func (d *directFile) flushFull() error {
-	if _, err := d.f.Write(d.buf[:d.n]); err != nil {
+	if err := d.writeBlocks(d.buf[:d.n]); err != nil {
 		return err
 	}
 	d.n = 0
 	return nil
 }
 
-// finish writes what is left: whole blocks directly, the rest buffered.
-func (d *directFile) finish() error {
-	whole := d.n &^ (directAlign - 1)
-	if whole > 0 {
-		if _, err := d.f.Write(d.buf[:whole]); err != nil {
+// writeBlocks writes whole blocks; a file system that accepted O_DIRECT at
+// open but refuses the write (EINVAL) gets the file switched to buffered
+// writes instead of failing the dump.
+func (d *directFile) writeBlocks(p []byte) error {
+	_, err := d.f.Write(p)
+	if errors.Is(err, unix.EINVAL) && d.direct {
+		if err := d.buffered(); err != nil {
 			return err
 		}
+		_, err = d.f.Write(p)
 	}
-	rest := d.buf[whole:d.n]
-	d.n = 0
-	if len(rest) == 0 {
-		return nil
-	}
+	return err
+}
+
+// buffered turns O_DIRECT off.
+func (d *directFile) buffered() error {
 	fl, err := unix.FcntlInt(d.f.Fd(), unix.F_GETFL, 0)
 	if err != nil {
 		return err
@@ -94,7 +97,28 @@ func (d *directFile) finish() error {
 		return err
 	}
 	d.direct = false
-	_, err = d.f.Write(rest)
+	return nil
+}
+
+// finish writes what is left: whole blocks directly, the rest buffered.
+func (d *directFile) finish() error {
+	whole := d.n &^ (directAlign - 1)
+	if whole > 0 {
+		if err := d.writeBlocks(d.buf[:whole]); err != nil {
+			return err
+		}
+	}
+	rest := d.buf[whole:d.n]
+	d.n = 0
+	if len(rest) == 0 {
+		return nil
+	}
+	if d.direct {
+		if err := d.buffered(); err != nil {
+			return err
+		}
+	}
+	_, err := d.f.Write(rest)
 	return err
 }
 
