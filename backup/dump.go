@@ -157,28 +157,29 @@ func backupConnOptions(o mysql.Options, conns int) mysql.Options {
 	return o
 }
 
-// openSessions opens n pinned connections.
-func openSessions(ctx context.Context, db *mysql.DB, key dbpilot.InstanceKey, user string, n int) ([]*session, error) {
-	out := make([]*session, 0, n)
+// openSessions opens a pool of n connections to key for bulk work (see
+// backupConnOptions) and pins each of them as a session. closeAll closes
+// the sessions and the pool.
+func openSessions(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, n int) (sessions []*session, closeAll func(), err error) {
+	db, err := mysql.Open(ctx, key, backupConnOptions(conn, n))
+	if err != nil {
+		return nil, nil, err
+	}
+	closeAll = func() {
+		for _, s := range sessions {
+			s.conn.Close()
+		}
+		db.Close()
+	}
 	for i := 0; i < n; i++ {
 		c, err := db.SQL().Conn(ctx)
 		if err != nil {
-			for _, s := range out {
-				s.conn.Close()
-			}
-			return nil, mysql.Classify(err, key, user, "connect")
+			closeAll()
+			return nil, nil, mysql.Classify(err, key, conn.User, "connect")
 		}
-		out = append(out, &session{key: key, user: user, conn: c})
+		sessions = append(sessions, &session{key: key, user: conn.User, conn: c})
 	}
-	return out, nil
-}
-
-func closeSessions(ss []*session) {
-	for _, s := range ss {
-		if s != nil && s.conn != nil {
-			s.conn.Close()
-		}
-	}
+	return sessions, closeAll, nil
 }
 
 // readServer identifies the server.
@@ -331,16 +332,11 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	started := time.Now().UTC()
-	db, err := mysql.Open(ctx, key, backupConnOptions(connOpts, opt.Threads+2))
+	sessions, closeAll, err := openSessions(ctx, key, connOpts, opt.Threads+2)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	sessions, err := openSessions(ctx, db, key, connOpts.User, opt.Threads+2)
-	if err != nil {
-		return nil, err
-	}
-	defer closeSessions(sessions)
+	defer closeAll()
 	ctl, planner, workers := sessions[0], sessions[1], sessions[2:]
 
 	srv, _, err := readServer(ctx, ctl)
@@ -544,9 +540,7 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 	if err := ctx.Err(); err != nil {
 		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "backup: dump of %s interrupted", key)
 	}
-	if opt.Progress != nil {
-		prog.print(true)
-	}
+	prog.finish()
 
 	// Everything is on disk: make it durable, then write the manifest.
 	for _, t := range tables {

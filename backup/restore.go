@@ -191,16 +191,11 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 	if err != nil {
 		return nil, err
 	}
-	db, err := mysql.Open(ctx, key, backupConnOptions(conn, opt.Threads+1))
+	sessions, closeAll, err := openSessions(ctx, key, conn, opt.Threads+1)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	sessions, err := openSessions(ctx, db, key, conn.User, opt.Threads+1)
-	if err != nil {
-		return nil, err
-	}
-	defer closeSessions(sessions)
+	defer closeAll()
 	ctl, workers := sessions[0], sessions[1:]
 	for _, s := range sessions {
 		if err := s.exec(ctx, "prepare session", restoreSessionSQL(opt.NoBinlog)...); err != nil {
@@ -336,9 +331,7 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 	if err := ctx.Err(); err != nil {
 		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "backup: restore into %s interrupted (continue with --resume)", key)
 	}
-	if opt.Progress != nil {
-		prog.print(true)
-	}
+	prog.finish()
 
 	// Objects that need the tables and their data.
 	if !plog.has("objects") {

@@ -86,16 +86,11 @@ func Verify(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, op
 	if err != nil {
 		return nil, err
 	}
-	db, err := mysql.Open(ctx, key, backupConnOptions(conn, opt.Threads))
+	sessions, closeAll, err := openSessions(ctx, key, conn, opt.Threads)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	sessions, err := openSessions(ctx, db, key, conn.User, opt.Threads)
-	if err != nil {
-		return nil, err
-	}
-	defer closeSessions(sessions)
+	defer closeAll()
 	for _, s := range sessions {
 		if err := s.exec(ctx, "prepare session", "SET NAMES utf8mb4", "SET SESSION time_zone = '+00:00'", "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
 			return nil, err
