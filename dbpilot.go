@@ -43,6 +43,10 @@ func (k InstanceKey) Normalized() InstanceKey {
 	return InstanceKey{Host: h, Port: k.Port}
 }
 
+// Equal reports whether k and o name the same server: equal once
+// normalized ("localhost:3306" equals "127.0.0.1:3306").
+func (k InstanceKey) Equal(o InstanceKey) bool { return k.Normalized() == o.Normalized() }
+
 // ParseInstanceKey parses "host:port", "[ipv6]:port" or a bare "host" (port 3306).
 func ParseInstanceKey(s string) (InstanceKey, error) {
 	orig := s

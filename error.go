@@ -9,13 +9,13 @@ import (
 // to one of these so that the CLI (exit status) and the HTTP API (status code)
 // can answer without knowing the adapter.
 const (
-	ECONFLICT   = "conflict"    // already exists, in use
-	EINTERNAL   = "internal"    // a bug or an unexpected state
-	EINVALID    = "invalid"     // bad input
-	ENOTFOUND   = "not_found"   // no such sandbox, cluster, file
-	EUNAVAIL    = "unavailable" // cannot connect, timed out, server gone
-	EAUTH       = "auth"        // access denied
-	EUNSUPPORTD = "unsupported" // flavor/version cannot do this
+	ECONFLICT    = "conflict"    // already exists, in use
+	EINTERNAL    = "internal"    // a bug or an unexpected state
+	EINVALID     = "invalid"     // bad input
+	ENOTFOUND    = "not_found"   // no such sandbox, cluster, file
+	EUNAVAIL     = "unavailable" // cannot connect, timed out, server gone
+	EAUTH        = "auth"        // access denied
+	EUNSUPPORTED = "unsupported" // flavor/version cannot do this
 )
 
 // Error is an error with a code and a one-line, user-facing message.

@@ -49,7 +49,7 @@ func (i *Instance) IsReplica() bool { return len(i.Channels) > 0 }
 // Channel returns the channel replicating from source, or nil.
 func (i *Instance) Channel(source InstanceKey) *ReplicationChannel {
 	for c := range i.Channels {
-		if i.Channels[c].Source.Normalized() == source.Normalized() {
+		if i.Channels[c].Source.Equal(source) {
 			return &i.Channels[c]
 		}
 	}

@@ -61,15 +61,46 @@ type Recovery struct {
 
 // AuditEvent is one step or decision, kept in the audit log.
 type AuditEvent struct {
-	ID         int64             `json:"id"`
-	Time       time.Time         `json:"time"`
-	Cluster    string            `json:"cluster,omitempty"`
-	RecoveryID int64             `json:"recovery_id,omitempty"`
-	Instance   InstanceKey       `json:"instance,omitzero"`
-	Event      string            `json:"event"`   // e.g. "detect", "plan", "promote", "repoint", "hook", "fence"
-	Message    string            `json:"message"` // one human line
-	Detail     map[string]string `json:"detail,omitempty"`
+	ID         int64       `json:"id"`
+	Time       time.Time   `json:"time"`
+	Cluster    string      `json:"cluster,omitempty"`
+	RecoveryID int64       `json:"recovery_id,omitempty"`
+	Instance   InstanceKey `json:"instance,omitzero"`
+	Event      string      `json:"event"` // one of the Audit* kinds
+
+	Message string            `json:"message"` // one human line
+	Detail  map[string]string `json:"detail,omitempty"`
 }
+
+// Audit event kinds: what an AuditEvent records. Serve's watch loop and
+// operations write them, the recovery executor writes the steps, and drill
+// and the CLI read them.
+const (
+	// Detection and decisions (serve).
+	AuditDetect          = "detect"           // a dead primary confirmed; a recovery starts
+	AuditPlan            = "plan"             // the plan and why its candidate won
+	AuditCandidateFailed = "candidate-failed" // a candidate died before promotion; planning again
+	AuditHook            = "hook"             // a hook ran
+	AuditRecovered       = "recovered"        // a failover ended with a new primary
+	AuditFence           = "fence"            // a returning old primary was fenced, or a finding about it
+	AuditRejoin          = "rejoin"           // an old primary became a replica of the new one
+	AuditForget          = "forget"           // an instance not seen for long left the cluster
+	AuditAck             = "ack"              // recoveries acknowledged
+
+	// Steps of a recovery (the executor).
+	AuditApplyRelayLog = "apply-relay-log" // a candidate applied what it received
+	AuditCatchUp       = "catch-up"        // a candidate fetched what others received
+	AuditPromote       = "promote"         // a candidate became writable, replication removed
+	AuditRepoint       = "repoint"         // a replica now replicates from the new primary
+	AuditLost          = "lost"            // a replica cannot follow the new primary
+	AuditReadOnly      = "read-only"       // switchover: the old primary refuses writes
+	AuditKill          = "kill"            // switchover: client connections ended
+	AuditWriteWindow   = "write-window"    // switchover: how long writes were refused
+	AuditRollback      = "rollback"        // a failed change was undone
+	AuditRelocate      = "relocate"        // a replica moved below another server
+	AuditDone          = "done"            // the recovery or operation succeeded
+	AuditFailed        = "failed"          // the recovery or operation failed
+)
 
 // Auditor records audit events.
 type Auditor interface {

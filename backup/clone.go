@@ -10,7 +10,6 @@ import (
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/gtid"
 	"github.com/dbpilot/dbpilot/mysql"
-	"github.com/dbpilot/dbpilot/recovery"
 )
 
 // CloneOptions configures a clone.
@@ -99,7 +98,7 @@ func Clone(ctx context.Context, from dbpilot.InstanceKey, fromOpts mysql.Options
 	}
 	ctl := mysql.NewController(toOpts, opt.Repl)
 	defer ctl.Close()
-	if err := ctl.ChangeSource(ctx, to, from, recovery.ChangeSourceOptions{}); err != nil {
+	if err := ctl.ChangeSource(ctx, to, from, dbpilot.ChangeSourceOptions{}); err != nil {
 		return nil, err
 	}
 	if err := ctl.StartReplica(ctx, to); err != nil {

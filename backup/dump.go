@@ -277,22 +277,7 @@ func replicaStartPosition(binlogPos, slavePos string) (string, error) {
 	if err != nil {
 		return "", dbpilot.WrapError(dbpilot.EINTERNAL, err, "backup: parse gtid_slave_pos %q", slavePos)
 	}
-	best := map[uint32]gtid.MariaGTID{}
-	var order []uint32
-	for _, g := range append(append(gtid.MariaList{}, b...), s...) {
-		cur, seen := best[g.Domain]
-		if !seen {
-			order = append(order, g.Domain)
-		}
-		if !seen || g.Seq > cur.Seq {
-			best[g.Domain] = g
-		}
-	}
-	out := make([]gtid.MariaGTID, 0, len(order))
-	for _, d := range order {
-		out = append(out, best[d])
-	}
-	return gtid.NewMariaList(out...).String(), nil
+	return gtid.HighestPerDomain(b, s).String(), nil
 }
 
 // chunkJob is one chunk to dump.

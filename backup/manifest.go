@@ -206,7 +206,7 @@ func (t *Table) String() string { return t.DB + "." + t.Name }
 // ReadManifest reads and checks the manifest of the dump in dir. A missing
 // directory is ENOTFOUND; a directory without a manifest is an incomplete
 // dump (EINVALID, saying so when the incomplete marker is there) or not a
-// dump at all; a manifest of a newer format is EUNSUPPORTD.
+// dump at all; a manifest of a newer format is EUNSUPPORTED.
 func ReadManifest(dir string) (*Manifest, error) {
 	st, err := os.Stat(dir)
 	switch {
@@ -234,7 +234,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: %s/%s is not a dbpilot manifest", dir, ManifestFile)
 	}
 	if *probe.Format > FormatVersion {
-		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "backup: the dump in %s has manifest format %d, newer than this dbpilot reads (%d); use a newer dbpilot", dir, *probe.Format, FormatVersion)
+		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "backup: the dump in %s has manifest format %d, newer than this dbpilot reads (%d); use a newer dbpilot", dir, *probe.Format, FormatVersion)
 	}
 	if *probe.Format < 1 {
 		return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: %s/%s has invalid format %d", dir, ManifestFile, *probe.Format)

@@ -74,7 +74,7 @@ func TestReadManifestErrors(t *testing.T) {
 				writeTestFile(t, filepath.Join(dir, ManifestFile), `{"format": 2, "tool": "dbpilot 9"}`)
 				return dir
 			},
-			code:     dbpilot.EUNSUPPORTD,
+			code:     dbpilot.EUNSUPPORTED,
 			contains: []string{"manifest format 2", "newer", "(1)"},
 		},
 		{

@@ -602,7 +602,7 @@ func createViews(ctx context.Context, s *session, stmts []string) error {
 // checkCanSetPosition refuses --set-gtid-position where it cannot work.
 func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifest) error {
 	if srv.Flavor.IsMySQLFamily() != m.Server.Flavor.IsMySQLFamily() {
-		return dbpilot.Errorf(dbpilot.EUNSUPPORTD, "backup: --set-gtid-position: the dump's GTIDs are %s GTIDs and %s is %s", m.Server.Flavor, s.key, srv.Flavor)
+		return dbpilot.Errorf(dbpilot.EUNSUPPORTED, "backup: --set-gtid-position: the dump's GTIDs are %s GTIDs and %s is %s", m.Server.Flavor, s.key, srv.Flavor)
 	}
 	if m.Position.GTID == "" {
 		return dbpilot.Errorf(dbpilot.EINVALID, "backup: --set-gtid-position: the dump recorded no GTID position (binary log or GTIDs off on %s)", m.Server.Address)
@@ -823,7 +823,7 @@ func (l *chunkLoader) loadOnce(ctx context.Context, s *session, dir string, t *T
 			return dbpilot.WrapError(dbpilot.EINVALID, err, "backup: load %s into %s (nothing of this chunk was committed)", filepath.Base(c.File), t)
 		}
 		if n := mysql.ServerErrorNumber(err); n == 1148 || n == 3948 {
-			return dbpilot.WrapError(dbpilot.EUNSUPPORTD, err, "backup: %s refuses LOAD DATA LOCAL: enable it with SET GLOBAL local_infile = 1", s.key)
+			return dbpilot.WrapError(dbpilot.EUNSUPPORTED, err, "backup: %s refuses LOAD DATA LOCAL: enable it with SET GLOBAL local_infile = 1", s.key)
 		}
 		return s.fail("load "+filepath.Base(c.File)+" into "+t.String(), err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/collector"
 	"github.com/dbpilot/dbpilot/mysql"
-	"github.com/dbpilot/dbpilot/recovery"
 	"github.com/dbpilot/dbpilot/topology"
 )
 
@@ -26,7 +25,7 @@ type Daemon struct {
 	store   dbpilot.StateStore
 	probe   *mysql.Inspector // monitoring: short timeouts, one connection per instance
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
-	ctl     recovery.Controller
+	ctl     dbpilot.ReplicationController
 	log     *slog.Logger
 	version string
 	started time.Time
@@ -66,7 +65,7 @@ type clusterState struct {
 // Options are the daemon's collaborators.
 type Options struct {
 	Store   dbpilot.StateStore
-	Ctl     recovery.Controller // nil: a mysql.Controller from the config
+	Ctl     dbpilot.ReplicationController // nil: a mysql.Controller from the config
 	Logger  *slog.Logger
 	Version string
 	// Dial, when set, opens dbpilot's own connections to servers (tests cut
@@ -304,7 +303,7 @@ func (d *Daemon) restoreFences(ctx context.Context) {
 
 func appendKey(keys []dbpilot.InstanceKey, k dbpilot.InstanceKey) []dbpilot.InstanceKey {
 	for _, x := range keys {
-		if x.Normalized() == k.Normalized() {
+		if x.Equal(k) {
 			return keys
 		}
 	}
@@ -391,7 +390,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 				d.log.Warn("forget instance", "cluster", cs.cfg.Name, "err", err)
 			}
 		}
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: "forget",
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: dbpilot.AuditForget,
 			Message: fmt.Sprintf("%s was not seen for %s: no longer part of cluster %s", k, d.cfg.ForgetAfter.D(), cs.cfg.Name)})
 	}
 	if d.store != nil && len(members) > 0 {
@@ -439,7 +438,7 @@ func (cs *clusterState) ageOut(now time.Time, after time.Duration, primary *dbpi
 // isPrimaryOf reports whether k is one of the component's primaries.
 func isPrimaryOf(c *dbpilot.Cluster, k dbpilot.InstanceKey) bool {
 	for _, p := range c.Primaries {
-		if p.Normalized() == k.Normalized() {
+		if p.Equal(k) {
 			return true
 		}
 	}

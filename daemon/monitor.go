@@ -68,7 +68,7 @@ func roleOf(i *dbpilot.Instance, members []*dbpilot.Instance) string {
 		// A ring member is a writer: it writes its own heartbeat.
 		for _, c := range i.Channels {
 			for _, m := range members {
-				if m.Key.Normalized() == c.Source.Normalized() && m.Channel(i.Key) != nil {
+				if m.Key.Equal(c.Source) && m.Channel(i.Key) != nil {
 					return "primary"
 				}
 			}

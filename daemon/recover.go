@@ -96,7 +96,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 	if !detectedAt.IsZero() {
 		detail["detection_ms"] = fmt.Sprint(time.Since(detectedAt).Milliseconds())
 	}
-	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: "detect",
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditDetect,
 		Message: fmt.Sprintf("primary %s is dead; starting %s", old, kind), Detail: detail})
 
 	finish := func(err error) (*dbpilot.Recovery, error) {
@@ -112,14 +112,14 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 			cs.status.State = dbpilot.ClusterOK
 			cs.status.Primary = rec.NewPrimary
 			cs.mu.Unlock()
-			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: "recovered",
+			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: dbpilot.AuditRecovered,
 				Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})
 		} else {
 			d.runHooks(ctx, cs, rec, "post-unsuccessful-failover", hooks.PostUnsuccessfulFailover, hooks)
 			cs.mu.Lock()
 			cs.status.State = dbpilot.ClusterDead
 			cs.mu.Unlock()
-			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: "failed", Message: "recovery failed: " + err.Error()})
+			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditFailed, Message: "recovery failed: " + err.Error()})
 		}
 		return rec, err
 	}
@@ -133,7 +133,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 	exec := d.executor()
 	exec.Opt.SemiSync = cs.cfg.SemiSync
 	for attempt := 1; ; attempt++ {
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: "plan", Message: plan.Reason, Detail: map[string]string{"plan": plan.String()}})
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditPlan, Message: plan.Reason, Detail: map[string]string{"plan": plan.String()}})
 		err := exec.Failover(ctx, plan, rec)
 		if err == nil {
 			rec.NewPrimary = plan.Candidate
@@ -143,7 +143,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || attempt >= maxCandidates || ctx.Err() != nil {
 			return finish(err)
 		}
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: "candidate-failed",
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditCandidateFailed,
 			Message: fmt.Sprintf("candidate %s failed (%v); planning again without it", plan.Candidate, err)})
 		rules = withRule(rules, plan.Candidate, dbpilot.PromoteMustNot)
 		fresh = d.inspectAll(ctx, keysOf(members))
@@ -199,7 +199,7 @@ func (d *Daemon) runHooks(ctx context.Context, cs *clusterState, rec *dbpilot.Re
 		if res.Err != nil {
 			msg = fmt.Sprintf("%s hook %q failed: %v", phase, c, res.Err)
 		}
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, RecoveryID: rec.ID, Event: "hook", Message: msg, Detail: detail})
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, RecoveryID: rec.ID, Event: dbpilot.AuditHook, Message: msg, Detail: detail})
 		if phase != "pre-failover" || res.Err == nil {
 			continue
 		}
@@ -226,7 +226,7 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
 	primary := cs.primary
 	var newPrimary *dbpilot.Instance
 	for _, i := range cs.instances {
-		if i.Key.Normalized() == primary.Normalized() {
+		if i.Key.Equal(primary) {
 			newPrimary = i
 		}
 	}
@@ -237,7 +237,7 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
 				d.log.Warn("fence: set read_only", "instance", old.Key.String(), "err", err)
 				continue
 			}
-			d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: "fence",
+			d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: dbpilot.AuditFence,
 				Message: fmt.Sprintf("old primary %s is back: set read_only", old.Key)})
 		}
 		if newPrimary == nil || !newPrimary.Reachable {
@@ -264,7 +264,7 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
 		cs.mu.Lock()
 		delete(cs.fenced, old.Key)
 		cs.mu.Unlock()
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: "rejoin",
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: dbpilot.AuditRejoin,
 			Message: fmt.Sprintf("old primary %s has no errant transactions: now a replica of %s", old.Key, newPrimary.Key)})
 	}
 }
@@ -276,7 +276,7 @@ func (d *Daemon) fenceNote(ctx context.Context, cs *clusterState, k dbpilot.Inst
 	cs.fenceNoted[k] = msg
 	cs.mu.Unlock()
 	if !same {
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: "fence", Message: msg, Detail: detail})
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: dbpilot.AuditFence, Message: msg, Detail: detail})
 	}
 }
 
@@ -289,7 +289,7 @@ func (d *Daemon) rejoin(ctx context.Context, old, primary dbpilot.InstanceKey, s
 	if err := d.ctl.SetSemiSync(ctx, old, false, semiSync); err != nil {
 		return err
 	}
-	if err := d.ctl.ChangeSource(ctx, old, primary, recovery.ChangeSourceOptions{}); err != nil {
+	if err := d.ctl.ChangeSource(ctx, old, primary, dbpilot.ChangeSourceOptions{}); err != nil {
 		return err
 	}
 	return d.ctl.StartReplica(ctx, old)

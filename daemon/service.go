@@ -152,12 +152,12 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: the primary is not reachable: a switchover needs a live primary; see 'dbpilot failover %s'", name, name)
 	}
 	if cs.multiPrimary() {
-		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "cluster %s has several writers (ring or multi-source): switchover is not supported", name)
+		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "cluster %s has several writers (ring or multi-source): switchover is not supported", name)
 	}
 	fresh := d.inspectAll(ctx, keysOf(members))
 	var p *dbpilot.Instance
 	for _, i := range fresh {
-		if i.Key.Normalized() == primary.Key.Normalized() {
+		if i.Key.Equal(primary.Key) {
 			p = i
 		}
 	}
@@ -174,7 +174,7 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 			return nil, err
 		}
 	}
-	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: "plan", Message: plan.Reason, Detail: map[string]string{"plan": rec.Plan}})
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditPlan, Message: plan.Reason, Detail: map[string]string{"plan": rec.Plan}})
 	exec := d.executor()
 	exec.Opt.SemiSync = cs.cfg.SemiSync
 	err = exec.Switchover(ctx, plan, rec)
@@ -199,7 +199,7 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 		d.refresh(ctx, c)
 		c.mu.Lock()
 		for _, i := range c.instances {
-			if i.Key.Normalized() == replica.Normalized() {
+			if i.Key.Equal(replica) {
 				cs = c
 			}
 		}
@@ -222,7 +222,7 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 	fresh := d.inspectAll(ctx, keysOf(members))
 	find := func(k dbpilot.InstanceKey) *dbpilot.Instance {
 		for _, i := range fresh {
-			if i.Key.Normalized() == k.Normalized() {
+			if i.Key.Equal(k) {
 				return i
 			}
 		}
@@ -260,13 +260,13 @@ func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (int, error)
 		return 0, err
 	}
 	if d.store == nil {
-		return 0, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "no state store")
+		return 0, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "no state store")
 	}
 	n, err := d.store.AckRecoveries(ctx, name, by, comment)
 	if err != nil {
 		return 0, err
 	}
-	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Event: "ack", Message: fmt.Sprintf("%d recoveries acknowledged by %s: %s", n, by, comment)})
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Event: dbpilot.AuditAck, Message: fmt.Sprintf("%d recoveries acknowledged by %s: %s", n, by, comment)})
 	cs.mu.Lock()
 	cs.lastVerdict = ""
 	cs.mu.Unlock()

@@ -121,7 +121,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	if d.Topology != sandbox.TopologyReplication {
-		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "drill: sandbox %s is a %s topology; drills need a replication sandbox", d.Name, d.Topology)
+		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "drill: sandbox %s is a %s topology; drills need a replication sandbox", d.Name, d.Topology)
 	}
 	res := &Result{Summary: Summary{Mode: opt.Mode, SemiSync: d.SemiSync, Rounds: opt.Rounds}}
 	for n := 1; n <= opt.Rounds; n++ {
@@ -304,11 +304,11 @@ func auditTimes(ctx context.Context, store *sqlite.DB, cluster string, event tim
 	var det, rec float64
 	for _, e := range evs {
 		switch e.Event {
-		case "detect":
+		case dbpilot.AuditDetect:
 			if det == 0 {
 				det = round3(e.Time.Sub(event).Seconds())
 			}
-		case "recovered":
+		case dbpilot.AuditRecovered:
 			if rec == 0 {
 				rec = round3(e.Time.Sub(event).Seconds())
 			}
@@ -319,7 +319,7 @@ func auditTimes(ctx context.Context, store *sqlite.DB, cluster string, event tim
 
 func nodeByKey(d *sandbox.Descriptor, k dbpilot.InstanceKey) *sandbox.Node {
 	for _, n := range d.Nodes {
-		if n.Key().Normalized() == k.Normalized() {
+		if n.Key().Equal(k) {
 			return n
 		}
 	}
@@ -468,7 +468,7 @@ func (w *writer) firstAckAfter(ctx context.Context, t time.Time, limit time.Dura
 				before = a.key
 				continue
 			}
-			if a.key.Normalized() != before.Normalized() {
+			if !a.key.Equal(before) {
 				w.mu.Unlock()
 				return a.at, a.key, true
 			}
@@ -593,7 +593,7 @@ func restore(ctx context.Context, d *sandbox.Descriptor, old *sandbox.Node, opt 
 	evs, _ := dm.AuditEvents(ctx, dbpilot.AuditFilter{Cluster: d.Name, Limit: 50})
 	why := "old primary did not rejoin"
 	for _, e := range evs {
-		if e.Event == "fence" && strings.Contains(e.Message, "errant") {
+		if e.Event == dbpilot.AuditFence && strings.Contains(e.Message, "errant") {
 			why = "old primary has errant transactions"
 		}
 	}

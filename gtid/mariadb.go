@@ -192,6 +192,29 @@ func (l MariaList) Domains() []uint32 {
 	return ds
 }
 
+// HighestPerDomain returns, for each domain present in any of lists, the
+// GTID with the highest sequence number (per DomainSeq within one list); on
+// a tie between lists the one of the earlier list wins. It merges positions
+// such as gtid_binlog_pos and gtid_slave_pos, or Gtid_IO_Pos and
+// gtid_current_pos: everything a server wrote or received, one GTID a
+// domain.
+func HighestPerDomain(lists ...MariaList) MariaList {
+	best := map[uint32]MariaGTID{}
+	for _, l := range lists {
+		for _, d := range l.Domains() {
+			g, _ := l.DomainSeq(d)
+			if b, ok := best[d]; !ok || g.Seq > b.Seq {
+				best[d] = g
+			}
+		}
+	}
+	out := make([]MariaGTID, 0, len(best))
+	for _, g := range best {
+		out = append(out, g)
+	}
+	return NewMariaList(out...)
+}
+
 // DomainSeq returns the entry with the highest sequence number in domain:
 // the position of a binlog state in that domain. Among entries with the
 // same sequence number the one with the lowest server ID is returned.

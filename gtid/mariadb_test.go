@@ -422,3 +422,33 @@ func TestMariaSetAlgebra(t *testing.T) {
 		t.Error("zero MariaSet is not the empty set")
 	}
 }
+
+func TestHighestPerDomain(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"", ""}, ""},
+		{[]string{"0-1-5", ""}, "0-1-5"},
+		{[]string{"0-1-5,1-1-3", "0-2-7"}, "0-2-7,1-1-3"},
+		// A tie between lists keeps the earlier list's GTID.
+		{[]string{"0-1-7", "0-2-7"}, "0-1-7"},
+		{[]string{"0-2-7", "0-1-7"}, "0-2-7"},
+		// Within one list, the domain's position (DomainSeq) counts.
+		{[]string{"0-1-9,0-2-4", "0-3-8"}, "0-1-9"},
+		{[]string{"2-1-1", "1-1-1", "0-1-1"}, "0-1-1,1-1-1,2-1-1"},
+	} {
+		var ls []MariaList
+		for _, s := range tc.in {
+			l, err := ParseMariaList(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls = append(ls, l)
+		}
+		if got := HighestPerDomain(ls...).String(); got != tc.want {
+			t.Errorf("HighestPerDomain(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

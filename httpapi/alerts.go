@@ -29,7 +29,7 @@ func (s *Server) registerAlerts() {
 func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {
 	as, ok := s.svc.(dbpilot.AlertService)
 	if !ok {
-		s.writeError(w, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "this dbpilot serve does not evaluate alerts"), nil)
+		s.writeError(w, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "this dbpilot serve does not evaluate alerts"), nil)
 		return
 	}
 	q := r.URL.Query()

@@ -96,5 +96,5 @@ func TestAlerts(t *testing.T) {
 func TestAlertsUnsupported(t *testing.T) {
 	srv := newAlertServer(t, &fakeService{})
 	_, err := NewClient(srv.URL, "").Alerts(context.Background(), dbpilot.AlertFilter{})
-	wantError(t, err, dbpilot.EUNSUPPORTD, "does not evaluate alerts")
+	wantError(t, err, dbpilot.EUNSUPPORTED, "does not evaluate alerts")
 }

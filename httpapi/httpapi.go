@@ -76,7 +76,7 @@ func StatusOf(code string) int {
 		return http.StatusNotFound
 	case dbpilot.ECONFLICT:
 		return http.StatusConflict
-	case dbpilot.EUNSUPPORTD:
+	case dbpilot.EUNSUPPORTED:
 		return http.StatusUnprocessableEntity
 	case dbpilot.EAUTH, dbpilot.EUNAVAIL:
 		return http.StatusBadGateway
@@ -97,7 +97,7 @@ func codeOfStatus(status int) string {
 	case http.StatusConflict:
 		return dbpilot.ECONFLICT
 	case http.StatusUnprocessableEntity:
-		return dbpilot.EUNSUPPORTD
+		return dbpilot.EUNSUPPORTED
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return dbpilot.EUNAVAIL
 	}

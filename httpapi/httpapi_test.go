@@ -503,7 +503,7 @@ func TestErrorCodes(t *testing.T) {
 		{dbpilot.Errorf(dbpilot.EINVALID, "bad"), 400, dbpilot.EINVALID},
 		{dbpilot.Errorf(dbpilot.ENOTFOUND, "gone"), 404, dbpilot.ENOTFOUND},
 		{dbpilot.Errorf(dbpilot.ECONFLICT, "a recovery of main runs"), 409, dbpilot.ECONFLICT},
-		{dbpilot.Errorf(dbpilot.EUNSUPPORTD, "MySQL 5.6 cannot"), 422, dbpilot.EUNSUPPORTD},
+		{dbpilot.Errorf(dbpilot.EUNSUPPORTED, "MySQL 5.6 cannot"), 422, dbpilot.EUNSUPPORTED},
 		{dbpilot.Errorf(dbpilot.EAUTH, "access denied for dbpilot@db2"), 502, dbpilot.EAUTH},
 		{dbpilot.WrapError(dbpilot.EUNAVAIL, io.ErrUnexpectedEOF, "db2:3306 unreachable"), 502, dbpilot.EUNAVAIL},
 		{dbpilot.Errorf(dbpilot.EINTERNAL, "bug"), 500, dbpilot.EINTERNAL},

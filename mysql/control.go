@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/recovery"
 	driver "github.com/go-sql-driver/mysql"
 )
 
@@ -24,7 +23,7 @@ const (
 	erSlaveChannelMissing = 3074 // MySQL: no such channel
 )
 
-// Controller implements recovery.Controller over SQL: replication control,
+// Controller implements dbpilot.ReplicationController over SQL: replication control,
 // read-only, GTID waits, connection kills and semi-sync, for MariaDB and
 // MySQL (flavor and version detected on first use of each server and
 // remembered).
@@ -56,8 +55,8 @@ type ctlConn struct {
 }
 
 var (
-	_ recovery.Controller        = (*Controller)(nil)
-	_ recovery.ReplicaPositioner = (*Controller)(nil)
+	_ dbpilot.ReplicationController = (*Controller)(nil)
+	_ dbpilot.ReplicaPositioner     = (*Controller)(nil)
 )
 
 var errControllerClosed = dbpilot.Errorf(dbpilot.EUNAVAIL, "mysql: controller closed")
@@ -127,8 +126,8 @@ func (c *Controller) ResetReplicaAll(ctx context.Context, key dbpilot.InstanceKe
 // IGNORE_DOMAIN_IDS to opt.IgnoreDomains, explicitly to () when there are
 // none, since the setting persists across CHANGE MASTER; a non-empty list
 // clears DO_DOMAIN_IDS, which cannot be set at the same time. On MySQL,
-// IgnoreDomains is refused (EUNSUPPORTD). Replication is not started.
-func (c *Controller) ChangeSource(ctx context.Context, key, source dbpilot.InstanceKey, opt recovery.ChangeSourceOptions) error {
+// IgnoreDomains is refused (EUNSUPPORTED). Replication is not started.
+func (c *Controller) ChangeSource(ctx context.Context, key, source dbpilot.InstanceKey, opt dbpilot.ChangeSourceOptions) error {
 	return c.do(ctx, key, "change source", func(s *ctl) error { return s.changeSource(ctx, source, c.repl, opt) })
 }
 
@@ -155,7 +154,7 @@ func (c *Controller) SetSemiSync(ctx context.Context, key dbpilot.InstanceKey, p
 
 // SetReplicaPosition sets MariaDB's gtid_slave_pos: the position key asks
 // its sources for when it replicates with MASTER_USE_GTID=slave_pos. Every
-// channel must be stopped. MySQL has no such position (EUNSUPPORTD).
+// channel must be stopped. MySQL has no such position (EUNSUPPORTED).
 func (c *Controller) SetReplicaPosition(ctx context.Context, key dbpilot.InstanceKey, pos string) error {
 	return c.do(ctx, key, "set gtid_slave_pos", func(s *ctl) error { return s.setReplicaPosition(ctx, pos) })
 }
@@ -486,7 +485,7 @@ func changeSourceSQL(d Dialect, cs ChangeSource, ignore []uint32) (string, error
 	stmt := d.ChangeSourceSQL(cs)
 	if !d.MariaDB() {
 		if len(ignore) > 0 {
-			return "", dbpilot.Errorf(dbpilot.EUNSUPPORTD, "ignoring GTID domains %v needs MariaDB; %s %s has no domains", ignore, d.Flavor, d.Version)
+			return "", dbpilot.Errorf(dbpilot.EUNSUPPORTED, "ignoring GTID domains %v needs MariaDB; %s %s has no domains", ignore, d.Flavor, d.Version)
 		}
 		return stmt, nil
 	}
@@ -503,7 +502,7 @@ func changeSourceSQL(d Dialect, cs ChangeSource, ignore []uint32) (string, error
 	return stmt + ", IGNORE_DOMAIN_IDS=(" + strings.Join(parts, ",") + ")", nil
 }
 
-func (s *ctl) changeSource(ctx context.Context, source dbpilot.InstanceKey, repl Credentials, opt recovery.ChangeSourceOptions) error {
+func (s *ctl) changeSource(ctx context.Context, source dbpilot.InstanceKey, repl Credentials, opt dbpilot.ChangeSourceOptions) error {
 	const op = "change source"
 	s.secret = repl.Password
 	if source.IsZero() {
@@ -603,7 +602,7 @@ func nameValuesRaw(rows []map[string]string) map[string]string {
 func (s *ctl) setReplicaPosition(ctx context.Context, pos string) error {
 	const op = "set gtid_slave_pos"
 	if !s.d.MariaDB() {
-		return dbpilot.Errorf(dbpilot.EUNSUPPORTD, "mysql: %s on %s: %s has no gtid_slave_pos", op, s.key, s.id.Flavor)
+		return dbpilot.Errorf(dbpilot.EUNSUPPORTED, "mysql: %s on %s: %s has no gtid_slave_pos", op, s.key, s.id.Flavor)
 	}
 	return s.exec(ctx, op, "SET GLOBAL gtid_slave_pos="+Quote(pos))
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mysql"
-	"github.com/dbpilot/dbpilot/recovery"
 	"github.com/dbpilot/dbpilot/sandbox"
 )
 
@@ -99,7 +98,7 @@ func TestControllerMariaDB(t *testing.T) {
 	})
 
 	t.Run("change-source", func(t *testing.T) {
-		must("change node3 to node2 ignoring domains 2,1", ctl.ChangeSource(ctx, n3, n2, recovery.ChangeSourceOptions{IgnoreDomains: []uint32{2, 1}}))
+		must("change node3 to node2 ignoring domains 2,1", ctl.ChangeSource(ctx, n3, n2, dbpilot.ChangeSourceOptions{IgnoreDomains: []uint32{2, 1}}))
 		rows, err := sandbox.Exec(ctx, d, "node3", "SHOW ALL SLAVES STATUS")
 		must("show slaves", err)
 		m := rows.Maps()
@@ -108,7 +107,7 @@ func TestControllerMariaDB(t *testing.T) {
 			t.Errorf("after change source with ignored domains: %v", m)
 		}
 		// The setting persists unless cleared: ChangeSource clears it.
-		must("change node3 back to node1", ctl.ChangeSource(ctx, n3, n1, recovery.ChangeSourceOptions{}))
+		must("change node3 back to node1", ctl.ChangeSource(ctx, n3, n1, dbpilot.ChangeSourceOptions{}))
 		rows, err = sandbox.Exec(ctx, d, "node3", "SHOW ALL SLAVES STATUS")
 		must("show slaves", err)
 		if m := rows.Maps(); len(m) != 1 || m[0]["Replicate_Ignore_Domain_Ids"] != "" || m[0]["Master_Port"] != fmt.Sprint(n1.Port) {
@@ -117,13 +116,13 @@ func TestControllerMariaDB(t *testing.T) {
 		must("start node3", ctl.StartReplica(ctx, n3))
 		ctlUntil(t, ctl, n3, "node3 replicating from node1", healthyFrom(n1))
 		// ChangeSource stops a running channel itself.
-		must("change running channel", ctl.ChangeSource(ctx, n3, n1, recovery.ChangeSourceOptions{}))
+		must("change running channel", ctl.ChangeSource(ctx, n3, n1, dbpilot.ChangeSourceOptions{}))
 		must("start node3", ctl.StartReplica(ctx, n3))
 		ctlUntil(t, ctl, n3, "node3 replicating from node1", healthyFrom(n1))
 	})
 
 	t.Run("named-channel-and-reset", func(t *testing.T) {
-		must("add channel x", ctl.ChangeSource(ctx, n3, n2, recovery.ChangeSourceOptions{Channel: "x"}))
+		must("add channel x", ctl.ChangeSource(ctx, n3, n2, dbpilot.ChangeSourceOptions{Channel: "x"}))
 		inst := ctlUntil(t, ctl, n3, "two channels", func(i *dbpilot.Instance) bool { return len(i.Channels) == 2 })
 		if ch := inst.Channel(n2); ch == nil || ch.Name != "x" || ch.IORunning != dbpilot.IOStopped {
 			t.Errorf("channel x: %+v", inst.Channels)
@@ -136,7 +135,7 @@ func TestControllerMariaDB(t *testing.T) {
 		must("stop without channels", ctl.StopReplica(ctx, n3))
 		must("start without channels", ctl.StartReplica(ctx, n3))
 		// gtid_slave_pos survives the reset: node3 resumes where it was.
-		must("rewire node3", ctl.ChangeSource(ctx, n3, n1, recovery.ChangeSourceOptions{}))
+		must("rewire node3", ctl.ChangeSource(ctx, n3, n1, dbpilot.ChangeSourceOptions{}))
 		must("start node3", ctl.StartReplica(ctx, n3))
 		ctlUntil(t, ctl, n3, "node3 replicating from node1", healthyFrom(n1))
 	})
@@ -235,7 +234,7 @@ func TestControllerMariaDB(t *testing.T) {
 
 	t.Run("errors", func(t *testing.T) {
 		dead := dbpilot.InstanceKey{Host: "127.0.0.1", Port: 1}
-		err := ctl.ChangeSource(ctx, dead, n1, recovery.ChangeSourceOptions{})
+		err := ctl.ChangeSource(ctx, dead, n1, dbpilot.ChangeSourceOptions{})
 		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || !strings.HasPrefix(err.Error(), "mysql: change source on 127.0.0.1:1: ") ||
 			strings.Contains(err.Error(), d.Repl.Password) || strings.Contains(err.Error(), d.Admin.Password) {
 			t.Errorf("change source on a dead server: %v (code %s)", err, dbpilot.ErrorCode(err))

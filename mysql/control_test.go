@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/recovery"
 	driver "github.com/go-sql-driver/mysql"
 )
 
@@ -86,7 +85,7 @@ func TestChangeSourceSQL(t *testing.T) {
 		{"maria ignore", mariaID, []uint32{2, 1, 2}, base + ", DO_DOMAIN_IDS=(), IGNORE_DOMAIN_IDS=(1,2)", ""},
 		{"maria no ignore clears the setting", mariaID, nil, base + ", IGNORE_DOMAIN_IDS=()", ""},
 		{"mysql", my84ID, nil, `CHANGE REPLICATION SOURCE TO SOURCE_HOST='10.0.0.2', SOURCE_PORT=3306, SOURCE_USER='repl', SOURCE_PASSWORD='pw', SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, SOURCE_HEARTBEAT_PERIOD=1, GET_SOURCE_PUBLIC_KEY=1`, ""},
-		{"mysql refuses domains", my84ID, []uint32{1}, "", dbpilot.EUNSUPPORTD},
+		{"mysql refuses domains", my84ID, []uint32{1}, "", dbpilot.EUNSUPPORTED},
 	}
 	for _, tt := range tests {
 		got, err := changeSourceSQL(tt.id.dialect(), cs, tt.ignore)
@@ -109,7 +108,7 @@ func TestChangeSourceStopsRunningChannelFirst(t *testing.T) {
 	)}}
 	s := newCtl(mariaID, r)
 	err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "10.0.0.2", Port: 3307}, Credentials{User: "repl", Password: "s3cret"},
-		recovery.ChangeSourceOptions{IgnoreDomains: []uint32{3}})
+		dbpilot.ChangeSourceOptions{IgnoreDomains: []uint32{3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +121,7 @@ func TestChangeSourceStopsRunningChannelFirst(t *testing.T) {
 	// A named channel that is stopped is changed at once.
 	r = &recorder{results: map[string]*Rows{"SHOW ALL SLAVES STATUS": slaveStatus([]string{"m1", "10.0.0.1", "3306", "No", "No"})}}
 	s = newCtl(mariaID, r)
-	if err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "h", Port: 1}, Credentials{User: "repl"}, recovery.ChangeSourceOptions{Channel: "m1"}); err != nil {
+	if err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "h", Port: 1}, Credentials{User: "repl"}, dbpilot.ChangeSourceOptions{Channel: "m1"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.log) != 2 || !strings.HasPrefix(r.log[1], "CHANGE MASTER 'm1' TO ") || !strings.HasSuffix(r.log[1], "IGNORE_DOMAIN_IDS=()") {
@@ -134,7 +133,7 @@ func TestChangeSourceErrorHidesPassword(t *testing.T) {
 	stmt := `CHANGE MASTER TO MASTER_HOST='h', MASTER_PORT=1, MASTER_USER='repl', MASTER_PASSWORD='s3cret', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1, IGNORE_DOMAIN_IDS=()`
 	r := &recorder{fail: map[string]error{stmt: &driver.MySQLError{Number: ErParseError, Message: "You have an error in your SQL syntax near 's3cret', MASTER_USE_GTID'"}}}
 	s := newCtl(mariaID, r)
-	err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "h", Port: 1}, Credentials{User: "repl", Password: "s3cret"}, recovery.ChangeSourceOptions{})
+	err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "h", Port: 1}, Credentials{User: "repl", Password: "s3cret"}, dbpilot.ChangeSourceOptions{})
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.HasPrefix(err.Error(), "mysql: change source on db1:3306: ") || ServerErrorNumber(err) != ErParseError {
 		t.Errorf("error = %v (number %d)", err, ServerErrorNumber(err))
 	}
@@ -333,7 +332,7 @@ func TestSetReplicaPositionSQL(t *testing.T) {
 	if got := strings.Join(r.log, "|"); got != "SET GLOBAL gtid_slave_pos='0-1-5,1-2-3'" {
 		t.Errorf("statement: %s", got)
 	}
-	if err := newCtl(my84ID, &recorder{}).setReplicaPosition(context.Background(), "x"); dbpilot.ErrorCode(err) != dbpilot.EUNSUPPORTD {
+	if err := newCtl(my84ID, &recorder{}).setReplicaPosition(context.Background(), "x"); dbpilot.ErrorCode(err) != dbpilot.EUNSUPPORTED {
 		t.Errorf("mysql: %v", err)
 	}
 }

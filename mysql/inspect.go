@@ -160,7 +160,7 @@ func (s *session) detect(ctx context.Context) (serverIdent, error) {
 	}
 	id.Flavor = DetectFlavor(raw, id.Comment)
 	if id.Version, err = parseServerVersion(raw, id.Flavor); err != nil {
-		return serverIdent{}, dbpilot.WrapError(dbpilot.EUNSUPPORTD, err, "mysql: read version on %s", s.key)
+		return serverIdent{}, dbpilot.WrapError(dbpilot.EUNSUPPORTED, err, "mysql: read version on %s", s.key)
 	}
 	return id, nil
 }

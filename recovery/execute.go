@@ -52,30 +52,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// ReplicaPositioner is an optional Controller extension for MariaDB (the
-// mysql package's Controller implements it): it sets gtid_slave_pos, the
-// position a replica asks its source for. The executor uses it where the
-// position must differ from what replication left:
-//
-//   - a former primary about to replicate (switchover) gets its own binlog
-//     position, or it would ask its new source for its own transactions;
-//   - during a catch-up, a candidate ahead of the catch-up source in an
-//     ignored domain temporarily takes the source's position in that domain:
-//     MariaDB (10.11 at least) checks the replica's whole position against
-//     its binlog, ignored domains included, and refuses with error 1236
-//     ("connecting slave requested to start from GTID ..., which is not in
-//     the master's binlog") a replica that is ahead in any domain. The
-//     candidate's own position is put back after the catch-up.
-//
-// Without it, a switchover relies on the new primary's binlogs reaching back
-// to the start of the old primary's history, and such catch-ups fail.
-type ReplicaPositioner interface {
-	SetReplicaPosition(ctx context.Context, key dbpilot.InstanceKey, pos string) error
-}
-
-// Executor applies plans through a Controller and audits every step.
+// Executor applies plans through a dbpilot.ReplicationController and
+// audits every step.
 type Executor struct {
-	Ctl   Controller
+	Ctl   dbpilot.ReplicationController
 	Audit dbpilot.Auditor // may be nil
 	Opt   Options
 }
@@ -147,7 +127,7 @@ func (r *execRun) finish(ctx context.Context, err error, detail map[string]strin
 		if !strings.HasPrefix(msg, r.verb+":") {
 			msg = r.verb + " failed: " + msg
 		}
-		r.audit(ctx, r.subject, "failed", msg, detail)
+		r.audit(ctx, r.subject, dbpilot.AuditFailed, msg, detail)
 		return err
 	}
 	r.rec.Success = true
@@ -159,7 +139,7 @@ func (r *execRun) finish(ctx context.Context, err error, detail map[string]strin
 	if n := len(r.rec.LostReplicas); n > 0 {
 		msg += fmt.Sprintf("; %d replica(s) lost: %s", n, execKeyList(r.rec.LostReplicas))
 	}
-	r.audit(ctx, r.subject, "done", msg, detail)
+	r.audit(ctx, r.subject, dbpilot.AuditDone, msg, detail)
 	return nil
 }
 
@@ -168,7 +148,7 @@ func (r *execRun) lose(ctx context.Context, key dbpilot.InstanceKey, reason stri
 	r.mu.Lock()
 	r.rec.LostReplicas = append(r.rec.LostReplicas, key)
 	r.mu.Unlock()
-	r.audit(ctx, key, "lost", fmt.Sprintf("%s is lost: %s", key, reason), map[string]string{"reason": reason})
+	r.audit(ctx, key, dbpilot.AuditLost, fmt.Sprintf("%s is lost: %s", key, reason), map[string]string{"reason": reason})
 }
 
 func execMillis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
@@ -180,8 +160,6 @@ func execKeyList(keys []dbpilot.InstanceKey) string {
 	}
 	return strings.Join(s, ",")
 }
-
-func execSameKey(a, b dbpilot.InstanceKey) bool { return a.Normalized() == b.Normalized() }
 
 // sleep waits d or until ctx ends.
 func execSleep(ctx context.Context, d time.Duration) error {
@@ -229,7 +207,7 @@ func (r *execRun) validate(p *Plan) error {
 		return dbpilot.Errorf(dbpilot.EINVALID, "%s: no plan", r.verb)
 	case p.Candidate.IsZero():
 		return dbpilot.Errorf(dbpilot.EINVALID, "%s: the plan names no candidate", r.verb)
-	case execSameKey(p.Candidate, p.OldPrimary):
+	case p.Candidate.Equal(p.OldPrimary):
 		return dbpilot.Errorf(dbpilot.EINVALID, "%s: the candidate %s is the old primary", r.verb, p.Candidate)
 	case r.e.Ctl == nil:
 		return dbpilot.Errorf(dbpilot.EINVALID, "%s: no controller", r.verb)
@@ -345,7 +323,7 @@ func (r *execRun) applyRelayLog(ctx context.Context, p *Plan, cand *dbpilot.Inst
 	}
 	detail := map[string]string{"received": received}
 	if target == "" {
-		r.audit(ctx, key, "apply-relay-log", fmt.Sprintf("%s has applied everything it received (%s)", key, execOrNone(received)), detail)
+		r.audit(ctx, key, dbpilot.AuditApplyRelayLog, fmt.Sprintf("%s has applied everything it received (%s)", key, execOrNone(received)), detail)
 		return nil
 	}
 	detail["waiting_for"] = target
@@ -365,7 +343,7 @@ func (r *execRun) applyRelayLog(ctx context.Context, p *Plan, cand *dbpilot.Inst
 		return err
 	}
 	detail["elapsed_ms"] = execMillis(time.Since(start))
-	r.audit(ctx, key, "apply-relay-log", fmt.Sprintf("%s applied its relay log up to %s", key, target), detail)
+	r.audit(ctx, key, dbpilot.AuditApplyRelayLog, fmt.Sprintf("%s applied its relay log up to %s", key, target), detail)
 	return nil
 }
 
@@ -471,9 +449,9 @@ func (r *execRun) catchUp(ctx context.Context, p *Plan, cu CatchUp) error {
 		return err
 	}
 	// The source refuses a replica ahead of it in any domain, ignored ones
-	// included (see ReplicaPositioner): borrow its position there.
+	// included (see dbpilot.ReplicaPositioner): borrow its position there.
 	var saved string
-	pos, canPosition := ctl.(ReplicaPositioner)
+	pos, canPosition := ctl.(dbpilot.ReplicaPositioner)
 	if maria && len(ignore) > 0 && canPosition {
 		stopped, err := ctl.Inspect(ctx, key)
 		if err != nil {
@@ -492,7 +470,7 @@ func (r *execRun) catchUp(ctx context.Context, p *Plan, cu CatchUp) error {
 			detail["slave_pos_during_catch_up"] = temp
 		}
 	}
-	if err := ctl.ChangeSource(ctx, key, cu.From, ChangeSourceOptions{IgnoreDomains: ignore}); err != nil {
+	if err := ctl.ChangeSource(ctx, key, cu.From, dbpilot.ChangeSourceOptions{IgnoreDomains: ignore}); err != nil {
 		return err
 	}
 	if err := ctl.StartReplica(ctx, key); err != nil {
@@ -522,7 +500,7 @@ func (r *execRun) catchUp(ctx context.Context, p *Plan, cu CatchUp) error {
 		detail["slave_pos_restored"] = final
 	}
 	detail["elapsed_ms"] = execMillis(time.Since(start))
-	r.audit(ctx, key, "catch-up", fmt.Sprintf("%s caught up from %s to %s", key, cu.From, execOrNone(until)), detail)
+	r.audit(ctx, key, dbpilot.AuditCatchUp, fmt.Sprintf("%s caught up from %s to %s", key, cu.From, execOrNone(until)), detail)
 	return nil
 }
 
@@ -553,7 +531,7 @@ func (r *execRun) promote(ctx context.Context, key dbpilot.InstanceKey, why stri
 	}
 	writable := time.Now()
 	r.rec.NewPrimary = key
-	r.audit(ctx, key, "promote", fmt.Sprintf("%s promoted (%s): replication removed, writable", key, why),
+	r.audit(ctx, key, dbpilot.AuditPromote, fmt.Sprintf("%s promoted (%s): replication removed, writable", key, why),
 		map[string]string{"semi_sync": strconv.FormatBool(r.opt.SemiSync)})
 	return writable, nil
 }
@@ -571,7 +549,7 @@ func (r *execRun) repointAll(ctx context.Context, primary, oldSource dbpilot.Ins
 		}()
 	}
 	for _, k := range replicas {
-		if execSameKey(k, primary) || execSameKey(k, oldSource) {
+		if k.Equal(primary) || k.Equal(oldSource) {
 			continue
 		}
 		wg.Add(1)
@@ -605,7 +583,7 @@ func (r *execRun) repoint(ctx context.Context, key, primary, oldSource dbpilot.I
 	if err := ctl.StopReplica(ctx, key); err != nil {
 		return "stop replication: " + err.Error()
 	}
-	if err := ctl.ChangeSource(ctx, key, primary, ChangeSourceOptions{Channel: channel}); err != nil {
+	if err := ctl.ChangeSource(ctx, key, primary, dbpilot.ChangeSourceOptions{Channel: channel}); err != nil {
 		return "change source: " + err.Error()
 	}
 	if r.opt.SemiSync {
@@ -619,7 +597,7 @@ func (r *execRun) repoint(ctx context.Context, key, primary, oldSource dbpilot.I
 	if reason := r.verify(ctx, key, channel, primary); reason != "" {
 		return reason
 	}
-	r.audit(ctx, key, "repoint", fmt.Sprintf("%s replicates from %s", key, primary), map[string]string{
+	r.audit(ctx, key, dbpilot.AuditRepoint, fmt.Sprintf("%s replicates from %s", key, primary), map[string]string{
 		"channel": channel, "source": primary.String(), "old_source": oldSource.String(), "elapsed_ms": execMillis(time.Since(start))})
 	return ""
 }
@@ -642,7 +620,7 @@ func (r *execRun) verify(ctx context.Context, key dbpilot.InstanceKey, channel s
 			switch {
 			case ch == nil:
 				good, last = 0, fmt.Sprintf("channel %q missing", channel)
-			case !execSameKey(ch.Source, source):
+			case !ch.Source.Equal(source):
 				good, last = 0, fmt.Sprintf("channel %q replicates from %s", channel, ch.Source)
 			case ch.LastIOErrno != 0 || ch.LastSQLErrno != 0 || !ch.Healthy():
 				good, last = 0, execDescribeChannel(ch)
@@ -761,7 +739,7 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 			if err := ctl.SetReadOnly(rctx, candKey, true); err != nil {
 				errs = append(errs, err)
 			}
-			if err := ctl.ChangeSource(rctx, candKey, oldKey, ChangeSourceOptions{}); err != nil {
+			if err := ctl.ChangeSource(rctx, candKey, oldKey, dbpilot.ChangeSourceOptions{}); err != nil {
 				errs = append(errs, err)
 			} else if err := ctl.StartReplica(rctx, candKey); err != nil {
 				errs = append(errs, err)
@@ -774,17 +752,17 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 		if len(errs) > 0 {
 			rerr := errors.Join(errs...)
 			d["error"] = rerr.Error()
-			r.audit(ctx, oldKey, "rollback", fmt.Sprintf("rollback incomplete: %v", rerr), d)
+			r.audit(ctx, oldKey, dbpilot.AuditRollback, fmt.Sprintf("rollback incomplete: %v", rerr), d)
 			return dbpilot.WrapError(dbpilot.ErrorCode(cause), cause, "switchover to %s failed and the rollback failed too (%v); check %s and %s by hand", candKey, rerr, oldKey, candKey)
 		}
-		r.audit(ctx, oldKey, "rollback", fmt.Sprintf("%s is writable again; %s still replicates from it", oldKey, candKey), d)
+		r.audit(ctx, oldKey, dbpilot.AuditRollback, fmt.Sprintf("%s is writable again; %s still replicates from it", oldKey, candKey), d)
 		return dbpilot.WrapError(dbpilot.ErrorCode(cause), cause, "switchover to %s failed; rolled back, %s is the primary again", candKey, oldKey)
 	}
 
 	if err := ctl.SetReadOnly(ctx, oldKey, true); err != nil {
 		return rollback(err, false)
 	}
-	r.audit(ctx, oldKey, "read-only", fmt.Sprintf("%s is read-only; waiting %s for writers to finish", oldKey, r.opt.KillGrace), nil)
+	r.audit(ctx, oldKey, dbpilot.AuditReadOnly, fmt.Sprintf("%s is read-only; waiting %s for writers to finish", oldKey, r.opt.KillGrace), nil)
 	if err := execSleep(ctx, r.opt.KillGrace); err != nil {
 		return rollback(err, false)
 	}
@@ -792,7 +770,7 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 	if err != nil {
 		return rollback(err, false)
 	}
-	r.audit(ctx, oldKey, "kill", fmt.Sprintf("killed %d client connection(s) of %s", killed, oldKey), map[string]string{"killed": strconv.Itoa(killed)})
+	r.audit(ctx, oldKey, dbpilot.AuditKill, fmt.Sprintf("killed %d client connection(s) of %s", killed, oldKey), map[string]string{"killed": strconv.Itoa(killed)})
 
 	// Wait for the candidate to reach the old primary's final position,
 	// re-reading it after each wait in case a write slipped in.
@@ -824,7 +802,7 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 			return rollback(err, false)
 		}
 	}
-	r.audit(ctx, candKey, "catch-up", fmt.Sprintf("%s reached %s's position %s", candKey, oldKey, execOrNone(target)), map[string]string{"target": target})
+	r.audit(ctx, candKey, dbpilot.AuditCatchUp, fmt.Sprintf("%s reached %s's position %s", candKey, oldKey, execOrNone(target)), map[string]string{"target": target})
 
 	writable, err := r.promote(ctx, candKey, "switchover")
 	if err != nil {
@@ -833,7 +811,7 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 	}
 	window := writable.Sub(t0)
 	detail["write_unavailable_ms"] = execMillis(window)
-	r.audit(ctx, candKey, "write-window", fmt.Sprintf("writes were refused for %s (read_only on %s to %s writable)", window.Round(time.Millisecond), oldKey, candKey),
+	r.audit(ctx, candKey, dbpilot.AuditWriteWindow, fmt.Sprintf("writes were refused for %s (read_only on %s to %s writable)", window.Round(time.Millisecond), oldKey, candKey),
 		map[string]string{"write_unavailable_ms": execMillis(window)})
 
 	r.repointAll(ctx, candKey, oldKey, p.Repoint, func() {
@@ -854,7 +832,7 @@ func (r *execRun) demote(ctx context.Context, old *dbpilot.Instance, primary dbp
 		return "stop replication: " + err.Error()
 	}
 	detail := map[string]string{"source": primary.String()}
-	if pos, ok := ctl.(ReplicaPositioner); ok && old.Flavor == dbpilot.FlavorMariaDB {
+	if pos, ok := ctl.(dbpilot.ReplicaPositioner); ok && old.Flavor == dbpilot.FlavorMariaDB {
 		// Its own transactions are in its binlog, not in gtid_slave_pos.
 		now, err := ctl.Inspect(ctx, key)
 		if err != nil {
@@ -871,7 +849,7 @@ func (r *execRun) demote(ctx context.Context, old *dbpilot.Instance, primary dbp
 			detail["slave_pos"] = sp
 		}
 	}
-	if err := ctl.ChangeSource(ctx, key, primary, ChangeSourceOptions{}); err != nil {
+	if err := ctl.ChangeSource(ctx, key, primary, dbpilot.ChangeSourceOptions{}); err != nil {
 		return "change source: " + err.Error()
 	}
 	if err := ctl.SetSemiSync(ctx, key, false, r.opt.SemiSync); err != nil {
@@ -884,7 +862,7 @@ func (r *execRun) demote(ctx context.Context, old *dbpilot.Instance, primary dbp
 		return reason
 	}
 	detail["elapsed_ms"] = execMillis(time.Since(start))
-	r.audit(ctx, key, "repoint", fmt.Sprintf("former primary %s replicates from %s (read-only)", key, primary), detail)
+	r.audit(ctx, key, dbpilot.AuditRepoint, fmt.Sprintf("former primary %s replicates from %s (read-only)", key, primary), detail)
 	return ""
 }
 
@@ -911,7 +889,7 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: no controller")
 	case replica.IsZero() || target.IsZero():
 		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: a replica and a target are needed")
-	case execSameKey(replica, target):
+	case replica.Equal(target):
 		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: %s cannot replicate from itself", replica)
 	}
 	inst, err := ctl.Inspect(ctx, replica)
@@ -923,8 +901,8 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 	}
 	ch := inst.Channels[0]
 	detail["old_source"] = ch.Source.String()
-	if execSameKey(ch.Source, target) {
-		r.audit(ctx, replica, "relocate", fmt.Sprintf("%s already replicates from %s", replica, target), nil)
+	if ch.Source.Equal(target) {
+		r.audit(ctx, replica, dbpilot.AuditRelocate, fmt.Sprintf("%s already replicates from %s", replica, target), nil)
 		return nil
 	}
 	t, err := ctl.Inspect(ctx, target)
@@ -939,7 +917,7 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "relocate: cannot stop replication on %s", replica)
 	}
 	var reason string
-	if err := ctl.ChangeSource(ctx, replica, target, ChangeSourceOptions{Channel: ch.Name}); err != nil {
+	if err := ctl.ChangeSource(ctx, replica, target, dbpilot.ChangeSourceOptions{Channel: ch.Name}); err != nil {
 		reason = "change source: " + err.Error()
 	} else if err := ctl.StartReplica(ctx, replica); err != nil {
 		reason = "start replication: " + err.Error()
@@ -948,14 +926,14 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 	}
 	if reason == "" {
 		detail["elapsed_ms"] = execMillis(time.Since(start))
-		r.audit(ctx, replica, "relocate", fmt.Sprintf("%s replicates from %s (was %s)", replica, target, ch.Source), detail)
+		r.audit(ctx, replica, dbpilot.AuditRelocate, fmt.Sprintf("%s replicates from %s (was %s)", replica, target, ch.Source), detail)
 		return nil
 	}
 	// Put it back where it was.
 	rctx := context.WithoutCancel(ctx)
 	back := ctl.StopReplica(rctx, replica)
 	if back == nil {
-		back = ctl.ChangeSource(rctx, replica, ch.Source, ChangeSourceOptions{Channel: ch.Name})
+		back = ctl.ChangeSource(rctx, replica, ch.Source, dbpilot.ChangeSourceOptions{Channel: ch.Name})
 	}
 	if back == nil {
 		back = ctl.StartReplica(rctx, replica)
@@ -964,7 +942,7 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 		r.lose(ctx, replica, reason+"; putting it back failed: "+back.Error())
 		return dbpilot.Errorf(dbpilot.EUNAVAIL, "relocate: %s does not replicate from %s (%s), and pointing it back at %s failed: %v", replica, target, reason, ch.Source, back)
 	}
-	r.audit(ctx, replica, "rollback", fmt.Sprintf("%s points at %s again", replica, ch.Source), map[string]string{"reason": reason})
+	r.audit(ctx, replica, dbpilot.AuditRollback, fmt.Sprintf("%s points at %s again", replica, ch.Source), map[string]string{"reason": reason})
 	return dbpilot.Errorf(dbpilot.EUNAVAIL, "relocate: %s does not replicate from %s (%s); pointed it back at %s", replica, target, reason, ch.Source)
 }
 
@@ -992,20 +970,7 @@ func posMax(lists ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	best := map[uint32]gtid.MariaGTID{}
-	for _, l := range ls {
-		for _, d := range l.Domains() {
-			g, _ := l.DomainSeq(d)
-			if b, ok := best[d]; !ok || g.Seq > b.Seq {
-				best[d] = g
-			}
-		}
-	}
-	out := make([]gtid.MariaGTID, 0, len(best))
-	for _, g := range best {
-		out = append(out, g)
-	}
-	return gtid.NewMariaList(out...).String(), nil
+	return gtid.HighestPerDomain(ls...).String(), nil
 }
 
 // posDomains returns the domains present in the lists.

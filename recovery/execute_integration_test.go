@@ -207,7 +207,7 @@ func TestExecutorFailover(t *testing.T) {
 }
 
 // noPositioner hides the controller's SetReplicaPosition.
-type noPositioner struct{ recovery.Controller }
+type noPositioner struct{ dbpilot.ReplicationController }
 
 // TestExecutorFailoverCatchUp: node2 is ahead in domain 1 and node3 in domain 2 when
 // node1 dies. node2, the candidate, fetches domain 2 from node3 first.
@@ -227,7 +227,7 @@ func TestExecutorFailoverCatchUp(t *testing.T) {
 	r.waitValue("node2", "SELECT COUNT(*) FROM app.t", "5")
 	r.exec("node2", "STOP SLAVE")
 	// Domain 2 reaches node3 only: node3 replicates ignoring domain 1...
-	if err := r.ctl.ChangeSource(ctx, r.key("node3"), n1, recovery.ChangeSourceOptions{IgnoreDomains: []uint32{1}}); err != nil {
+	if err := r.ctl.ChangeSource(ctx, r.key("node3"), n1, dbpilot.ChangeSourceOptions{IgnoreDomains: []uint32{1}}); err != nil {
 		t.Fatal(err)
 	}
 	r.exec("node3", "START SLAVE")
@@ -236,7 +236,7 @@ func TestExecutorFailoverCatchUp(t *testing.T) {
 	// ... which moved its gtid_slave_pos past the domain-1 transactions it
 	// skipped: put it back to what node3 really holds.
 	r.exec("node3", "STOP SLAVE", "SET GLOBAL gtid_slave_pos=@@gtid_binlog_pos")
-	if err := r.ctl.ChangeSource(ctx, n3, n1, recovery.ChangeSourceOptions{}); err != nil {
+	if err := r.ctl.ChangeSource(ctx, n3, n1, dbpilot.ChangeSourceOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := sandbox.Kill(r.d, "node1"); err != nil {

@@ -121,7 +121,7 @@ func (f *exFakeCtl) ResetReplicaAll(_ context.Context, key dbpilot.InstanceKey) 
 	return err
 }
 
-func (f *exFakeCtl) ChangeSource(_ context.Context, key, source dbpilot.InstanceKey, opt ChangeSourceOptions) error {
+func (f *exFakeCtl) ChangeSource(_ context.Context, key, source dbpilot.InstanceKey, opt dbpilot.ChangeSourceOptions) error {
 	i, err := f.call("ChangeSource", key, source, "channel="+opt.Channel, fmt.Sprintf("ignore=%v", opt.IgnoreDomains))
 	if err != nil {
 		return err

@@ -1,13 +1,10 @@
 // Package recovery changes replication topologies: failover of a dead
 // primary, planned switchover, and relocation of replicas. A planner (pure:
 // observed instances in, a plan out) decides and explains each decision; an
-// executor applies a plan through a Controller and audits every step.
+// executor applies a plan through a dbpilot.ReplicationController and audits every step.
 package recovery
 
 import (
-	"context"
-	"time"
-
 	"github.com/dbpilot/dbpilot"
 )
 
@@ -79,39 +76,4 @@ func (r Rules) Rule(k dbpilot.InstanceKey) dbpilot.PromotionRule {
 		}
 	}
 	return dbpilot.PromoteNeutral
-}
-
-// ChangeSourceOptions qualifies a ChangeSource call.
-type ChangeSourceOptions struct {
-	Channel string // "" for the default connection/channel
-	// IgnoreDomains (MariaDB) are GTID domains not to replicate.
-	IgnoreDomains []uint32
-}
-
-// Controller is what the executor needs of servers. The mysql package
-// implements it; every call is bounded by ctx and the implementation's
-// statement timeout.
-type Controller interface {
-	dbpilot.Inspector
-	// StopReplica stops every replication channel of key.
-	StopReplica(ctx context.Context, key dbpilot.InstanceKey) error
-	// StartReplica starts every replication channel of key.
-	StartReplica(ctx context.Context, key dbpilot.InstanceKey) error
-	// ResetReplicaAll removes every replication channel of key.
-	ResetReplicaAll(ctx context.Context, key dbpilot.InstanceKey) error
-	// ChangeSource points a channel of key at source with GTID positioning
-	// (MariaDB MASTER_USE_GTID=slave_pos, MySQL auto-position) and the
-	// replication credentials the controller holds. Replication is not started.
-	ChangeSource(ctx context.Context, key, source dbpilot.InstanceKey, opt ChangeSourceOptions) error
-	// SetReadOnly sets read_only (and super_read_only on MySQL when turning on;
-	// both off when turning off).
-	SetReadOnly(ctx context.Context, key dbpilot.InstanceKey, readOnly bool) error
-	// WaitForGTID waits until key has applied every transaction of pos
-	// (MariaDB MASTER_GTID_WAIT, MySQL WAIT_FOR_EXECUTED_GTID_SET).
-	WaitForGTID(ctx context.Context, key dbpilot.InstanceKey, pos string, timeout time.Duration) error
-	// KillClientConnections ends every client connection of key except
-	// replication threads and the controller's own; it returns how many.
-	KillClientConnections(ctx context.Context, key dbpilot.InstanceKey) (int, error)
-	// SetSemiSync enables or disables the semi-sync primary and replica sides.
-	SetSemiSync(ctx context.Context, key dbpilot.InstanceKey, primary, replica bool) error
 }

@@ -66,9 +66,6 @@ func (m *member) position() string {
 	return m.raw.String()
 }
 
-// sameKey reports whether a and b name the same server.
-func sameKey(a, b dbpilot.InstanceKey) bool { return a.Normalized() == b.Normalized() }
-
 // compareKeys orders keys by normalized host, then port.
 func compareKeys(a, b dbpilot.InstanceKey) int {
 	a, b = a.Normalized(), b.Normalized()
@@ -78,7 +75,7 @@ func compareKeys(a, b dbpilot.InstanceKey) int {
 // findInstance returns the instance with key k, or nil.
 func findInstance(instances []*dbpilot.Instance, k dbpilot.InstanceKey) *dbpilot.Instance {
 	for _, in := range instances {
-		if in != nil && sameKey(in.Key, k) {
+		if in != nil && in.Key.Equal(k) {
 			return in
 		}
 	}
@@ -93,7 +90,7 @@ func findInstance(instances []*dbpilot.Instance, k dbpilot.InstanceKey) *dbpilot
 func directReplicas(source dbpilot.InstanceKey, instances []*dbpilot.Instance, rules Rules) []*member {
 	below := map[dbpilot.InstanceKey]bool{}
 	for _, in := range instances {
-		if in != nil && in.Reachable && !sameKey(in.Key, source) {
+		if in != nil && in.Reachable && !in.Key.Equal(source) {
 			for _, r := range in.Replicas {
 				below[r.Normalized()] = true
 			}
@@ -101,7 +98,7 @@ func directReplicas(source dbpilot.InstanceKey, instances []*dbpilot.Instance, r
 	}
 	var out []*member
 	for _, in := range instances {
-		if in == nil || sameKey(in.Key, source) {
+		if in == nil || in.Key.Equal(source) {
 			continue
 		}
 		ch := in.Channel(source)
@@ -187,9 +184,9 @@ func (m *member) loadMariaDB() error {
 		}
 		*f.dst = l
 	}
-	m.raw = domainMax(io, cur)
+	m.raw = gtid.HighestPerDomain(io, cur)
 	m.recv = m.raw
-	m.applied = domainMax(cur, slave)
+	m.applied = gtid.HighestPerDomain(cur, slave)
 	m.hist = state.Union(slave).Union(cur).Union(io).Union(binpos)
 	m.backlog = mariaBacklog(m.recv, m.applied)
 	return nil
@@ -210,29 +207,6 @@ func (m *member) loadMySQL() error {
 	m.recvSet = m.rawSet
 	m.backlog = m.rawSet.Subtract(m.execSet).Count()
 	return nil
-}
-
-// domainMax returns, for each domain of the lists, the GTID with the highest
-// sequence number; on a tie the one of the earlier list wins.
-func domainMax(lists ...gtid.MariaList) gtid.MariaList {
-	best := map[uint32]gtid.MariaGTID{}
-	var domains []uint32
-	for _, l := range lists {
-		for _, d := range l.Domains() {
-			g, _ := l.DomainSeq(d)
-			if b, ok := best[d]; !ok {
-				domains = append(domains, d)
-				best[d] = g
-			} else if g.Seq > b.Seq {
-				best[d] = g
-			}
-		}
-	}
-	out := make([]gtid.MariaGTID, 0, len(domains))
-	for _, d := range domains {
-		out = append(out, best[d])
-	}
-	return gtid.NewMariaList(out...)
 }
 
 // mariaBacklog counts the transactions received and not applied, by
@@ -275,7 +249,7 @@ func markErrant(ms []*member) {
 			}
 			n++
 			others = others.Union(o.hist)
-			otherPos = domainMax(otherPos, o.raw)
+			otherPos = gtid.HighestPerDomain(otherPos, o.raw)
 			otherSet = otherSet.Union(o.rawSet)
 		}
 		if n == 0 {
@@ -331,7 +305,7 @@ func (m *member) markErrantMariaDB(others, otherPos gtid.MariaList) {
 	io, _ := gtid.ParseMariaList(m.ch.GTIDIOPos)
 	slave, _ := gtid.ParseMariaList(m.inst.GTID.SlavePos)
 	isErrant := func(g gtid.MariaGTID) bool { return slices.Contains(m.errant, g) }
-	clean := domainMax(slices.DeleteFunc(io, isErrant), slices.DeleteFunc(slave, isErrant))
+	clean := gtid.HighestPerDomain(slices.DeleteFunc(io, isErrant), slices.DeleteFunc(slave, isErrant))
 	var recv gtid.MariaList
 	for _, g := range m.raw {
 		if slices.Contains(m.errant, g) {
@@ -531,7 +505,7 @@ func (m *member) channelNotes() {
 func (m *member) belowNotes(instances []*dbpilot.Instance) {
 	var below []string
 	for _, in := range instances {
-		if in != nil && !sameKey(in.Key, m.key) && in.Channel(m.key) != nil {
+		if in != nil && !in.Key.Equal(m.key) && in.Channel(m.key) != nil {
 			below = append(below, in.Key.String())
 		}
 	}

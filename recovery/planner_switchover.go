@@ -37,9 +37,9 @@ func PlanSwitchover(cluster string, primary *dbpilot.Instance, instances []*dbpi
 		return nil, dbpilot.Errorf(dbpilot.EUNAVAIL, "cannot switch over %s: it is unreachable (%s); a dead primary needs a failover", pk, orUnknown(primary.LastError))
 	}
 	if primary.IsReplica() {
-		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "cannot switch over %s: it replicates from %s (ring, multi-source or intermediate); switchover replaces a primary without a source", pk, primary.Channels[0].Source)
+		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "cannot switch over %s: it replicates from %s (ring, multi-source or intermediate); switchover replaces a primary without a source", pk, primary.Channels[0].Source)
 	}
-	if !to.IsZero() && sameKey(to, pk) {
+	if !to.IsZero() && to.Equal(pk) {
 		return nil, dbpilot.Errorf(dbpilot.EINVALID, "cannot switch over %s to itself", pk)
 	}
 	ms := directReplicas(pk, instances, rules)
@@ -94,7 +94,7 @@ func PlanSwitchover(cluster string, primary *dbpilot.Instance, instances []*dbpi
 	var cand *member
 	var reason string // why cand rather than the runner-up
 	if !to.IsZero() {
-		i := slices.IndexFunc(ms, func(m *member) bool { return sameKey(m.key, to) })
+		i := slices.IndexFunc(ms, func(m *member) bool { return m.key.Equal(to) })
 		if i < 0 {
 			if in := findInstance(instances, to); in != nil {
 				src := "nothing"

@@ -409,7 +409,7 @@ func TestPlanSwitchover(t *testing.T) {
 		{name: "primary unreachable", primary: plDead(21001), instances: replicas(), errCode: dbpilot.EUNAVAIL},
 		{name: "primary with a source", primary: primary(func(in *dbpilot.Instance) {
 			in.Channels = []dbpilot.ReplicationChannel{{Source: plKey(21009)}}
-		}), instances: replicas(), errCode: dbpilot.EUNSUPPORTD},
+		}), instances: replicas(), errCode: dbpilot.EUNSUPPORTED},
 		{name: "candidate not replicating", primary: primary(), to: plKey(21002), instances: []*dbpilot.Instance{
 			plMaria(21002, 2, 21001, "0-1-100", "0-1-100", plLive, func(in *dbpilot.Instance) { in.Channels[0].SQLRunning = false }),
 		}, errCode: dbpilot.ECONFLICT, errHas: "not replicating from the primary (IO thread Yes, SQL thread No): start replication first"},

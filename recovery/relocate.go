@@ -23,7 +23,7 @@ import (
 // retrieved sets, or transactions it needs that target purged.
 //
 // A replica already replicating from target can move there: nil.
-// The error is a *dbpilot.Error: EINVALID, EUNAVAIL, EUNSUPPORTD or ECONFLICT.
+// The error is a *dbpilot.Error: EINVALID, EUNAVAIL, EUNSUPPORTED or ECONFLICT.
 func CheckRelocate(replica, target *dbpilot.Instance, instances []*dbpilot.Instance) error {
 	if replica == nil || target == nil {
 		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: replica and target are both needed")
@@ -32,7 +32,7 @@ func CheckRelocate(replica, target *dbpilot.Instance, instances []*dbpilot.Insta
 	fail := func(code, format string, args ...any) error {
 		return dbpilot.Errorf(code, "cannot relocate %s below %s: %s", rk, tk, fmt.Sprintf(format, args...))
 	}
-	if sameKey(rk, tk) {
+	if rk.Equal(tk) {
 		return fail(dbpilot.EINVALID, "a server cannot replicate from itself")
 	}
 	if !replica.Reachable {
@@ -45,7 +45,7 @@ func CheckRelocate(replica, target *dbpilot.Instance, instances []*dbpilot.Insta
 		return fail(dbpilot.ECONFLICT, "the target replicates from %s (%s): that would make a replication cycle", rk, strings.Join(path, " → "))
 	}
 	if replica.Flavor.IsMySQLFamily() != target.Flavor.IsMySQLFamily() {
-		return fail(dbpilot.EUNSUPPORTD, "different flavors (%s below %s)", orUnknown(string(replica.Flavor)), orUnknown(string(target.Flavor)))
+		return fail(dbpilot.EUNSUPPORTED, "different flavors (%s below %s)", orUnknown(string(replica.Flavor)), orUnknown(string(target.Flavor)))
 	}
 	if replica.Channel(tk) != nil {
 		return nil
@@ -60,7 +60,7 @@ func CheckRelocate(replica, target *dbpilot.Instance, instances []*dbpilot.Insta
 		why = append(why, fmt.Sprintf(format, args...))
 	}
 	if v, tv := replica.Version, target.Version; v.Major != 0 && tv.Major != 0 && seriesOf(tv).Compare(seriesOf(v)) > 0 {
-		add(dbpilot.EUNSUPPORTD, "the target runs %s, a newer release series than %s on the replica: replication from a newer to an older series is not supported", tv, v)
+		add(dbpilot.EUNSUPPORTED, "the target runs %s, a newer release series than %s on the replica: replication from a newer to an older series is not supported", tv, v)
 	}
 	if !target.LogBin {
 		add(dbpilot.ECONFLICT, "the target has no binary log (log_bin=OFF): nothing to replicate from")
@@ -70,7 +70,7 @@ func CheckRelocate(replica, target *dbpilot.Instance, instances []*dbpilot.Insta
 	if replica.Flavor.IsMySQLFamily() {
 		for _, in := range []*dbpilot.Instance{replica, target} {
 			if !strings.EqualFold(in.GTID.Mode, "ON") {
-				add(dbpilot.EUNSUPPORTD, "%s has gtid_mode=%s: relocation uses GTID auto-positioning, which needs ON", in.Key, orUnknown(in.GTID.Mode))
+				add(dbpilot.EUNSUPPORTED, "%s has gtid_mode=%s: relocation uses GTID auto-positioning, which needs ON", in.Key, orUnknown(in.GTID.Mode))
 			}
 		}
 		if r, err := relocateMySQL(replica, target); err != nil {
@@ -106,7 +106,7 @@ func sourcePath(target *dbpilot.Instance, replica dbpilot.InstanceKey, instances
 		queue = queue[1:]
 		for _, ch := range s.in.Channels {
 			path := append(append([]string(nil), s.path...), ch.Source.String())
-			if sameKey(ch.Source, replica) {
+			if ch.Source.Equal(replica) {
 				return path
 			}
 			n := ch.Source.Normalized()
@@ -150,7 +150,7 @@ func relocateMariaDB(replica, target *dbpilot.Instance) (string, error) {
 	// The replica's history and position; the target's history and what
 	// it received (its channels' Gtid_IO_Pos included).
 	rHist := r[0].Union(r[1]).Union(r[2]).Union(r[3])
-	rPos := domainMax(r[1], r[0], r[2])
+	rPos := gtid.HighestPerDomain(r[1], r[0], r[2])
 	tHist := t[0].Union(t[1]).Union(t[2]).Union(t[3])
 	tRecv := []gtid.MariaList{t[1], t[0], t[2]}
 	for _, ch := range target.Channels {
@@ -161,7 +161,7 @@ func relocateMariaDB(replica, target *dbpilot.Instance) (string, error) {
 		tHist = tHist.Union(io)
 		tRecv = append(tRecv, io)
 	}
-	tPos := domainMax(tRecv...)
+	tPos := gtid.HighestPerDomain(tRecv...)
 
 	var why []string
 	// Writes of the replica's own that the target does not have.

@@ -58,7 +58,7 @@ func TestCheckRelocate(t *testing.T) {
 		}), replica: 21004, target: 21002, code: dbpilot.ECONFLICT, has: "the replica has 5-7-3 in domain 5, where the target has nothing"},
 		{name: "newer target", in: maria(func(m map[int]*dbpilot.Instance) {
 			m[21002].Version = dbpilot.Version{Major: 11, Minor: 4, Patch: 5}
-		}), replica: 21004, target: 21002, code: dbpilot.EUNSUPPORTD, has: "the target runs 11.4.5, a newer release series than 10.11.19"},
+		}), replica: 21004, target: 21002, code: dbpilot.EUNSUPPORTED, has: "the target runs 11.4.5, a newer release series than 10.11.19"},
 		{name: "older target", in: maria(func(m map[int]*dbpilot.Instance) {
 			m[21002].Version = dbpilot.Version{Major: 10, Minor: 6, Patch: 21}
 		}), replica: 21004, target: 21002},
@@ -88,7 +88,7 @@ func TestCheckRelocate(t *testing.T) {
 			has: "the replica needs " + plU1 + ":91-95, which the target purged from its binary log"},
 		{name: "MySQL: gtid_mode OFF", in: mysql(func(m map[int]*dbpilot.Instance) {
 			m[21004].GTID.Mode = "OFF_PERMISSIVE"
-		}), replica: 21004, target: 21001, code: dbpilot.EUNSUPPORTD, has: "127.0.0.1:21004 has gtid_mode=OFF_PERMISSIVE"},
+		}), replica: 21004, target: 21001, code: dbpilot.EUNSUPPORTED, has: "127.0.0.1:21004 has gtid_mode=OFF_PERMISSIVE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

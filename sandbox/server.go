@@ -127,10 +127,10 @@ func ParseServerVersion(out string) (Server, error) {
 	}
 	v := s.ParsedVersion()
 	if s.Flavor == dbpilot.FlavorMariaDB && !v.AtLeast(10, 3, 0) {
-		return s, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "MariaDB %s is too old: sandboxes need 10.3 or newer (built-in semi-sync, gtid_strict_mode)", s.Version)
+		return s, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "MariaDB %s is too old: sandboxes need 10.3 or newer (built-in semi-sync, gtid_strict_mode)", s.Version)
 	}
 	if s.Flavor != dbpilot.FlavorMariaDB && !v.AtLeast(5, 7, 0) {
-		return s, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "MySQL %s is too old: sandboxes need 5.7 or newer (GTID auto-positioning)", s.Version)
+		return s, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "MySQL %s is too old: sandboxes need 5.7 or newer (GTID auto-positioning)", s.Version)
 	}
 	return s, nil
 }

@@ -135,7 +135,7 @@ func checkSchema(ctx context.Context, db *sql.DB, path string) error {
 	case cur > len(ms):
 		return newerError(path, cur, len(ms))
 	case cur < len(ms):
-		return dbpilot.Errorf(dbpilot.EUNSUPPORTD,
+		return dbpilot.Errorf(dbpilot.EUNSUPPORTED,
 			"state file %s has schema version %d, older than this dbpilot's %d; restart dbpilot serve with this version to upgrade it",
 			path, cur, len(ms))
 	}
@@ -153,7 +153,7 @@ func currentVersion(ctx context.Context, q queryRower) (int, error) {
 }
 
 func newerError(path string, have, know int) error {
-	return dbpilot.Errorf(dbpilot.EUNSUPPORTD,
+	return dbpilot.Errorf(dbpilot.EUNSUPPORTED,
 		"state file %s has schema version %d, newer than this dbpilot knows (%d); use a newer dbpilot or another state file",
 		path, have, know)
 }

@@ -58,7 +58,7 @@ var _ dbpilot.StateStore = (*DB)(nil)
 // (mode 0600, parent directories 0700) and migrating its schema as needed.
 //
 // It fails with ECONFLICT while another process (or another DB in this
-// process) has the file open with Open, and with EUNSUPPORTD for a file
+// process) has the file open with Open, and with EUNSUPPORTED for a file
 // written by a newer dbpilot.
 func Open(path string) (*DB, error) {
 	if err := checkPath(path); err != nil {
@@ -84,7 +84,7 @@ func Open(path string) (*DB, error) {
 // serve lock, so that the CLI can read it while serve runs. Write methods of
 // the returned DB fail.
 //
-// It fails with ENOTFOUND when the file does not exist and with EUNSUPPORTD
+// It fails with ENOTFOUND when the file does not exist and with EUNSUPPORTED
 // when its schema is not the one this dbpilot knows (written by an older or a
 // newer dbpilot).
 func OpenReadOnly(path string) (*DB, error) {

@@ -122,12 +122,12 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 	d.Close()
 	_, err := Open(path)
-	wantCode(t, err, dbpilot.EUNSUPPORTD)
+	wantCode(t, err, dbpilot.EUNSUPPORTED)
 	if !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), path) {
 		t.Errorf("message %q", err)
 	}
 	_, err = OpenReadOnly(path)
-	wantCode(t, err, dbpilot.EUNSUPPORTD)
+	wantCode(t, err, dbpilot.EUNSUPPORTED)
 	// The failed Open released the lock.
 	if _, err := d.db.Exec(`SELECT 1`); err == nil {
 		t.Error("closed DB still usable")

@@ -59,7 +59,7 @@ func (f *fleet) keys(names ...string) []dbpilot.InstanceKey {
 // name returns the node name of a key ("node2"), or the key itself.
 func (f *fleet) name(k dbpilot.InstanceKey) string {
 	for _, n := range f.d.Nodes {
-		if n.Key().Normalized() == k.Normalized() {
+		if n.Key().Equal(k) {
 			return n.Name
 		}
 	}
@@ -139,7 +139,7 @@ func (f *fleet) problem(ps []dbpilot.Problem, code dbpilot.ProblemCode, node str
 	f.t.Helper()
 	var found []dbpilot.Problem
 	for _, p := range ps {
-		if p.Code == code && p.Instance.Normalized() == f.key(node).Normalized() {
+		if p.Code == code && p.Instance.Equal(f.key(node)) {
 			found = append(found, p)
 		}
 	}
@@ -279,7 +279,7 @@ func lineOf(tree string, k dbpilot.InstanceKey) string {
 
 func instanceAt(insts []*dbpilot.Instance, k dbpilot.InstanceKey) *dbpilot.Instance {
 	for _, in := range insts {
-		if in.Key.Normalized() == k.Normalized() {
+		if in.Key.Equal(k) {
 			return in
 		}
 	}

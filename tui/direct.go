@@ -142,7 +142,7 @@ func (c *directConn) poll(ctx context.Context, opts mysql.Options, innodbEvery t
 	flavor := mysql.DetectFlavor(vars["version"], vars["version_comment"])
 	version, err := dbpilot.ParseVersion(vars["version"])
 	if err != nil {
-		return fail(dbpilot.WrapError(dbpilot.EUNSUPPORTD, err, "top: read version on %s", c.key))
+		return fail(dbpilot.WrapError(dbpilot.EUNSUPPORTED, err, "top: read version on %s", c.key))
 	}
 	c.dialect = mysql.Dialect{Flavor: flavor, Version: version}
 	row.ReadOnly = isOn(vars["read_only"])

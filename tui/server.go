@@ -360,7 +360,7 @@ func rowFromInstance(c *dbpilot.ClusterStatus, inst *dbpilot.Instance) Row {
 	if r.LagNull {
 		r.Lag = Num{}
 	}
-	if !c.Primary.IsZero() && inst.Key.Normalized() == c.Primary.Normalized() {
+	if !c.Primary.IsZero() && inst.Key.Equal(c.Primary) {
 		r.Role = RolePrimary
 	}
 	return r
@@ -447,7 +447,7 @@ func (s *Server) query(ctx context.Context, expr string) ([]promSample, error) {
 	var resp promResponse
 	err := s.get(ctx, "/api/metrics/query?expr="+url.QueryEscape(expr), &resp)
 	if errors.Is(err, errNotFound) {
-		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTD, "this serve has no /api/metrics/query")
+		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "this serve has no /api/metrics/query")
 	}
 	if err != nil {
 		return nil, err

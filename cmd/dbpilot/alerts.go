@@ -52,7 +52,7 @@ Exit status 1 when an alert listed is firing.` + exitHelp,
 			defer done()
 			as, ok := svc.(dbpilot.AlertService)
 			if !ok {
-				return dbpilot.Errorf(dbpilot.EUNSUPPORTD, "this dbpilot cannot list alerts")
+				return dbpilot.Errorf(dbpilot.EUNSUPPORTED, "this dbpilot cannot list alerts")
 			}
 			f := dbpilot.AlertFilter{Limit: limit}
 			if len(args) == 1 {

@@ -90,7 +90,7 @@ could not be moved.` + exitHelp,
 			var replicas []dbpilot.InstanceKey
 			for _, c := range all {
 				for _, i := range c.Instances {
-					if i.Channel(source) != nil && i.Key.Normalized() != target.Normalized() && re.MatchString(i.Key.String()) {
+					if i.Channel(source) != nil && !i.Key.Equal(target) && re.MatchString(i.Key.String()) {
 						replicas = append(replicas, i.Key)
 					}
 				}

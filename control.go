@@ -1,0 +1,66 @@
+package dbpilot
+
+import (
+	"context"
+	"time"
+)
+
+// ChangeSourceOptions qualifies a ReplicationController.ChangeSource call.
+type ChangeSourceOptions struct {
+	Channel string // "" for the default connection/channel
+	// IgnoreDomains (MariaDB) are GTID domains not to replicate.
+	IgnoreDomains []uint32
+}
+
+// ReplicationController changes replication on servers: what failover,
+// switchover, relocation, fencing and clone need. The mysql package
+// implements it; every call is bounded by ctx and the implementation's
+// statement timeout. It is the single place through which dbpilot mutates a
+// topology, so a check that must precede every mutating step (a leader's
+// fencing token) wraps it.
+type ReplicationController interface {
+	Inspector
+	// StopReplica stops every replication channel of key.
+	StopReplica(ctx context.Context, key InstanceKey) error
+	// StartReplica starts every replication channel of key.
+	StartReplica(ctx context.Context, key InstanceKey) error
+	// ResetReplicaAll removes every replication channel of key.
+	ResetReplicaAll(ctx context.Context, key InstanceKey) error
+	// ChangeSource points a channel of key at source with GTID positioning
+	// (MariaDB MASTER_USE_GTID=slave_pos, MySQL auto-position) and the
+	// replication credentials the controller holds. Replication is not started.
+	ChangeSource(ctx context.Context, key, source InstanceKey, opt ChangeSourceOptions) error
+	// SetReadOnly sets read_only (and super_read_only on MySQL when turning on;
+	// both off when turning off).
+	SetReadOnly(ctx context.Context, key InstanceKey, readOnly bool) error
+	// WaitForGTID waits until key has applied every transaction of pos
+	// (MariaDB MASTER_GTID_WAIT, MySQL WAIT_FOR_EXECUTED_GTID_SET).
+	WaitForGTID(ctx context.Context, key InstanceKey, pos string, timeout time.Duration) error
+	// KillClientConnections ends every client connection of key except
+	// replication threads and the controller's own; it returns how many.
+	KillClientConnections(ctx context.Context, key InstanceKey) (int, error)
+	// SetSemiSync enables or disables the semi-sync primary and replica sides.
+	SetSemiSync(ctx context.Context, key InstanceKey, primary, replica bool) error
+}
+
+// ReplicaPositioner is an optional ReplicationController extension for
+// MariaDB (the mysql package's controller implements it): it sets
+// gtid_slave_pos, the position a replica asks its source for. The recovery
+// executor uses it where the position must differ from what replication
+// left:
+//
+//   - a former primary about to replicate (switchover) gets its own binlog
+//     position, or it would ask its new source for its own transactions;
+//   - during a catch-up, a candidate ahead of the catch-up source in an
+//     ignored domain temporarily takes the source's position in that domain:
+//     MariaDB (10.11 at least) checks the replica's whole position against
+//     its binlog, ignored domains included, and refuses with error 1236
+//     ("connecting slave requested to start from GTID ..., which is not in
+//     the master's binlog") a replica that is ahead in any domain. The
+//     candidate's own position is put back after the catch-up.
+//
+// Without it, a switchover relies on the new primary's binlogs reaching back
+// to the start of the old primary's history, and such catch-ups fail.
+type ReplicaPositioner interface {
+	SetReplicaPosition(ctx context.Context, key InstanceKey, pos string) error
+}
