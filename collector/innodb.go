@@ -136,12 +136,12 @@ func (c *innodb) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sa
 	if err != nil {
 		return nil, err
 	}
-	status := innoNameValues(r)
+	status := r.NameValues()
 	r, err = run(innoVariablesSQL)
 	if err != nil {
 		return nil, err
 	}
-	vars := innoNameValues(r)
+	vars := r.NameValues()
 
 	out = append(out, innoStatusSamples(st, status, vars, t)...)
 	out = append(out, c.bufferPoolSamples(t, status)...)
@@ -179,27 +179,13 @@ func innoStatusText(r *mysql.Rows) string {
 	return ""
 }
 
-// innoNameValues reads SHOW STATUS / SHOW VARIABLES rows into lower-case
-// name → value.
-func innoNameValues(r *mysql.Rows) map[string]string {
-	out := map[string]string{}
-	if r == nil {
-		return out
-	}
-	for _, row := range r.Values {
-		if len(row) >= 2 && row[0] != nil && row[1] != nil {
-			out[strings.ToLower(*row[0])] = strings.TrimSpace(*row[1])
-		}
-	}
-	return out
-}
 
 func innoUint(m map[string]string, name string) (uint64, bool) {
 	v, ok := m[name]
 	if !ok {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(v, 10, 64)
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 	return n, err == nil
 }
 

@@ -93,7 +93,7 @@ func (c *semiSync) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.
 	if err != nil {
 		return nil, err
 	}
-	return ssParse(ssNameValues(st), ssNameValues(vr)), nil
+	return ssParse(st.NameValues(), vr.NameValues()), nil
 }
 
 // ssSplit splits the union's rows (kind, name, value) into status and
@@ -113,16 +113,6 @@ func ssSplit(r *mysql.Rows) (status, vars map[string]string) {
 	return status, vars
 }
 
-// ssNameValues reads SHOW ... LIKE rows (name, value), keyed by lowercased name.
-func ssNameValues(r *mysql.Rows) map[string]string {
-	m := make(map[string]string, len(r.Values))
-	for _, row := range r.Values {
-		if len(row) >= 2 && row[0] != nil && row[1] != nil {
-			m[strings.ToLower(*row[0])] = *row[1]
-		}
-	}
-	return m
-}
 
 // ssSide splits a semi-sync variable name into side ("primary", "replica")
 // and the rest, in MySQL 8.0.26+ words: rpl_semi_sync_master_wait_no_slave

@@ -154,6 +154,23 @@ func (r *Rows) Maps() []map[string]string {
 	return out
 }
 
+// NameValues reads name/value rows — SHOW [GLOBAL] STATUS, SHOW VARIABLES,
+// or a SELECT of VARIABLE_NAME, VARIABLE_VALUE — into a map keyed by the
+// lower-cased name (the first column) with the value (the second) as the
+// server printed it. Rows with a NULL name or value are left out.
+func (r *Rows) NameValues() map[string]string {
+	if r == nil {
+		return map[string]string{}
+	}
+	out := make(map[string]string, len(r.Values))
+	for _, row := range r.Values {
+		if len(row) >= 2 && row[0] != nil && row[1] != nil {
+			out[strings.ToLower(*row[0])] = *row[1]
+		}
+	}
+	return out
+}
+
 // Query runs one statement with the query timeout and reads every row.
 func (d *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
 	qctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)

@@ -587,17 +587,9 @@ func (s *ctl) setSemiSync(ctx context.Context, primary, replica bool) error {
 	if err != nil {
 		return err
 	}
-	return s.exec(ctx, op, semiSyncSQL(nameValuesRaw(r.Maps()), primary, replica)...)
+	return s.exec(ctx, op, semiSyncSQL(r.NameValues(), primary, replica)...)
 }
 
-// nameValuesRaw turns SHOW VARIABLES rows into name → value, names as printed.
-func nameValuesRaw(rows []map[string]string) map[string]string {
-	out := make(map[string]string, len(rows))
-	for _, r := range rows {
-		out[r["Variable_name"]] = r["Value"]
-	}
-	return out
-}
 
 func (s *ctl) setReplicaPosition(ctx context.Context, pos string) error {
 	const op = "set gtid_slave_pos"

@@ -116,13 +116,13 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 	if err != nil {
 		return nil, nil, err
 	}
-	status := nameValues(r.Maps())
+	status := r.NameValues()
 
 	if !id.semiSyncInSelect() {
 		r, err := s.query(ctx, "read semi-sync variables", semiSyncVariablesSQL)
 		switch {
 		case err == nil:
-			for k, v := range nameValues(r.Maps()) {
+			for k, v := range r.NameValues() {
 				vars[k] = v
 			}
 		case !isServerError(err):

@@ -352,26 +352,6 @@ func parseSemiSync(vars, status map[string]string) dbpilot.SemiSyncState {
 	return s
 }
 
-// nameValues turns SHOW VARIABLES / SHOW STATUS rows (Variable_name, Value)
-// into a name→value map.
-func nameValues(rows []map[string]string) map[string]string {
-	out := make(map[string]string, len(rows))
-	for _, r := range rows {
-		cr := canonicalRow(r)
-		name, ok := cr["variable_name"]
-		if !ok {
-			continue
-		}
-		val, ok := cr["value"]
-		if !ok {
-			val, ok = cr["variable_value"] // information_schema / performance_schema spelling
-		}
-		if ok {
-			out[name] = val
-		}
-	}
-	return out
-}
 
 // parseReplicaHosts reads SHOW SLAVE HOSTS (MariaDB, MySQL before 8.0.22) or
 // SHOW REPLICAS (Server_Id, Host, Port, Source_Id, ...). Host is what the

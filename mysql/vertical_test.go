@@ -244,3 +244,24 @@ func FuzzParseVertical(f *testing.F) {
 		applyHeartbeats(nil, rows)
 	})
 }
+
+// nameValues turns recorded SHOW VARIABLES / SHOW STATUS rows
+// (Variable_name, Value, as read by verticalMaps) into a name→value map.
+func nameValues(rows []map[string]string) map[string]string {
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		cr := canonicalRow(r)
+		name, ok := cr["variable_name"]
+		if !ok {
+			continue
+		}
+		val, ok := cr["value"]
+		if !ok {
+			val, ok = cr["variable_value"] // information_schema / performance_schema spelling
+		}
+		if ok {
+			out[name] = val
+		}
+	}
+	return out
+}
