@@ -35,6 +35,21 @@ type Sample struct {
 	Help   string     `json:"help,omitempty"`
 }
 
+// MonitorTarget is one instance metrics are collected from, with what
+// collectors need to know of its place in the topology.
+type MonitorTarget struct {
+	Key     InstanceKey
+	Flavor  Flavor
+	Version Version
+	// Role is primary, replica, intermediate or standalone, as serve's
+	// topology decided; collectors such as the heartbeat writer depend on it.
+	Role string
+	// ServerID is the instance's server_id; PrimaryServerID the server_id of
+	// the primary of its cluster (0 when unknown), for heartbeat lag.
+	ServerID        uint32
+	PrimaryServerID uint32
+}
+
 // Batch is the output of one run of one collector on one instance.
 type Batch struct {
 	Instance  InstanceKey `json:"instance"`

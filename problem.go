@@ -5,6 +5,8 @@ type ProblemCode string
 
 // Problems found by analysis. Names follow orchestrator's where one exists.
 const (
+	ProblemDeadPrimary           ProblemCode = "DeadPrimary"
+	ProblemUnreachablePrimary    ProblemCode = "UnreachablePrimary"
 	ProblemUnreachable           ProblemCode = "Unreachable"
 	ProblemReplicationIOStopped  ProblemCode = "ReplicationIOStopped"
 	ProblemReplicationSQLStopped ProblemCode = "ReplicationSQLStopped"

@@ -20,18 +20,7 @@ type Querier interface {
 }
 
 // Target describes the instance a collector runs on.
-type Target struct {
-	Key     dbpilot.InstanceKey
-	Flavor  dbpilot.Flavor
-	Version dbpilot.Version
-	// Role is primary, replica, intermediate or standalone, as the daemon's
-	// topology decided; collectors such as the heartbeat writer depend on it.
-	Role string
-	// ServerID is the instance's server_id; PrimaryServerID the server_id of
-	// the primary of its cluster (0 when unknown), for heartbeat lag.
-	ServerID        uint32
-	PrimaryServerID uint32
-}
+type Target = dbpilot.MonitorTarget
 
 // Collector reads one group of metrics.
 type Collector interface {

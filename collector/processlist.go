@@ -39,11 +39,6 @@ type processlist struct{}
 func (processlist) Name() string                   { return "processlist" }
 func (processlist) DefaultInterval() time.Duration { return 5 * time.Second }
 
-// LivenessMarker is in the comment of serve's liveness query (a SLEEP held
-// open on each primary so that its death is noticed at once); the
-// processlist collector leaves that session out.
-const LivenessMarker = "dbpilot:liveness"
-
 // plQuery groups the processlist on the server: one row per user, client
 // host, command and state. MariaDB has TIME_MS, for sub-second ages.
 func plQuery(f dbpilot.Flavor) string {
@@ -54,7 +49,7 @@ func plQuery(f dbpilot.Flavor) string {
 	return "SELECT USER, SUBSTRING_INDEX(HOST, ':', 1) AS HOST, COALESCE(COMMAND,'') AS COMMAND, " +
 		"COALESCE(STATE,'') AS STATE, COUNT(*) AS THREADS, SUM(TIME) AS SECONDS, " +
 		"MAX(IF(COMMAND IN ('Query','Execute'), " + age + ", NULL)) AS OLDEST_QUERY " +
-		"FROM information_schema.PROCESSLIST WHERE ID != CONNECTION_ID() AND COALESCE(INFO,'') NOT LIKE '%" + LivenessMarker + "%' GROUP BY 1,2,3,4"
+		"FROM information_schema.PROCESSLIST WHERE ID != CONNECTION_ID() AND COALESCE(INFO,'') NOT LIKE '%" + mysql.LivenessMarker + "%' GROUP BY 1,2,3,4"
 }
 
 const plTrxQuery = "SELECT COUNT(*) AS TRX, COALESCE(MAX(TIMESTAMPDIFF(SECOND, trx_started, NOW())), 0) AS OLDEST " +

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -70,13 +71,18 @@ func TestIntegrationRunnerReconnect(t *testing.T) {
 	killed := time.Now()
 	dialsAtKill := r.pool.dialCount()
 	runnerWait(t, 20*time.Second, "mysql_up 0", func() bool { return lastUp() == 0 })
-	time.Sleep(3 * time.Second)
+	// Down for at least 10 one-second batches: they all report mysql_up 0,
+	// and the connection is retried with backoff, not once a batch.
 	downBatches := 0
-	for _, b := range sink.of("global_status") {
-		if s, _ := runnerSample(b, MetricUp); s.Value == 0 {
-			downBatches++
+	testutil.WaitFor(t, 20*time.Second, "10 batches with mysql_up 0", func() (bool, string) {
+		downBatches = 0
+		for _, b := range sink.of("global_status") {
+			if s, _ := runnerSample(b, MetricUp); s.Value == 0 {
+				downBatches++
+			}
 		}
-	}
+		return downBatches >= 10, fmt.Sprint(downBatches)
+	})
 	dials := r.pool.dialCount() - dialsAtKill
 	t.Logf("down %v: %d batches with mysql_up 0, %d connection attempts", time.Since(killed).Round(time.Millisecond), downBatches, dials)
 	if downBatches < 10 || dials > 10 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mysql"
 )
 
@@ -141,13 +142,7 @@ func newTestRunner(t *testing.T, d *runnerFakeDialer, cfg Config, cs ...Collecto
 
 func runnerWait(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, timeout, what, func() (bool, string) { return cond(), "" })
 }
 
 func runnerSample(b dbpilot.Batch, name string) (dbpilot.Sample, bool) {

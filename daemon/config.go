@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/mysql"
 	"gopkg.in/yaml.v3"
 )
 
@@ -437,7 +436,7 @@ func (h *HooksConfig) validate(where string) error {
 // resolve reads the credentials file and the environment.
 func (c *CredentialsConfig) resolve(where string, admin bool) error {
 	if c.File != "" {
-		fc, err := mysql.ReadCredentialsFile(expandHome(c.File))
+		fc, err := readCredentialsFile(expandHome(c.File))
 		if err != nil {
 			return fmt.Errorf("%s.file: %w", where, err)
 		}
@@ -460,15 +459,6 @@ func (c *CredentialsConfig) resolve(where string, admin bool) error {
 		}
 	}
 	return nil
-}
-
-// Admin returns the admin connection options with the probe timeouts.
-func (c *Config) Admin() mysql.Options {
-	return mysql.Options{
-		Credentials:    mysql.Credentials{User: c.Credentials.User, Password: c.Credentials.Password},
-		ConnectTimeout: c.Detection.ProbeTimeout.D(),
-		QueryTimeout:   c.Detection.ProbeTimeout.D(),
-	}
 }
 
 // Cluster returns the cluster named name.
@@ -505,7 +495,7 @@ func dbpilotHome() (string, error) {
 }
 
 func readSecretFile(path string) (string, error) {
-	if err := mysql.CheckPrivateFile(path); err != nil {
+	if err := checkPrivateFile(path); err != nil {
 		return "", err
 	}
 	b, err := os.ReadFile(path)

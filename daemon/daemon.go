@@ -3,16 +3,14 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/collector"
-	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/topology"
 )
 
@@ -23,13 +21,15 @@ import (
 type Daemon struct {
 	cfg     *Config
 	store   dbpilot.StateStore
-	probe   *mysql.Inspector // monitoring: short timeouts, one connection per instance
-	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
-	ctl     dbpilot.ReplicationController
+	probe   Prober                        // monitoring: short timeouts, one connection per instance
+	ctl     dbpilot.ReplicationController // every topology change goes through it
+	live    Liveness                      // nil: no liveness sessions
+	now     func() time.Time
 	log     *slog.Logger
 	version string
 	started time.Time
 	running atomic.Bool // the watch loops run (serve); service calls then read their state
+	closers []io.Closer // what Close releases besides probe and ctl (set by the wiring)
 
 	clusters map[string]*clusterState
 	order    []string
@@ -60,65 +60,111 @@ type clusterState struct {
 	fenceNoted   map[dbpilot.InstanceKey]string
 	// wake asks the watch loop for a tick now (a failed liveness ping).
 	wake chan struct{}
+	// primaryChanged is closed (and replaced) when primary changes: the
+	// liveness session then moves to the new primary.
+	primaryChanged chan struct{}
 }
 
-// Options are the daemon's collaborators.
+// setPrimary records the cluster's current primary. The caller holds cs.mu.
+func (cs *clusterState) setPrimary(k dbpilot.InstanceKey) {
+	if cs.primary == k {
+		return
+	}
+	cs.primary = k
+	close(cs.primaryChanged)
+	cs.primaryChanged = make(chan struct{})
+}
+
+// Options are the daemon's collaborators. Inspector and Controller are
+// required; Wire (wire.go) builds every adapter from the configuration,
+// and unit tests pass mocks.
 type Options struct {
-	Store   dbpilot.StateStore
-	Ctl     dbpilot.ReplicationController // nil: a mysql.Controller from the config
-	Logger  *slog.Logger
-	Version string
-	// Dial, when set, opens dbpilot's own connections to servers (tests cut
-	// dbpilot's path to a primary with it, leaving replication alone).
-	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Metrics, when set, turns on collection (serve); AlertStore keeps alert
-	// states (the sqlite store implements it).
+	// Inspector probes servers for monitoring and failure detection.
+	Inspector Prober
+	// Controller makes every topology change (failover, switchover,
+	// relocate, fencing, rejoin) and reads servers afresh before one.
+	Controller dbpilot.ReplicationController
+	// Liveness, when set and detection.liveness_interval is positive, keeps
+	// a session on each primary between polls to notice its death at once.
+	Liveness Liveness
+	// Collectors, with Metrics, starts metric collection per instance.
+	Collectors CollectorStarter
+
+	Store dbpilot.StateStore
+	// Metrics, when set, turns on collection and alerts (serve); AlertStore
+	// keeps alert states (the sqlite store implements it).
 	Metrics    MetricsBackend
 	AlertStore dbpilot.AlertStore
+
+	// Now is the clock (nil: time.Now); tests drive time with it.
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Version string
 }
 
-// New returns a daemon for cfg (already validated).
+// Prober reads servers for monitoring: short timeouts, one connection kept
+// per instance. The mysql package's Inspector implements it.
+type Prober interface {
+	dbpilot.Inspector
+	// Forget drops what is kept for an instance that left its cluster.
+	Forget(key dbpilot.InstanceKey) error
+}
+
+// Liveness keeps a cheap session on a primary between polls, so that its
+// death is noticed at once (mysql.Liveness holds a long SLEEP).
+type Liveness interface {
+	// Hold connects to key, calls connected once the session is up, and
+	// blocks until the session is lost (an error) or ctx ends (nil).
+	Hold(ctx context.Context, key dbpilot.InstanceKey, connected func()) error
+}
+
+// CollectorStarter starts metric collection on one instance.
+type CollectorStarter interface {
+	Start(ctx context.Context, t dbpilot.MonitorTarget, base dbpilot.Batch) MetricsCollector
+}
+
+// MetricsCollector is the collection running on one instance.
+type MetricsCollector interface {
+	// SetTarget updates what the collectors know of the instance (its role
+	// after a failover, its primary's server_id).
+	SetTarget(t dbpilot.MonitorTarget)
+	// Stop stops collection and waits for it.
+	Stop()
+}
+
+// New returns a daemon for cfg (already validated) acting through the
+// adapters of opt. It panics without opt.Inspector or opt.Controller.
 func New(cfg *Config, opt Options) *Daemon {
-	probe := cfg.Admin()
-	probe.Dial = opt.Dial
+	if opt.Inspector == nil || opt.Controller == nil {
+		panic("daemon.New: Options.Inspector and Options.Controller are required (see daemon.Wire)")
+	}
 	d := &Daemon{
 		cfg:      cfg,
 		store:    opt.Store,
-		probe:    mysql.NewInspector(probe),
-		dial:     opt.Dial,
-		ctl:      opt.Ctl,
+		probe:    opt.Inspector,
+		ctl:      opt.Controller,
+		live:     opt.Liveness,
+		now:      opt.Now,
 		log:      opt.Logger,
 		version:  opt.Version,
-		started:  time.Now(),
 		clusters: map[string]*clusterState{},
 	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	d.started = d.now()
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
 	d.alertStore = opt.AlertStore
-	if opt.Metrics != nil && !cfg.Metrics.Disabled {
+	if opt.Metrics != nil && opt.Collectors != nil && !cfg.Metrics.Disabled {
 		d.metrics = opt.Metrics
-		cc := collector.Config{Interval: map[string]time.Duration{}}
-		for name, iv := range cfg.Metrics.Intervals {
-			cc.Interval[name] = iv.D()
-		}
-		d.mon = &monitor{d: d, sink: opt.Metrics, forget: opt.Metrics.Forget, cfg: cc, runners: map[dbpilot.InstanceKey]*runnerEntry{}}
-		if len(cfg.Metrics.Collectors) > 0 {
-			d.mon.enabled = map[string]bool{}
-			for _, n := range cfg.Metrics.Collectors {
-				d.mon.enabled[n] = true
-			}
-		}
-	}
-	if d.ctl == nil {
-		admin := probe
-		admin.ConnectTimeout = max(admin.ConnectTimeout, time.Second)
-		admin.QueryTimeout = 30 * time.Second
-		d.ctl = mysql.NewController(admin, mysql.Credentials{User: cfg.Replication.User, Password: cfg.Replication.Password})
+		d.mon = &monitor{d: d, start: opt.Collectors, forget: opt.Metrics.Forget, runners: map[dbpilot.InstanceKey]*runnerEntry{}}
 	}
 	for i := range cfg.Clusters {
 		cl := &cfg.Clusters[i]
-		cs := &clusterState{cfg: cl, fenced: map[dbpilot.InstanceKey]bool{}, fenceNoted: map[dbpilot.InstanceKey]string{}, wake: make(chan struct{}, 1), lastSeen: map[dbpilot.InstanceKey]time.Time{}}
+		cs := &clusterState{cfg: cl, fenced: map[dbpilot.InstanceKey]bool{}, fenceNoted: map[dbpilot.InstanceKey]string{},
+			wake: make(chan struct{}, 1), primaryChanged: make(chan struct{}), lastSeen: map[dbpilot.InstanceKey]time.Time{}}
 		cs.status = dbpilot.ClusterStatus{Name: cl.Name, State: dbpilot.ClusterUnknown, AutoFailover: cl.AutoFailover}
 		cs.known = append(cs.known, cl.seeds...)
 		d.clusters[cl.Name] = cs
@@ -127,16 +173,28 @@ func New(cfg *Config, opt Options) *Daemon {
 	return d
 }
 
-// Close releases connections.
+// Close releases the connections of the inspector and controller, and
+// whatever the wiring gave the daemon to own (state and metrics stores).
 func (d *Daemon) Close() error {
-	d.probe.Close()
-	if c, ok := d.ctl.(interface{ Close() error }); ok {
-		c.Close()
+	var first error
+	closeOne := func(v any) {
+		if c, ok := v.(io.Closer); ok {
+			if err := c.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
 	}
-	return nil
+	closeOne(d.probe)
+	closeOne(d.ctl)
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		closeOne(d.closers[i])
+	}
+	return first
 }
 
-// Run watches every cluster until ctx ends.
+// Run watches every cluster until ctx ends. It returns once every goroutine
+// it started (watch loops, liveness sessions, alert evaluation, collectors)
+// has stopped.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.running.Store(true)
 	d.restoreFences(ctx)
@@ -161,6 +219,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			defer wg.Done()
 			d.watch(ctx, cs)
 		}()
+		if d.live != nil && d.cfg.Detection.LivenessInterval.D() > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d.liveness(ctx, cs)
+			}()
+		}
 	}
 	wg.Wait()
 	return nil
@@ -172,9 +237,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 	t := time.NewTicker(d.cfg.PollInterval.D())
 	defer t.Stop()
-	if d.cfg.Detection.LivenessInterval.D() > 0 {
-		go d.liveness(ctx, cs)
-	}
 	for {
 		d.tick(ctx, cs, true)
 		select {
@@ -186,19 +248,13 @@ func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 	}
 }
 
-// liveness watches the cluster's primary between polls at almost no cost:
-// it keeps one session on the primary blocked in a long SLEEP. When the
-// server dies the connection is reset and the query fails at once, which
-// wakes the watch loop to confirm the failure holistically right away
-// instead of at the next poll. (A silent network partition raises nothing
-// here; the regular probes and their timeouts catch it.) After a failure it
-// reconnects every LivenessInterval.
+// liveness watches the cluster's primary between polls at almost no cost
+// through d.live (a session blocked in a long SLEEP). When the session is
+// lost it wakes the watch loop to confirm the failure holistically right
+// away instead of at the next poll. After a failure it reconnects every
+// LivenessInterval; when the primary changes it moves to the new one.
 func (d *Daemon) liveness(ctx context.Context, cs *clusterState) {
-	opts := d.cfg.Admin()
-	opts.Dial = d.dial
-	const hold = 30 * time.Second
-	opts.QueryTimeout = hold + 5*time.Second
-	query := fmt.Sprintf("SELECT /* %s */ SLEEP(%d)", collector.LivenessMarker, int(hold/time.Second))
+	interval := d.cfg.Detection.LivenessInterval.D()
 	healthy := false
 	wake := func() {
 		if healthy {
@@ -211,58 +267,34 @@ func (d *Daemon) liveness(ctx context.Context, cs *clusterState) {
 	}
 	for ctx.Err() == nil {
 		cs.mu.Lock()
-		key := cs.primary
+		key, changed := cs.primary, cs.primaryChanged
 		cs.mu.Unlock()
 		if key.IsZero() {
-			sleepCtx(ctx, d.cfg.Detection.LivenessInterval.D())
+			select {
+			case <-ctx.Done():
+			case <-changed:
+			}
 			continue
 		}
-		db, err := mysql.Open(ctx, key, opts)
-		if err != nil {
-			wake()
-			sleepCtx(ctx, d.cfg.Detection.LivenessInterval.D())
-			continue
-		}
-		healthy = true
-		// Hold the session; stop holding when the primary changes.
-		qctx, cancel := context.WithCancel(ctx)
+		hctx, cancel := context.WithCancel(ctx)
+		moved := make(chan bool, 1)
 		go func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-qctx.Done():
-					return
-				case <-t.C:
-					cs.mu.Lock()
-					changed := cs.primary != key
-					cs.mu.Unlock()
-					if changed {
-						cancel()
-						return
-					}
-				}
+			select {
+			case <-changed:
+				cancel()
+				moved <- true
+			case <-hctx.Done():
+				moved <- false
 			}
 		}()
-		for qctx.Err() == nil {
-			var v int
-			if err = db.SQL().QueryRowContext(qctx, query).Scan(&v); err != nil {
-				break
-			}
-		}
+		err := d.live.Hold(hctx, key, func() { healthy = true })
 		cancel()
-		db.Close()
-		if ctx.Err() != nil {
-			return
+		if <-moved || ctx.Err() != nil {
+			continue
 		}
-		cs.mu.Lock()
-		changed := cs.primary != key
-		cs.mu.Unlock()
-		if !changed {
-			d.log.Debug("liveness session lost; confirming now", "cluster", cs.cfg.Name, "primary", key.String(), "err", err)
-			wake()
-			sleepCtx(ctx, d.cfg.Detection.LivenessInterval.D())
-		}
+		d.log.Debug("liveness session lost; confirming now", "cluster", cs.cfg.Name, "primary", key.String(), "err", err)
+		wake()
+		sleepCtx(ctx, interval)
 	}
 }
 
@@ -289,10 +321,10 @@ func (d *Daemon) restoreFences(ctx context.Context) {
 		cs.mu.Lock()
 		for i, r := range recs {
 			if i == 0 && r.Success && !r.NewPrimary.IsZero() {
-				cs.primary = r.NewPrimary
+				cs.setPrimary(r.NewPrimary)
 				cs.known = appendKey(cs.known, r.NewPrimary)
 			}
-			if r.Success && r.Kind != dbpilot.RecoverySwitchover && time.Since(r.Ended) < 24*time.Hour {
+			if r.Success && r.Kind != dbpilot.RecoverySwitchover && d.now().Sub(r.Ended) < 24*time.Hour {
 				cs.fenced[r.OldPrimary] = true
 				cs.known = appendKey(cs.known, r.OldPrimary)
 			}
@@ -325,7 +357,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	if !d.running.Load() {
 		bound = 10 * time.Second
 	}
-	all, err := topology.Discover(ctx, d.probe, seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D())})
+	all, err := topology.Discover(ctx, d.probe, seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now})
 	if err != nil && len(all) == 0 {
 		return nil, nil, err
 	}
@@ -357,7 +389,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	problems := topology.Analyze(members, topology.AnalyzeOptions{})
 
 	cs.mu.Lock()
-	now := time.Now()
+	now := d.now()
 	for _, i := range all {
 		if i.Reachable {
 			cs.known = appendKey(cs.known, i.Key)
@@ -367,7 +399,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	forgotten := cs.ageOut(now, d.cfg.ForgetAfter.D(), primary)
 	cs.instances, cs.detached = members, detached
 	if primary != nil {
-		cs.primary = primary.Key
+		cs.setPrimary(primary.Key)
 		cs.status.Primary = primary.Key
 	}
 	cs.status.Instances = members
@@ -375,7 +407,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	if problems == nil {
 		cs.status.Problems = []dbpilot.Problem{}
 	}
-	cs.status.ObservedAt = time.Now()
+	cs.status.ObservedAt = now
 	if comp != nil && len(comp.Primaries) > 1 {
 		cs.status.State = dbpilot.ClusterOK
 	}
@@ -547,8 +579,8 @@ func (d *Daemon) note(cs *clusterState, event, msg string) {
 }
 
 // assess confirms a failed probe at once: re-probe the primary and ask every
-// replica of it in parallel, then decide with Assess.
-func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.Instance, members []*dbpilot.Instance) Verdict {
+// replica of it in parallel, then decide with topology.AssessPrimary.
+func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.Instance, members []*dbpilot.Instance) topology.Verdict {
 	if primary.Reachable {
 		cs.mu.Lock()
 		wasFailing := !cs.failingSince.IsZero()
@@ -559,7 +591,7 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 		if wasFailing {
 			d.log.Info("primary reachable again", "cluster", cs.cfg.Name, "primary", primary.Key.String())
 		}
-		return Assess(true, primary.Key, nil)
+		return topology.AssessPrimary(true, primary.Key, nil)
 	}
 	cs.mu.Lock()
 	if cs.failingSince.IsZero() {
@@ -589,13 +621,13 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 			defer wg.Done()
 			inst, err := d.probe.Inspect(cctx, k)
 			if err != nil {
-				inst = &dbpilot.Instance{Key: k, LastError: err.Error(), ObservedAt: time.Now()}
+				inst = &dbpilot.Instance{Key: k, LastError: err.Error(), ObservedAt: d.now()}
 			}
 			fresh[i] = inst
 		}()
 	}
 	wg.Wait()
-	v := Assess(reachable, primary.Key, fresh)
+	v := topology.AssessPrimary(reachable, primary.Key, fresh)
 	cs.mu.Lock()
 	cs.status.State = v.State
 	cs.mu.Unlock()
@@ -622,7 +654,7 @@ func (d *Daemon) blockedUntil(ctx context.Context, cs *clusterState) time.Time {
 		end = r.Started
 	}
 	until := end.Add(d.cfg.Recovery.BlockPeriod.D())
-	if time.Now().Before(until) {
+	if d.now().Before(until) {
 		return until
 	}
 	return time.Time{}
@@ -630,7 +662,7 @@ func (d *Daemon) blockedUntil(ctx context.Context, cs *clusterState) time.Time {
 
 func (d *Daemon) audit(ctx context.Context, e dbpilot.AuditEvent) {
 	if e.Time.IsZero() {
-		e.Time = time.Now()
+		e.Time = d.now()
 	}
 	d.log.Info(e.Message, "cluster", e.Cluster, "event", e.Event, "recovery", e.RecoveryID)
 	if d.store != nil {

@@ -5,51 +5,23 @@ import (
 	"sync"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/collector"
 )
 
-// Collectors returns every collector dbpilot runs, in a fixed order.
-func Collectors() []collector.Collector {
-	return []collector.Collector{
-		collector.NewGlobalStatus(),
-		collector.NewGlobalVariables(),
-		collector.NewReplication(),
-		collector.NewHeartbeat(),
-		collector.NewInnoDB(),
-		collector.NewProcesslist(),
-		collector.NewBinlog(),
-		collector.NewGalera(),
-		collector.NewSemiSync(),
-	}
-}
-
-// monitor runs one collector Runner per monitored instance and keeps their
-// targets in step with the topology.
+// monitor runs the metric collection of each monitored instance and keeps
+// their targets in step with the topology.
 type monitor struct {
-	d       *Daemon
-	sink    dbpilot.MetricSink
-	forget  func(dbpilot.InstanceKey)
-	cfg     collector.Config
-	enabled map[string]bool // nil: all
+	d      *Daemon
+	start  CollectorStarter
+	forget func(dbpilot.InstanceKey)
 
 	mu      sync.Mutex
 	runners map[dbpilot.InstanceKey]*runnerEntry
 }
 
 type runnerEntry struct {
-	r       *collector.Runner
+	r       MetricsCollector
 	cluster string
-	target  collector.Target
-}
-
-func (m *monitor) collectors() []collector.Collector {
-	var out []collector.Collector
-	for _, c := range Collectors() {
-		if m.enabled == nil || m.enabled[c.Name()] {
-			out = append(out, c)
-		}
-	}
-	return out
+	target  dbpilot.MonitorTarget
 }
 
 // roleOf names an instance's role in its cluster.
@@ -97,12 +69,10 @@ func (m *monitor) reconcile(ctx context.Context, cluster string, members []*dbpi
 		if !i.Reachable {
 			continue // the runner reconnects by itself; mysql_up shows 0
 		}
-		t := collector.Target{Key: i.Key, Flavor: i.Flavor, Version: i.Version, Role: roleOf(i, members), ServerID: i.ServerID, PrimaryServerID: primaryID}
+		t := dbpilot.MonitorTarget{Key: i.Key, Flavor: i.Flavor, Version: i.Version, Role: roleOf(i, members), ServerID: i.ServerID, PrimaryServerID: primaryID}
 		if e == nil {
 			base := dbpilot.Batch{Instance: i.Key, Cluster: cluster, Role: t.Role}
-			r := collector.NewRunner(t, m.d.cfg.Admin(), m.collectors(), m.cfg, m.sink, base, m.d.log.With("instance", i.Key.String()))
-			r.Start(ctx)
-			m.runners[k] = &runnerEntry{r: r, cluster: cluster, target: t}
+			m.runners[k] = &runnerEntry{r: m.start.Start(ctx, t, base), cluster: cluster, target: t}
 			continue
 		}
 		if e.target != t {

@@ -39,7 +39,7 @@ func startMonitoring(t *testing.T, d *sandbox.Descriptor, rules string) (*fixtur
 			os.WriteFile(p, []byte(rules), 0o600)
 			c.Alerts.Rules = p
 		}
-	}, daemon.Options{Metrics: ms}, true)
+	}, daemon.Wiring{MetricsStore: ms}, true)
 	return f, ms
 }
 
@@ -118,8 +118,12 @@ func TestReplicaAlertsSuppressedWhilePrimaryDown(t *testing.T) {
         severity: critical
         summary: "{{ $labels.instance }} is down"
 `
-	f, _ := startMonitoring(t, d, rules)
-	time.Sleep(3 * time.Second) // let collection start on every node
+	f, ms := startMonitoring(t, d, rules)
+	// Collection runs on every node before the primary dies.
+	testutil.WaitFor(t, 15*time.Second, "mysql_up 1 on 3 nodes", func() (bool, string) {
+		series, err := ms.QueryInstant(context.Background(), "mysql_up == 1", time.Now())
+		return err == nil && len(series) == 3, fmt.Sprint(len(series), " series, ", err)
+	})
 	if err := sandbox.Kill(d, "node1"); err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func (d *Daemon) inspectAll(ctx context.Context, keys []dbpilot.InstanceKey) []*
 			defer wg.Done()
 			inst, err := d.ctl.Inspect(ctx, k)
 			if err != nil {
-				inst = &dbpilot.Instance{Key: k, LastError: err.Error(), ObservedAt: time.Now()}
+				inst = &dbpilot.Instance{Key: k, LastError: err.Error(), ObservedAt: d.now()}
 			}
 			out[i] = inst
 		}()
@@ -73,7 +73,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 	fresh := d.inspectAll(ctx, keysOf(members))
 
 	plan, planErr := recovery.PlanFailover(name, old, fresh, rules)
-	rec := &dbpilot.Recovery{Cluster: name, Kind: kind, OldPrimary: old, DetectedAt: detectedAt, Started: time.Now()}
+	rec := &dbpilot.Recovery{Cluster: name, Kind: kind, OldPrimary: old, DetectedAt: detectedAt, Started: d.now()}
 	if plan != nil {
 		rec.Plan = plan.String()
 		rec.NewPrimary = plan.Candidate
@@ -94,7 +94,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 	cs.mu.Unlock()
 	detail := map[string]string{"kind": kind}
 	if !detectedAt.IsZero() {
-		detail["detection_ms"] = fmt.Sprint(time.Since(detectedAt).Milliseconds())
+		detail["detection_ms"] = fmt.Sprint(d.now().Sub(detectedAt).Milliseconds())
 	}
 	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditDetect,
 		Message: fmt.Sprintf("primary %s is dead; starting %s", old, kind), Detail: detail})
@@ -105,7 +105,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 		if err == nil {
 			d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
 			cs.mu.Lock()
-			cs.primary = rec.NewPrimary
+			cs.setPrimary(rec.NewPrimary)
 			cs.known = appendKey(cs.known, rec.NewPrimary)
 			cs.fenced[old] = true
 			cs.failingSince = time.Time{}

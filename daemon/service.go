@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/recovery"
@@ -165,7 +164,7 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	if err != nil {
 		return nil, err
 	}
-	rec := &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoverySwitchover, OldPrimary: primary.Key, NewPrimary: plan.Candidate, Started: time.Now(), Plan: plan.String()}
+	rec := &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoverySwitchover, OldPrimary: primary.Key, NewPrimary: plan.Candidate, Started: d.now(), Plan: plan.String()}
 	if opt.DryRun {
 		return rec, nil
 	}
@@ -180,7 +179,7 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	err = exec.Switchover(ctx, plan, rec)
 	if err == nil {
 		cs.mu.Lock()
-		cs.primary = plan.Candidate
+		cs.setPrimary(plan.Candidate)
 		cs.status.Primary = plan.Candidate
 		cs.mu.Unlock()
 	}
@@ -238,7 +237,7 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 	if err := recovery.CheckRelocate(r, t, fresh); err != nil {
 		return nil, err
 	}
-	rec := &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: dbpilot.RecoveryRelocate, OldPrimary: replica, NewPrimary: opt.To, Started: time.Now(),
+	rec := &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: dbpilot.RecoveryRelocate, OldPrimary: replica, NewPrimary: opt.To, Started: d.now(),
 		Plan: fmt.Sprintf("relocate %s below %s (GTID auto-positioning)", replica, opt.To)}
 	if opt.DryRun {
 		return rec, nil
@@ -275,7 +274,7 @@ func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (int, error)
 
 // endRecovery records a recovery's outcome in the state store.
 func (d *Daemon) endRecovery(ctx context.Context, rec *dbpilot.Recovery, err error) {
-	rec.Ended = time.Now()
+	rec.Ended = d.now()
 	rec.Success = err == nil
 	if err != nil {
 		rec.Error = err.Error()

@@ -23,7 +23,6 @@ import (
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/sandbox"
-	"github.com/dbpilot/dbpilot/sqlite"
 )
 
 // Modes.
@@ -200,20 +199,18 @@ func runRound(ctx context.Context, opt Options, d *sandbox.Descriptor, n int) (*
 	if err := cfg.Validate(); err != nil {
 		return nil, "", err
 	}
-	store, err := sqlite.Open(cfg.State)
+	lvl := slog.LevelWarn
+	if opt.Verbose {
+		lvl = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(opt.Log, &slog.HandlerOptions{Level: lvl}))
+	dm, err := daemon.Open(cfg, daemon.Wiring{Logger: log, Version: "drill"})
 	if err != nil {
 		if dbpilot.ErrorCode(err) == dbpilot.ECONFLICT {
 			return nil, "", dbpilot.WrapError(dbpilot.ECONFLICT, err, "drill: stop 'dbpilot serve --sandbox %s' first: two daemons must not recover one cluster", d.Name)
 		}
 		return nil, "", err
 	}
-	defer store.Close()
-	lvl := slog.LevelWarn
-	if opt.Verbose {
-		lvl = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(opt.Log, &slog.HandlerOptions{Level: lvl}))
-	dm := daemon.New(cfg, daemon.Options{Store: store, Logger: log, Version: "drill"})
 	defer dm.Close()
 	// A drill's recoveries are acknowledged as it goes: the anti-flapping
 	// block must not hold the next round.
@@ -269,7 +266,7 @@ func runRound(ctx context.Context, opt Options, d *sandbox.Descriptor, n int) (*
 	r.Acked = w.ackedCount()
 	// Detection and recovery times from the audit log.
 	if opt.Mode == ModeFailover {
-		r.DetectionS, r.RecoveryS = auditTimes(ctx, store, d.Name, event)
+		r.DetectionS, r.RecoveryS = auditTimes(ctx, dm, d.Name, event)
 	}
 	if ok {
 		newNode := nodeByKey(d, newKey)
@@ -280,7 +277,7 @@ func runRound(ctx context.Context, opt Options, d *sandbox.Descriptor, n int) (*
 		r.LostAcked = lost
 		r.ReplicasFollowing, r.ReplicasExpected = following(ctx, d, newNode, primary, opt.Mode)
 	}
-	how, redeployWhy := restore(ctx, d, primary, opt, dm)
+	how, redeployWhy := restore(ctx, d, primary, opt, dm.Daemon)
 	r.Restored = how
 	return r, redeployWhy, nil
 }
@@ -296,7 +293,7 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // auditTimes returns detection time (event → the "detect" audit entry) and
 // recovery time (event → "recovered").
-func auditTimes(ctx context.Context, store *sqlite.DB, cluster string, event time.Time) (float64, float64) {
+func auditTimes(ctx context.Context, store dbpilot.ClusterService, cluster string, event time.Time) (float64, float64) {
 	evs, err := store.AuditEvents(ctx, dbpilot.AuditFilter{Cluster: cluster, Since: event})
 	if err != nil {
 		return 0, 0

@@ -100,20 +100,7 @@ func (r *rig) value(node, query string) string {
 // waitValue polls query on node until it returns want.
 func (r *rig) waitValue(node, query, want string) {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		rows, err := sandbox.Exec(context.Background(), r.d, node, query)
-		if err == nil && len(rows.Values) == 1 && rows.Values[0][0] != nil {
-			if last = *rows.Values[0][0]; last == want {
-				return
-			}
-		} else if err != nil {
-			last = err.Error()
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	r.t.Fatalf("%s on %s: got %q, want %q", query, node, last, want)
+	testutil.WaitValue(r.t, r.d, node, query, want, 10*time.Second)
 }
 
 // replicatesFrom checks that node has one healthy channel from source.

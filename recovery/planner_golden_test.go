@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,9 +11,8 @@ import (
 	"testing"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/testutil"
 )
-
-var plUpdate = flag.Bool("update", false, "rewrite golden files in testdata/plans")
 
 // plCaseArgs is testdata/plans/<case>/args.json.
 type plCaseArgs struct {
@@ -62,37 +60,6 @@ func plMustKey(t testing.TB, s string) dbpilot.InstanceKey {
 	return k
 }
 
-// plGolden compares got with the file, or rewrites it with -update. A nil
-// got means the file must not exist.
-func plGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *plUpdate {
-		if got == nil {
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				t.Fatal(err)
-			}
-			return
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if got == nil {
-		if err == nil {
-			t.Errorf("%s exists but the case produced nothing for it (run go test -update)", path)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test -update and review the diff):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 // plRunCase runs the planner a case asks for. Relocation returns no plan.
 func plRunCase(t testing.TB, in []*dbpilot.Instance, a plCaseArgs) (*Plan, error) {
 	t.Helper()
@@ -135,13 +102,13 @@ func TestGoldenPlans(t *testing.T) {
 					t.Errorf("error %v is not a *dbpilot.Error", err)
 				}
 			}
-			plGolden(t, filepath.Join(dir, "error.golden.txt"), plErrText(err))
+			testutil.Golden(t, filepath.Join(dir, "error.golden.txt"), plErrText(err))
 			if a.Kind == "relocate" {
 				var ok []byte
 				if err == nil {
 					ok = []byte("ok\n")
 				}
-				plGolden(t, filepath.Join(dir, "ok.golden.txt"), ok)
+				testutil.Golden(t, filepath.Join(dir, "ok.golden.txt"), ok)
 				return
 			}
 			var txt, js []byte
@@ -153,8 +120,8 @@ func TestGoldenPlans(t *testing.T) {
 				}
 				js = append(b, '\n')
 			}
-			plGolden(t, filepath.Join(dir, "plan.golden.txt"), txt)
-			plGolden(t, filepath.Join(dir, "plan.golden.json"), js)
+			testutil.Golden(t, filepath.Join(dir, "plan.golden.txt"), txt)
+			testutil.Golden(t, filepath.Join(dir, "plan.golden.json"), js)
 
 			// Planning is a pure function of the set of instances.
 			rev := slices.Clone(in)

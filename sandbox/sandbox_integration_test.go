@@ -19,22 +19,7 @@ import (
 // waitValue polls a query on a node until it returns want.
 func waitValue(t *testing.T, d *sandbox.Descriptor, node, query, want string) {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		rows, err := sandbox.Exec(ctx, d, node, query)
-		if err == nil && len(rows.Values) == 1 && rows.Values[0][0] != nil {
-			last = *rows.Values[0][0]
-			if last == want {
-				return
-			}
-		} else if err != nil {
-			last = err.Error()
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s on %s: got %q, want %q", query, node, last, want)
+	testutil.WaitValue(t, d, node, query, want, 20*time.Second)
 }
 
 func mustExec(t *testing.T, d *sandbox.Descriptor, node, query string) {

@@ -45,6 +45,12 @@ func (o AnalyzeOptions) withDefaults() AnalyzeOptions {
 // Rules, per instance (an unreachable instance only gets Unreachable):
 //
 //   - Unreachable (critical): Reachable is false.
+//   - DeadPrimary (critical): an unreachable primary (it has replicas, and no
+//     observed source) that every reachable replica of it lost too
+//     (AssessPrimary): serve fails it over.
+//   - UnreachablePrimary (critical): an unreachable primary that some replica
+//     still replicates from, or whose replicas cannot be read: not confirmed
+//     dead, no failover.
 //   - ReplicationIOStopped, per channel: the IO thread is "No" (critical with
 //     an error, warning without: stopped by an operator), or "Connecting"
 //     with a Last_IO_Error (critical).
@@ -149,6 +155,26 @@ func (a *analyzer) unreachable(i int) {
 		msg += fmt.Sprintf("; %s replicate from it (%s)", plural(len(reps), "replica", "replicas"), strings.Join(reps, ", "))
 	}
 	a.add(in, dbpilot.ProblemUnreachable, dbpilot.SeverityCritical, "", detail, "%s", msg)
+	if role == "primary" {
+		a.primaryDown(i)
+	}
+}
+
+// primaryDown names an unreachable primary DeadPrimary or
+// UnreachablePrimary from what its replicas observed (AssessPrimary, the
+// rule serve recovers by).
+func (a *analyzer) primaryDown(i int) {
+	in := a.g.nodes[i]
+	var replicas []*dbpilot.Instance
+	for j, e := range a.g.down[i] {
+		if j > 0 && a.g.down[i][j-1].replica == e.replica {
+			continue
+		}
+		replicas = append(replicas, a.g.nodes[e.replica])
+	}
+	if p, ok := AssessPrimary(false, in.Key, replicas).Problem(in.Key); ok {
+		a.out = append(a.out, p)
+	}
 }
 
 func plural(n int, one, many string) string {

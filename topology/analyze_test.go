@@ -113,7 +113,8 @@ func TestAnalyzeRules(t *testing.T) {
 				*p = dbpilot.Instance{Key: p.Key, LastError: "mysql: connect on 127.0.0.1:21002: connection refused"}
 				return in
 			},
-			want: []string{"21002:Unreachable:critical"},
+			// Its replica still shows a running channel from it: not dead.
+			want: []string{"21002:Unreachable:critical", "21002:UnreachablePrimary:critical"},
 		},
 		{
 			name: "multi-source sink that is writable",
@@ -255,8 +256,11 @@ func TestAnalyzeRules(t *testing.T) {
 func TestAnalyzeMessages(t *testing.T) {
 	in := loadCase(t, "unreachable-primary")
 	ps := Analyze(in, AnalyzeOptions{})
-	if len(ps) == 0 || !strings.Contains(ps[0].Message, "connection refused") || ps[0].Detail["role"] != "primary" {
+	if len(ps) < 2 || ps[1].Code != dbpilot.ProblemUnreachable || !strings.Contains(ps[1].Message, "connection refused") || ps[1].Detail["role"] != "primary" {
 		t.Errorf("unreachable primary: %+v", ps)
+	}
+	if ps[0].Code != dbpilot.ProblemDeadPrimary || ps[0].Message != "primary 127.0.0.1:21001 is unreachable and all 2 reachable replicas lost it" || ps[0].Detail["lost"] != "2" {
+		t.Errorf("dead primary: %+v", ps[0])
 	}
 
 	in = loadCase(t, "lagging-replica")

@@ -17,6 +17,8 @@ type Options struct {
 	Concurrency int
 	// Timeout bounds the whole crawl; 0 means no bound but the context's.
 	Timeout time.Duration
+	// Now stamps instances that could not be inspected (nil: time.Now).
+	Now func() time.Time
 }
 
 // Validate reports options that cannot be used.
@@ -115,7 +117,7 @@ func Discover(ctx context.Context, in dbpilot.Inspector, seeds []dbpilot.Instanc
 			interrupted++ // not observed: the crawl was cut short
 			continue
 		}
-		inst := observed(r.key, r.inst, r.err)
+		inst := observed(r.key, r.inst, r.err, opt.Now)
 		out = append(out, inst)
 		if !inst.Reachable {
 			continue
@@ -139,12 +141,15 @@ func Discover(ctx context.Context, in dbpilot.Inspector, seeds []dbpilot.Instanc
 }
 
 // observed turns one inspection's outcome into the instance Discover reports.
-func observed(key dbpilot.InstanceKey, inst *dbpilot.Instance, err error) *dbpilot.Instance {
+func observed(key dbpilot.InstanceKey, inst *dbpilot.Instance, err error, now func() time.Time) *dbpilot.Instance {
 	if err == nil && inst == nil {
 		err = dbpilot.Errorf(dbpilot.EINTERNAL, "inspect %s: the inspector returned no instance", key)
 	}
 	if err != nil {
-		return &dbpilot.Instance{Key: key, Reachable: false, LastError: err.Error(), ObservedAt: time.Now()}
+		if now == nil {
+			now = time.Now
+		}
+		return &dbpilot.Instance{Key: key, Reachable: false, LastError: err.Error(), ObservedAt: now()}
 	}
 	cp := *inst // the inspector's value may be shared; adjust a copy
 	cp.Key = key

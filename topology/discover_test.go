@@ -156,7 +156,7 @@ func TestDiscoverUnreachable(t *testing.T) {
 		t.Fatalf("two seeds: %s, %v", keysOf(got), err)
 	}
 	ps := Analyze(got, AnalyzeOptions{})
-	if c := codes(ps, false); strings.Join(c, " ") != "21001:Unreachable 21002:ReplicationIOStopped 21003:ReplicationIOStopped" {
+	if c := codes(ps, false); strings.Join(c, " ") != "21001:DeadPrimary 21001:Unreachable 21002:ReplicationIOStopped 21003:ReplicationIOStopped" {
 		t.Errorf("analysis of the crawl: %v", c)
 	}
 

@@ -3,16 +3,14 @@ package topology
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/analyze")
 
 // jsonGoldenCases also get a golden of RenderJSON's output.
 var jsonGoldenCases = []string{"multi-source-errant", "ring", "unreachable-primary"}
@@ -44,24 +42,6 @@ func caseNames(t testing.TB) []string {
 	return names
 }
 
-// golden compares got with the file, or rewrites it with -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test -update and review the diff):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 func TestGolden(t *testing.T) {
 	for _, name := range caseNames(t) {
 		t.Run(name, func(t *testing.T) {
@@ -76,21 +56,21 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join(dir, "problems.golden.json"), append(b, '\n'))
+			testutil.Golden(t, filepath.Join(dir, "problems.golden.json"), append(b, '\n'))
 
 			clusters := Clusters(in)
 			var tree bytes.Buffer
 			if err := RenderText(&tree, clusters, problems); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join(dir, "tree.golden.txt"), tree.Bytes())
+			testutil.Golden(t, filepath.Join(dir, "tree.golden.txt"), tree.Bytes())
 
 			if slices.Contains(jsonGoldenCases, name) {
 				var doc bytes.Buffer
 				if err := RenderJSON(&doc, clusters, problems); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, filepath.Join(dir, "topology.golden.json"), doc.Bytes())
+				testutil.Golden(t, filepath.Join(dir, "topology.golden.json"), doc.Bytes())
 			}
 
 			// Analysis is a pure function of the set of instances: their order

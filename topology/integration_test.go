@@ -176,24 +176,7 @@ func (f *fleet) value(node, query string) string {
 // waitValue polls a query on a node until it returns want.
 func (f *fleet) waitValue(node, query, want string) {
 	f.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		rows, err := sandbox.Exec(context.Background(), f.d, node, query)
-		switch {
-		case err != nil:
-			last = err.Error()
-		case len(rows.Values) == 1 && rows.Values[0][0] != nil:
-			last = *rows.Values[0][0]
-			if last == want {
-				return
-			}
-		default:
-			last = fmt.Sprintf("%d rows", len(rows.Values))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	f.t.Fatalf("%s on %s: got %q, want %q", query, node, last, want)
+	testutil.WaitValue(f.t, f.d, node, query, want, 15*time.Second)
 }
 
 // waitConverged waits until every named node has one @@gtid_current_pos.

@@ -93,7 +93,7 @@ func TestRenderJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(doc.Clusters) != 1 || doc.Clusters[0].Healthy || len(doc.Clusters[0].Instances) != 3 ||
-		len(doc.Clusters[0].Edges) != 2 || len(doc.Clusters[0].Problems) != 3 || len(doc.OtherProblems) != 0 {
+		len(doc.Clusters[0].Edges) != 2 || len(doc.Clusters[0].Problems) != 4 || len(doc.OtherProblems) != 0 {
 		t.Errorf("document: %s", b.String())
 	}
 

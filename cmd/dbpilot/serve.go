@@ -14,9 +14,7 @@ import (
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/httpapi"
-	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/sandbox"
-	"github.com/dbpilot/dbpilot/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -78,36 +76,24 @@ in the sandbox's directory). A configuration file looks like:
 			if os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(170 << 20)
 			}
-			store, err := sqlite.Open(cfg.State)
+			log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(a.verbose)}))
+			// The TSDB narrates its housekeeping at info level: keep it to
+			// warnings unless -v.
+			tsdbLevel := slog.LevelWarn
+			if a.verbose {
+				tsdbLevel = slog.LevelDebug
+			}
+			tsdbLog := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: tsdbLevel}))
+			d, err := daemon.Open(cfg, daemon.Wiring{Metrics: true, Logger: log, TSDBLogger: tsdbLog, Version: version})
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(a.verbose)}))
-			opts := daemon.Options{Store: store, AlertStore: store, Logger: log, Version: version}
-			var ms *metrics.Store
-			if !cfg.Metrics.Disabled {
-				// The TSDB narrates its housekeeping at info level: keep it
-				// to warnings unless -v.
-				tsdbLevel := slog.LevelWarn
-				if a.verbose {
-					tsdbLevel = slog.LevelDebug
-				}
-				tsdbLog := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: tsdbLevel}))
-				ms, err = metrics.Open(metrics.Options{Dir: cfg.Metrics.Dir, Retention: cfg.Metrics.Retention.D(), Logger: tsdbLog})
-				if err != nil {
-					return err
-				}
-				defer ms.Close()
-				opts.Metrics = ms
-			}
-			d := daemon.New(cfg, opts)
 			defer d.Close()
 			mux := http.NewServeMux()
 			mux.Handle("/", httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Logger: log, Version: version}))
-			if ms != nil {
-				mux.Handle("/metrics", ms.Handler())
-				mux.Handle("/api/metrics/", ms.APIHandler())
+			if d.TSDB != nil {
+				mux.Handle("/metrics", d.TSDB.Handler())
+				mux.Handle("/api/metrics/", d.TSDB.APIHandler())
 			}
 			api := mux
 			ln, err := net.Listen("tcp", cfg.Listen)

@@ -9,7 +9,6 @@ import (
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/httpapi"
 	"github.com/dbpilot/dbpilot/sandbox"
-	"github.com/dbpilot/dbpilot/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -81,18 +80,12 @@ func (s *serviceFlags) open(ctx context.Context, a *app, readOnly bool) (dbpilot
 	if err != nil {
 		return nil, nil, err
 	}
-	var store *sqlite.DB
-	if readOnly {
-		store, err = sqlite.OpenReadOnly(cfg.State)
-	} else {
-		store, err = sqlite.Open(cfg.State)
-	}
+	d, err := daemon.Open(cfg, daemon.Wiring{ReadOnly: readOnly, Logger: a.log, Version: version})
 	if err != nil {
 		if dbpilot.ErrorCode(err) == dbpilot.ECONFLICT {
 			return nil, nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "a dbpilot serve owns this cluster's state: act through it with --server http://%s", cfg.Listen)
 		}
 		return nil, nil, err
 	}
-	d := daemon.New(cfg, daemon.Options{Store: store, Logger: a.log, Version: version})
-	return d, func() { d.Close(); store.Close() }, nil
+	return d, func() { d.Close() }, nil
 }

@@ -1,0 +1,248 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/collector"
+	"github.com/dbpilot/dbpilot/metrics"
+	"github.com/dbpilot/dbpilot/mysql"
+	"github.com/dbpilot/dbpilot/sandbox"
+	"github.com/dbpilot/dbpilot/sqlite"
+)
+
+// This file is the only place where the daemon meets concrete adapters:
+// mysql (probes, replication control, liveness sessions, credential files),
+// collector (metrics), sqlite (state), metrics (the embedded TSDB) and
+// sandbox (configuration from a sandbox). Everything else in the package
+// works on the interfaces of Options.
+
+// Wiring says how Open builds a daemon from its configuration.
+type Wiring struct {
+	// Store is the state store; nil opens the SQLite file cfg.State, owned
+	// (closed) by the daemon. ReadOnly opens it without serve's lock, for
+	// listings while a serve runs.
+	Store    dbpilot.StateStore
+	ReadOnly bool
+	// Metrics turns on collection and alerts (serve) unless the
+	// configuration disables metrics: MetricsStore when set, else the
+	// embedded TSDB opened at cfg.Metrics.Dir and owned by the daemon.
+	// AlertStore keeps alert states (nil: the state store, when it is one).
+	Metrics      bool
+	MetricsStore MetricsBackend
+	AlertStore   dbpilot.AlertStore
+	// Dial, when set, opens dbpilot's own connections to servers (tests cut
+	// dbpilot's path to a primary with it, leaving replication alone).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Logger logs the daemon; TSDBLogger the embedded TSDB (nil: Logger).
+	Logger, TSDBLogger *slog.Logger
+	Version            string
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Wired is a daemon built by Open, with the embedded metrics store it
+// opened (nil when metrics are off or given), whose HTTP handlers serve
+// mounts.
+type Wired struct {
+	*Daemon
+	TSDB *metrics.Store
+}
+
+// Open builds a daemon from cfg (already validated): the state store, the
+// metrics store, and the mysql and collector adapters of Wire. Close
+// releases everything it opened.
+func Open(cfg *Config, w Wiring) (*Wired, error) {
+	var closers []io.Closer
+	fail := func(err error) (*Wired, error) {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i].Close()
+		}
+		return nil, err
+	}
+	if w.Store == nil {
+		var db *sqlite.DB
+		var err error
+		if w.ReadOnly {
+			db, err = sqlite.OpenReadOnly(cfg.State)
+		} else {
+			db, err = sqlite.Open(cfg.State)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, db)
+		w.Store = db
+	}
+	out := &Wired{}
+	if w.Metrics && !cfg.Metrics.Disabled {
+		if w.AlertStore == nil {
+			w.AlertStore, _ = w.Store.(dbpilot.AlertStore)
+		}
+		if w.MetricsStore == nil {
+			log := w.TSDBLogger
+			if log == nil {
+				log = w.Logger
+			}
+			ms, err := metrics.Open(metrics.Options{Dir: cfg.Metrics.Dir, Retention: cfg.Metrics.Retention.D(), Logger: log})
+			if err != nil {
+				return fail(err)
+			}
+			closers = append(closers, ms)
+			out.TSDB = ms
+			w.MetricsStore = ms
+		}
+	} else {
+		w.MetricsStore = nil
+	}
+	out.Daemon = Wire(cfg, w)
+	out.closers = closers
+	return out, nil
+}
+
+// Wire returns a daemon for cfg acting through the mysql package (probe
+// inspector, replication controller, liveness sessions) and, with
+// w.MetricsStore, the collectors; it opens no store.
+func Wire(cfg *Config, w Wiring) *Daemon {
+	probe := adminOptions(cfg)
+	probe.Dial = w.Dial
+	admin := probe
+	admin.ConnectTimeout = max(admin.ConnectTimeout, time.Second)
+	admin.QueryTimeout = 30 * time.Second
+	opt := Options{
+		Inspector:  mysql.NewInspector(probe),
+		Controller: mysql.NewController(admin, mysql.Credentials{User: cfg.Replication.User, Password: cfg.Replication.Password}),
+		Liveness:   &mysql.Liveness{Options: probe},
+		Store:      w.Store,
+		AlertStore: w.AlertStore,
+		Now:        w.Now,
+		Logger:     w.Logger,
+		Version:    w.Version,
+	}
+	if w.MetricsStore != nil {
+		opt.Metrics = w.MetricsStore
+		opt.Collectors = newCollectorStarter(cfg, probe, w.MetricsStore, w.Logger)
+	}
+	return New(cfg, opt)
+}
+
+// adminOptions returns the admin connection options with the probe timeouts.
+func adminOptions(c *Config) mysql.Options {
+	return mysql.Options{
+		Credentials:    mysql.Credentials{User: c.Credentials.User, Password: c.Credentials.Password},
+		ConnectTimeout: c.Detection.ProbeTimeout.D(),
+		QueryTimeout:   c.Detection.ProbeTimeout.D(),
+	}
+}
+
+// Collectors returns every collector dbpilot runs, in a fixed order.
+func Collectors() []collector.Collector {
+	return []collector.Collector{
+		collector.NewGlobalStatus(),
+		collector.NewGlobalVariables(),
+		collector.NewReplication(),
+		collector.NewHeartbeat(),
+		collector.NewInnoDB(),
+		collector.NewProcesslist(),
+		collector.NewBinlog(),
+		collector.NewGalera(),
+		collector.NewSemiSync(),
+	}
+}
+
+// collectorStarter starts a collector.Runner per instance with the
+// configured collectors and intervals.
+type collectorStarter struct {
+	opts    mysql.Options
+	enabled map[string]bool // nil: all
+	cfg     collector.Config
+	sink    dbpilot.MetricSink
+	log     *slog.Logger
+}
+
+func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSink, log *slog.Logger) *collectorStarter {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &collectorStarter{opts: opts, cfg: collector.Config{Interval: map[string]time.Duration{}}, sink: sink, log: log}
+	for name, iv := range cfg.Metrics.Intervals {
+		s.cfg.Interval[name] = iv.D()
+	}
+	if len(cfg.Metrics.Collectors) > 0 {
+		s.enabled = map[string]bool{}
+		for _, n := range cfg.Metrics.Collectors {
+			s.enabled[n] = true
+		}
+	}
+	return s
+}
+
+func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, base dbpilot.Batch) MetricsCollector {
+	var cs []collector.Collector
+	for _, c := range Collectors() {
+		if s.enabled == nil || s.enabled[c.Name()] {
+			cs = append(cs, c)
+		}
+	}
+	r := collector.NewRunner(t, s.opts, cs, s.cfg, s.sink, base, s.log.With("instance", t.Key.String()))
+	r.Start(ctx)
+	return r
+}
+
+// readCredentialsFile reads a credentials file (mysql's option-file format,
+// mode 0600).
+func readCredentialsFile(path string) (CredentialsConfig, error) {
+	c, err := mysql.ReadCredentialsFile(path)
+	return CredentialsConfig{User: c.User, Password: c.Password}, err
+}
+
+// checkPrivateFile refuses a secret file others can read.
+func checkPrivateFile(path string) error { return mysql.CheckPrivateFile(path) }
+
+// ConfigFromSandbox builds a serve configuration for a sandbox: one cluster
+// named after it with every node as a seed, its admin and replication
+// accounts, automatic failover on, state and API token kept in the
+// sandbox's directory (the token is generated once, mode 0600).
+func ConfigFromSandbox(d *sandbox.Descriptor) (*Config, error) {
+	tokenFile := TokenFile(d)
+	tok, err := os.ReadFile(tokenFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		tok = []byte(hex.EncodeToString(b))
+		if err := os.WriteFile(tokenFile, append(tok, '\n'), 0o600); err != nil {
+			return nil, fmt.Errorf("write API token %s: %w", tokenFile, err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("read API token %s: %w", tokenFile, err)
+	}
+	cl := ClusterConfig{Name: d.Name, AutoFailover: true, SemiSync: d.SemiSync}
+	for _, n := range d.Nodes {
+		cl.Seeds = append(cl.Seeds, n.Key().String())
+	}
+	c := &Config{
+		State:       filepath.Join(d.Dir, "state.db"),
+		Token:       strings.TrimSpace(string(tok)),
+		Credentials: CredentialsConfig{User: d.Admin.User, Password: d.Admin.Password},
+		Replication: CredentialsConfig{User: d.Repl.User, Password: d.Repl.Password},
+		Clusters:    []ClusterConfig{cl},
+	}
+	return c, nil
+}
+
+// TokenFile returns where ConfigFromSandbox keeps a sandbox's API token.
+func TokenFile(d *sandbox.Descriptor) string { return filepath.Join(d.Dir, "api-token") }

@@ -1,0 +1,68 @@
+package topology
+
+import "github.com/dbpilot/dbpilot"
+
+// ProblemKind describes one problem code Analyze names.
+type ProblemKind struct {
+	Code dbpilot.ProblemCode
+	// Priority orders kinds by urgency, 1 first, as vtorc orders its
+	// analyses: a cluster's worst problem is the one of lowest priority
+	// number among those of the highest severity.
+	Priority int
+	// Action says what serve does about it.
+	Action string
+}
+
+// ProblemKinds is every problem Analyze names, most urgent first.
+var ProblemKinds = []ProblemKind{
+	{dbpilot.ProblemDeadPrimary, 1, "automatic failover (auto_failover), unless blocked by a recent recovery"},
+	{dbpilot.ProblemUnreachablePrimary, 2, "alert only: not confirmed dead, no failover"},
+	{dbpilot.ProblemUnreachable, 3, "alert; a returning old primary is fenced"},
+	{dbpilot.ProblemPrimaryReadOnly, 4, "alert: writes fail"},
+	{dbpilot.ProblemReplicationIOStopped, 5, "alert"},
+	{dbpilot.ProblemReplicationSQLStopped, 6, "alert"},
+	{dbpilot.ProblemErrantGTID, 7, "alert; the replica is not promoted while it has errant GTIDs"},
+	{dbpilot.ProblemNoLogReplicaUpdates, 8, "alert"},
+	{dbpilot.ProblemReplicaLagging, 9, "alert"},
+	{dbpilot.ProblemSemiSyncNoReplicas, 10, "alert"},
+	{dbpilot.ProblemReplicaNotReadOnly, 11, "alert"},
+	{dbpilot.ProblemNoBinlog, 12, "alert"},
+	{dbpilot.ProblemNoGTID, 13, "alert"},
+	{dbpilot.ProblemSlowFailureDetection, 14, "alert"},
+}
+
+// Priority returns the priority of a problem code (ProblemKinds), or a number
+// after all of them for an unknown code.
+func Priority(code dbpilot.ProblemCode) int {
+	for _, k := range ProblemKinds {
+		if k.Code == code {
+			return k.Priority
+		}
+	}
+	return len(ProblemKinds) + 1
+}
+
+var severityRank = map[dbpilot.Severity]int{dbpilot.SeverityCritical: 0, dbpilot.SeverityWarning: 1, dbpilot.SeverityInfo: 2}
+
+// Worst returns the most urgent problem of ps: highest severity first, then
+// lowest Priority, then the first given. It reports false for no problems.
+func Worst(ps []dbpilot.Problem) (dbpilot.Problem, bool) {
+	if len(ps) == 0 {
+		return dbpilot.Problem{}, false
+	}
+	rank := func(p dbpilot.Problem) (int, int) {
+		s, ok := severityRank[p.Severity]
+		if !ok {
+			s = len(severityRank)
+		}
+		return s, Priority(p.Code)
+	}
+	best := ps[0]
+	bs, bp := rank(best)
+	for _, p := range ps[1:] {
+		if s, pr := rank(p); s < bs || s == bs && pr < bp {
+			best, bs, bp = p, s, pr
+		}
+	}
+	return best, true
+}
