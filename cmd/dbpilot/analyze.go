@@ -15,6 +15,11 @@ func (a *app) analyzeCommand() *cobra.Command {
 		Short: "Discover a topology and list the problems found, per cluster and per server",
 		Long: `Discover a topology like 'dbpilot topology' and analyze it. Problems:
 
+  DeadPrimary            a primary dbpilot cannot read whose reachable replicas
+                         all lost it too: serve fails it over
+  UnreachablePrimary     a primary dbpilot cannot read that a replica still
+                         replicates from, or whose replicas cannot be read: not
+                         confirmed dead, no failover
   Unreachable            a server cannot be read (the error is shown)
   ReplicationIOStopped   a channel's IO thread is stopped or failing to connect
   ReplicationSQLStopped  a channel's SQL thread is stopped (with the last error)
