@@ -89,50 +89,14 @@ func (r *execRun) applyRelayLog(ctx context.Context, p *Plan, cand *dbpilot.Inst
 		chans = cand.Channels
 	}
 	var target, received string
-	sqlStopped := false
+	var err error
 	if cand.Flavor.IsMySQLFamily() {
-		sets := make([]string, 0, len(chans))
-		for _, c := range chans {
-			if c.RetrievedGTIDSet != "" {
-				sets = append(sets, c.RetrievedGTIDSet)
-			}
-			sqlStopped = sqlStopped || !c.SQLRunning
-		}
-		received = strings.Join(sets, ",")
-		if received != "" {
-			set, err := gtid.ParseMySQLSet(received)
-			if err != nil {
-				return dbpilot.WrapError(dbpilot.EINTERNAL, err, "read Retrieved_Gtid_Set of %s", key)
-			}
-			executed, err := gtid.ParseMySQLSet(cand.GTID.Executed)
-			if err != nil {
-				return dbpilot.WrapError(dbpilot.EINTERNAL, err, "read gtid_executed of %s", key)
-			}
-			if missing := set.Subtract(executed); !missing.IsEmpty() {
-				target = set.String()
-			}
-		}
+		target, received, err = relayLogTargetMySQL(key, cand, chans)
 	} else {
-		ios := make([]string, 0, len(chans))
-		for _, c := range chans {
-			ios = append(ios, c.GTIDIOPos)
-			sqlStopped = sqlStopped || !c.SQLRunning
-		}
-		var err error
-		received, err = posMax(ios...)
-		if err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "read Gtid_IO_Pos of %s", key)
-		}
-		// MASTER_GTID_WAIT waits on gtid_slave_pos: wait only for what the
-		// candidate has not applied yet, or a domain it holds through its
-		// own binlog alone would never be reached.
-		have, err := posMax(cand.GTID.BinlogPos, cand.GTID.SlavePos)
-		if err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "read GTID position of %s", key)
-		}
-		if target, err = posRemaining(received, have); err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "compare GTID positions of %s", key)
-		}
+		target, received, err = relayLogTargetMariaDB(key, cand, chans)
+	}
+	if err != nil {
+		return err
 	}
 	detail := map[string]string{"received": received}
 	if target == "" {
@@ -140,7 +104,7 @@ func (r *execRun) applyRelayLog(ctx context.Context, p *Plan, cand *dbpilot.Inst
 		return nil
 	}
 	detail["waiting_for"] = target
-	if sqlStopped {
+	if slices.ContainsFunc(chans, func(c dbpilot.ReplicationChannel) bool { return !c.SQLRunning }) {
 		if err := r.e.Ctl.StartReplica(ctx, key); err != nil {
 			return err
 		}
@@ -160,9 +124,62 @@ func (r *execRun) applyRelayLog(ctx context.Context, p *Plan, cand *dbpilot.Inst
 	return nil
 }
 
+// relayLogTargetMySQL returns what the MySQL candidate key received through
+// chans (their Retrieved_Gtid_Set) and, when it has not executed all of it,
+// the set to wait for ("" when nothing is left).
+func relayLogTargetMySQL(key dbpilot.InstanceKey, cand *dbpilot.Instance, chans []dbpilot.ReplicationChannel) (target, received string, err error) {
+	sets := make([]string, 0, len(chans))
+	for _, c := range chans {
+		if c.RetrievedGTIDSet != "" {
+			sets = append(sets, c.RetrievedGTIDSet)
+		}
+	}
+	received = strings.Join(sets, ",")
+	if received != "" {
+		set, err := gtid.ParseMySQLSet(received)
+		if err != nil {
+			return "", "", dbpilot.WrapError(dbpilot.EINTERNAL, err, "read Retrieved_Gtid_Set of %s", key)
+		}
+		executed, err := gtid.ParseMySQLSet(cand.GTID.Executed)
+		if err != nil {
+			return "", "", dbpilot.WrapError(dbpilot.EINTERNAL, err, "read gtid_executed of %s", key)
+		}
+		if missing := set.Subtract(executed); !missing.IsEmpty() {
+			target = set.String()
+		}
+	}
+	return target, received, nil
+}
+
+// relayLogTargetMariaDB returns what the MariaDB candidate key received
+// through chans (the highest of their Gtid_IO_Pos) and the domains'
+// positions of it that it has not applied yet ("" when none).
+func relayLogTargetMariaDB(key dbpilot.InstanceKey, cand *dbpilot.Instance, chans []dbpilot.ReplicationChannel) (target, received string, err error) {
+	ios := make([]string, 0, len(chans))
+	for _, c := range chans {
+		ios = append(ios, c.GTIDIOPos)
+	}
+	received, err = posMax(ios...)
+	if err != nil {
+		return "", "", dbpilot.WrapError(dbpilot.EINTERNAL, err, "read Gtid_IO_Pos of %s", key)
+	}
+	// MASTER_GTID_WAIT waits on gtid_slave_pos: wait only for what the
+	// candidate has not applied yet, or a domain it holds through its
+	// own binlog alone would never be reached.
+	have, err := posMax(cand.GTID.BinlogPos, cand.GTID.SlavePos)
+	if err != nil {
+		return "", "", dbpilot.WrapError(dbpilot.EINTERNAL, err, "read GTID position of %s", key)
+	}
+	if target, err = posRemaining(received, have); err != nil {
+		return "", "", dbpilot.WrapError(dbpilot.EINTERNAL, err, "compare GTID positions of %s", key)
+	}
+	return target, received, nil
+}
+
 // catchUp replicates the candidate from cu.From until it reaches cu.Until in
 // the catch-up domains, ignoring every other domain (MariaDB), then removes
-// that replication.
+// that replication. Its phases: choose the domains, borrow the source's
+// position in the ignored ones, replicate, restore the position.
 func (r *execRun) catchUp(ctx context.Context, p *Plan, cu CatchUp) error {
 	ctl := r.e.Ctl
 	key := p.Candidate
@@ -180,26 +197,8 @@ func (r *execRun) catchUp(ctx context.Context, p *Plan, cu CatchUp) error {
 	until := cu.Until
 	var ignore []uint32
 	if maria && len(cu.Domains) > 0 {
-		all, err := posDomains(cand.GTID.BinlogPos, cand.GTID.SlavePos, cand.GTID.CurrentPos,
-			from.GTID.BinlogPos, from.GTID.SlavePos, from.GTID.CurrentPos, cu.Until)
-		if err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "read GTID positions")
-		}
-		for _, c := range cand.Channels {
-			ds, err := posDomains(c.GTIDIOPos)
-			if err != nil {
-				return dbpilot.WrapError(dbpilot.EINTERNAL, err, "read Gtid_IO_Pos")
-			}
-			all = append(all, ds...)
-		}
-		for _, d := range all {
-			if !slices.Contains(cu.Domains, d) && !slices.Contains(ignore, d) {
-				ignore = append(ignore, d)
-			}
-		}
-		slices.Sort(ignore)
-		if until, err = posRestrict(cu.Until, cu.Domains); err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "read catch-up position %q", cu.Until)
+		if until, ignore, err = catchUpDomains(cand, from, cu); err != nil {
+			return err
 		}
 		detail["domains"] = execJoinDomains(cu.Domains)
 		detail["ignore_domains"] = execJoinDomains(ignore)
@@ -212,24 +211,81 @@ func (r *execRun) catchUp(ctx context.Context, p *Plan, cu CatchUp) error {
 	var saved string
 	pos, canPosition := ctl.(dbpilot.ReplicaPositioner)
 	if maria && len(ignore) > 0 && canPosition {
-		stopped, err := ctl.Inspect(ctx, key)
-		if err != nil {
+		if saved, err = r.borrowPosition(ctx, pos, key, from, ignore, detail); err != nil {
 			return err
 		}
-		temp, err := posBorrow(stopped.GTID.SlavePos, from.GTID.BinlogPos, ignore)
-		if err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "compare GTID positions")
-		}
-		if temp != stopped.GTID.SlavePos {
-			if err := pos.SetReplicaPosition(ctx, key, temp); err != nil {
-				return err
-			}
-			saved = stopped.GTID.SlavePos
-			detail["slave_pos_saved"] = saved
-			detail["slave_pos_during_catch_up"] = temp
+	}
+	if err := r.replicateUntil(ctx, key, cu.From, ignore, until); err != nil {
+		return err
+	}
+	if saved != "" {
+		if err := r.restorePosition(ctx, pos, key, saved, ignore, detail); err != nil {
+			return err
 		}
 	}
-	if err := ctl.ChangeSource(ctx, key, cu.From, dbpilot.ChangeSourceOptions{IgnoreDomains: ignore}); err != nil {
+	detail["elapsed_ms"] = execMillis(time.Since(start))
+	r.audit(ctx, key, dbpilot.AuditCatchUp, fmt.Sprintf("%s caught up from %s to %s", key, cu.From, execOrNone(until)), detail)
+	return nil
+}
+
+// catchUpDomains returns, for a MariaDB catch-up limited to cu.Domains, the
+// position to wait for (cu.Until in those domains) and the domains to
+// ignore: every other domain of the positions of the candidate, its
+// channels, the source and cu.Until, sorted.
+func catchUpDomains(cand, from *dbpilot.Instance, cu CatchUp) (until string, ignore []uint32, err error) {
+	all, err := posDomains(cand.GTID.BinlogPos, cand.GTID.SlavePos, cand.GTID.CurrentPos,
+		from.GTID.BinlogPos, from.GTID.SlavePos, from.GTID.CurrentPos, cu.Until)
+	if err != nil {
+		return "", nil, dbpilot.WrapError(dbpilot.EINTERNAL, err, "read GTID positions")
+	}
+	for _, c := range cand.Channels {
+		ds, err := posDomains(c.GTIDIOPos)
+		if err != nil {
+			return "", nil, dbpilot.WrapError(dbpilot.EINTERNAL, err, "read Gtid_IO_Pos")
+		}
+		all = append(all, ds...)
+	}
+	for _, d := range all {
+		if !slices.Contains(cu.Domains, d) && !slices.Contains(ignore, d) {
+			ignore = append(ignore, d)
+		}
+	}
+	slices.Sort(ignore)
+	if until, err = posRestrict(cu.Until, cu.Domains); err != nil {
+		return "", nil, dbpilot.WrapError(dbpilot.EINTERNAL, err, "read catch-up position %q", cu.Until)
+	}
+	return until, ignore, nil
+}
+
+// borrowPosition sets the stopped candidate's gtid_slave_pos, in the
+// ignored domains where it is ahead of the source, to the source's
+// gtid_binlog_pos. It returns the position it replaced, to restore after
+// the catch-up, or "" when nothing needed borrowing.
+func (r *execRun) borrowPosition(ctx context.Context, pos dbpilot.ReplicaPositioner, key dbpilot.InstanceKey, from *dbpilot.Instance, ignore []uint32, detail map[string]string) (string, error) {
+	stopped, err := r.e.Ctl.Inspect(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	temp, err := posBorrow(stopped.GTID.SlavePos, from.GTID.BinlogPos, ignore)
+	if err != nil {
+		return "", dbpilot.WrapError(dbpilot.EINTERNAL, err, "compare GTID positions")
+	}
+	if temp == stopped.GTID.SlavePos {
+		return "", nil
+	}
+	if err := pos.SetReplicaPosition(ctx, key, temp); err != nil {
+		return "", err
+	}
+	detail["slave_pos_saved"] = stopped.GTID.SlavePos
+	detail["slave_pos_during_catch_up"] = temp
+	return stopped.GTID.SlavePos, nil
+}
+
+// replicateUntil replicates key from source, ignoring the domains ignore,
+// until it has applied until, then removes that replication.
+func (r *execRun) replicateUntil(ctx context.Context, key, source dbpilot.InstanceKey, ignore []uint32, until string) error {
+	ctl := r.e.Ctl
+	if err := ctl.ChangeSource(ctx, key, source, dbpilot.ChangeSourceOptions{IgnoreDomains: ignore}); err != nil {
 		return err
 	}
 	if err := ctl.StartReplica(ctx, key); err != nil {
@@ -241,25 +297,25 @@ func (r *execRun) catchUp(ctx context.Context, p *Plan, cu CatchUp) error {
 	if err := ctl.StopReplica(ctx, key); err != nil {
 		return err
 	}
-	if err := ctl.ResetReplicaAll(ctx, key); err != nil {
+	return ctl.ResetReplicaAll(ctx, key)
+}
+
+// restorePosition puts back, in the ignored domains, the gtid_slave_pos
+// borrowPosition saved, keeping the catch-up domains where the catch-up
+// brought them.
+func (r *execRun) restorePosition(ctx context.Context, pos dbpilot.ReplicaPositioner, key dbpilot.InstanceKey, saved string, ignore []uint32, detail map[string]string) error {
+	after, err := r.e.Ctl.Inspect(ctx, key)
+	if err != nil {
 		return err
 	}
-	if saved != "" {
-		after, err := ctl.Inspect(ctx, key)
-		if err != nil {
-			return err
-		}
-		final, err := posReplace(after.GTID.SlavePos, saved, ignore)
-		if err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "compare GTID positions")
-		}
-		if err := pos.SetReplicaPosition(ctx, key, final); err != nil {
-			return err
-		}
-		detail["slave_pos_restored"] = final
+	final, err := posReplace(after.GTID.SlavePos, saved, ignore)
+	if err != nil {
+		return dbpilot.WrapError(dbpilot.EINTERNAL, err, "compare GTID positions")
 	}
-	detail["elapsed_ms"] = execMillis(time.Since(start))
-	r.audit(ctx, key, dbpilot.AuditCatchUp, fmt.Sprintf("%s caught up from %s to %s", key, cu.From, execOrNone(until)), detail)
+	if err := pos.SetReplicaPosition(ctx, key, final); err != nil {
+		return err
+	}
+	detail["slave_pos_restored"] = final
 	return nil
 }
 
