@@ -160,7 +160,7 @@ func execKeyList(keys []dbpilot.InstanceKey) string {
 	return strings.Join(s, ",")
 }
 
-// sleep waits d or until ctx ends.
+// execSleep waits d or until ctx ends.
 func execSleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -172,6 +172,9 @@ func execSleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// validate refuses, before anything is done, a plan a failover or a
+// switchover cannot run: none, without a candidate, promoting the old
+// primary, or an executor without a controller.
 func (r *execRun) validate(p *Plan) error {
 	switch {
 	case p == nil:
@@ -186,7 +189,7 @@ func (r *execRun) validate(p *Plan) error {
 	return nil
 }
 
-// fromChannel returns the channel of inst replicating from source: by
+// execSourceChannel returns the channel of inst replicating from source: by
 // source, else the only channel, else nil.
 func execSourceChannel(inst *dbpilot.Instance, source dbpilot.InstanceKey) *dbpilot.ReplicationChannel {
 	if ch := inst.Channel(source); ch != nil {

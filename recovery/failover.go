@@ -47,6 +47,10 @@ func (r *execRun) notPromoted(p *Plan, step string, err error) error {
 		step, p.Candidate, p.OldPrimary)
 }
 
+// failover runs the failover's phases: record the plan's lost replicas,
+// apply the candidate's relay log, catch up from other replicas, promote,
+// then repoint the replicas. A failure before the promotion is
+// notPromoted.
 func (r *execRun) failover(ctx context.Context, p *Plan) error {
 	if err := r.validate(p); err != nil {
 		return err

@@ -255,6 +255,10 @@ func (e *Executor) Relocate(ctx context.Context, replica, target dbpilot.Instanc
 	return r.finish(ctx, r.relocate(ctx, replica, target, detail), detail)
 }
 
+// relocate checks the move (controller, keys, both servers reachable, a
+// single channel, no loop; a replica of target already is left as is),
+// then moves the replica and verifies it; when it does not replicate from
+// target it is pointed back at its former source.
 func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.InstanceKey, detail map[string]string) error {
 	ctl := r.e.Ctl
 	switch {

@@ -32,7 +32,7 @@ func (e *Executor) Switchover(ctx context.Context, p *Plan, rec *dbpilot.Recover
 	return r.finish(ctx, r.switchover(ctx, p, detail), detail)
 }
 
-// primaryPosition is what a primary has written: MariaDB gtid_binlog_pos,
+// execPrimaryPosition is what a primary has written: MariaDB gtid_binlog_pos,
 // MySQL gtid_executed.
 func execPrimaryPosition(inst *dbpilot.Instance) string {
 	if inst.Flavor.IsMySQLFamily() {
@@ -41,7 +41,7 @@ func execPrimaryPosition(inst *dbpilot.Instance) string {
 	return inst.GTID.BinlogPos
 }
 
-// waitTarget is what to pass WaitForGTID for the candidate to reach target:
+// execWaitTarget is what to pass WaitForGTID for the candidate to reach target:
 // on MariaDB only the domains it has not reached (MASTER_GTID_WAIT waits on
 // gtid_slave_pos and would never see a domain held only by its binlog).
 func execWaitTarget(cand *dbpilot.Instance, target string) (string, error) {
