@@ -212,6 +212,26 @@ type result struct {
 	err    error
 }
 
+// round is what one evaluation gathers as it goes.
+type round struct {
+	now time.Time
+	// seen holds the keys of the alerts the round vouches for: returned by
+	// their rule's query, or of a rule whose query failed. The others are
+	// resolved.
+	seen    map[string]bool
+	changed []*state         // to save, in order
+	notify  []*dbpilot.Alert // to notify, in order
+	errs    []error
+}
+
+// mark records that st changed, to save at the end of the round.
+func (rd *round) mark(st *state) {
+	if !st.changed {
+		st.changed = true
+		rd.changed = append(rd.changed, st)
+	}
+}
+
 // Evaluate runs one round at time now: it queries every rule, moves alerts
 // between states, saves every change and notifies. A rule whose query fails
 // keeps its alerts as they are; the errors are returned together.
@@ -225,23 +245,13 @@ func (e *Evaluator) Evaluate(ctx context.Context, now time.Time) error {
 	if err != nil && !e.isLoaded() {
 		return err
 	}
-	var errs []error
+	rd := &round{now: now, seen: map[string]bool{}}
 	if err != nil {
-		errs = append(errs, err)
+		rd.errs = append(rd.errs, err)
 	}
 
 	// Queries run without the state lock, so Active answers meanwhile.
-	results := make([]result, len(e.rules))
-	for i, r := range e.rules {
-		qctx, cancel := context.WithTimeout(ctx, e.opt.QueryTimeout)
-		s, err := e.opt.Querier.QueryInstant(qctx, r.Expr, now)
-		cancel()
-		if err != nil {
-			err = fmt.Errorf("rule %s: %w", r.Name, err)
-			errs = append(errs, err)
-		}
-		results[i] = result{series: s, err: err}
-	}
+	results := e.query(ctx, rd)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -250,133 +260,201 @@ func (e *Evaluator) Evaluate(ctx context.Context, now time.Time) error {
 	if e.start.IsZero() {
 		e.start = now
 	}
-	var changed []*state // to save, in order
-	mark := func(st *state) {
-		if !st.changed {
-			st.changed = true
-			changed = append(changed, st)
+	e.match(rd, results)
+	e.resolveGone(rd)
+	e.suppressAndFire(rd)
+	e.persist(ctx, rd)
+	e.mu.Unlock()
+
+	e.notify(ctx, append(restoredNotify, rd.notify...))
+	return errors.Join(rd.errs...)
+}
+
+// query runs every rule's query at the round's time, each bounded by
+// QueryTimeout. A failure is kept in the rule's result and in the round's
+// errors.
+func (e *Evaluator) query(ctx context.Context, rd *round) []result {
+	results := make([]result, len(e.rules))
+	for i, r := range e.rules {
+		qctx, cancel := context.WithTimeout(ctx, e.opt.QueryTimeout)
+		s, err := e.opt.Querier.QueryInstant(qctx, r.Expr, rd.now)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("rule %s: %w", r.Name, err)
+			rd.errs = append(rd.errs, err)
 		}
+		results[i] = result{series: s, err: err}
 	}
-	seen := map[string]bool{}
+	return results
+}
+
+// match matches the series of every rule to the active alerts (see
+// observe). The alerts of a rule whose query failed are kept as they are.
+func (e *Evaluator) match(rd *round, results []result) {
 	for i, r := range e.rules {
 		res := results[i]
 		if res.err != nil {
 			for k, st := range e.active {
 				if st.rule == r {
-					seen[k] = true // unknown: keep as is
+					rd.seen[k] = true // unknown: keep as is
 				}
 			}
 			continue
 		}
 		for _, s := range res.series {
-			if len(s.Points) == 0 {
-				continue
-			}
-			labels := alertLabels(s.Labels, r.Labels)
-			k := key(r.Name, labels)
-			if seen[k] {
-				errs = append(errs, fmt.Errorf("rule %s: the query returned the label set %s twice; the second is ignored", r.Name, labelString(labels)))
-				continue
-			}
-			if e.opt.Known != nil && !e.opt.Known(labels) {
-				// Judged below; a new one is not raised.
-				seen[k] = e.active[k] != nil
-				continue
-			}
-			seen[k] = true
-			value := s.Points[len(s.Points)-1].V
-			st := e.active[k]
-			if st == nil {
-				st = &state{rule: r, alert: &dbpilot.Alert{
-					Rule: r.Name, Severity: r.Severity, State: dbpilot.AlertPending,
-					Labels: labels, ActiveAt: now,
-				}}
-				e.active[k] = st
-				mark(st)
-				e.log.Debug("alert pending", "alert", r.Name, "labels", labelString(labels))
-			}
-			st.restored = false
-			st.alert.Value = finite(value)
-			st.alert.Summary = e.render(r, labels, value)
-			if st.alert.State == dbpilot.AlertPending && now.Sub(st.alert.ActiveAt) >= r.For {
-				st.alert.State = dbpilot.AlertFiring
-				st.alert.FiredAt = now
-				mark(st)
-			}
+			e.observe(rd, r, s)
 		}
 	}
+}
 
-	var notify []*dbpilot.Alert
+// observe matches one series of rule r to its alert: a new label set raises
+// a pending alert, unless Known says its instance is not monitored; the
+// alert takes the series' last value and its summary, and fires once it has
+// been pending for the rule's For. A series without points is ignored, and
+// a label set returned twice is an error.
+func (e *Evaluator) observe(rd *round, r *Rule, s dbpilot.Series) {
+	if len(s.Points) == 0 {
+		return
+	}
+	labels := alertLabels(s.Labels, r.Labels)
+	k := key(r.Name, labels)
+	if rd.seen[k] {
+		rd.errs = append(rd.errs, fmt.Errorf("rule %s: the query returned the label set %s twice; the second is ignored", r.Name, labelString(labels)))
+		return
+	}
+	if e.opt.Known != nil && !e.opt.Known(labels) {
+		// Judged by resolveGone; a new one is not raised.
+		rd.seen[k] = e.active[k] != nil
+		return
+	}
+	rd.seen[k] = true
+	value := s.Points[len(s.Points)-1].V
+	st := e.active[k]
+	if st == nil {
+		st = &state{rule: r, alert: &dbpilot.Alert{
+			Rule: r.Name, Severity: r.Severity, State: dbpilot.AlertPending,
+			Labels: labels, ActiveAt: rd.now,
+		}}
+		e.active[k] = st
+		rd.mark(st)
+		e.log.Debug("alert pending", "alert", r.Name, "labels", labelString(labels))
+	}
+	st.restored = false
+	st.alert.Value = finite(value)
+	st.alert.Summary = e.render(r, labels, value)
+	e.advance(rd, st, r.For)
+}
+
+// advance moves a pending alert to firing once it has been pending for
+// forDur.
+func (e *Evaluator) advance(rd *round, st *state, forDur time.Duration) {
+	if st.alert.State == dbpilot.AlertPending && rd.now.Sub(st.alert.ActiveAt) >= forDur {
+		st.alert.State = dbpilot.AlertFiring
+		st.alert.FiredAt = rd.now
+		rd.mark(st)
+	}
+}
+
+// resolveGone resolves, in key order, the active alerts that are gone (see
+// gone).
+func (e *Evaluator) resolveGone(rd *round) {
 	for _, k := range e.keys() {
 		st := e.active[k]
-		a := st.alert
-		reason := ""
-		if e.opt.Known != nil && !e.opt.Known(a.Labels) {
-			if st.unknownSince.IsZero() {
-				st.unknownSince = now
-			}
-			if now.Sub(st.unknownSince) < e.opt.Grace {
-				continue
-			}
-			reason = ReasonLeftTopology
-		} else {
-			st.unknownSince = time.Time{}
-			if seen[k] || st.restored && now.Sub(e.start) < e.opt.Grace {
-				continue
-			}
+		if reason, ok := e.gone(rd, k, st); ok {
+			e.resolve(rd, k, st, reason)
 		}
-		// The condition no longer holds (or the instance left): a firing
-		// alert resolves; a pending one is dropped, stored as resolved
-		// without FiredAt.
-		wasFiring := a.State == dbpilot.AlertFiring
-		a.State = dbpilot.AlertResolved
-		a.ResolvedAt = now
+	}
+}
+
+// gone reports whether the alert of key k is to resolve, with the reason
+// when it is not that its condition stopped holding. An alert whose
+// instance Known says is not monitored goes once it has been so for Grace
+// (ReasonLeftTopology); gone keeps the time Known first said no. Any other
+// alert goes when the round did not see it, unless it was loaded from the
+// store and the first round was less than Grace ago.
+func (e *Evaluator) gone(rd *round, k string, st *state) (reason string, ok bool) {
+	if e.opt.Known != nil && !e.opt.Known(st.alert.Labels) {
+		if st.unknownSince.IsZero() {
+			st.unknownSince = rd.now
+		}
+		if rd.now.Sub(st.unknownSince) < e.opt.Grace {
+			return "", false
+		}
+		return ReasonLeftTopology, true
+	}
+	st.unknownSince = time.Time{}
+	if rd.seen[k] || st.restored && rd.now.Sub(e.start) < e.opt.Grace {
+		return "", false
+	}
+	return "", true
+}
+
+// resolve ends the alert of key k (reason, when not "", becomes its
+// Suppressed): a firing alert resolves, notified when its firing was; a
+// pending one is dropped, stored as resolved without FiredAt.
+func (e *Evaluator) resolve(rd *round, k string, st *state, reason string) {
+	a := st.alert
+	wasFiring := a.State == dbpilot.AlertFiring
+	a.State = dbpilot.AlertResolved
+	a.ResolvedAt = rd.now
+	if reason != "" {
+		a.Suppressed = reason
+	}
+	delete(e.active, k)
+	rd.mark(st)
+	if wasFiring && st.notified {
+		rd.notify = append(rd.notify, cloneAlert(a))
+	}
+	if wasFiring {
+		e.log.Debug("alert resolved", "alert", a.Rule, "labels", labelString(a.Labels), "reason", reason)
+	}
+}
+
+// suppressAndFire, for each active alert in key order, updates its
+// suppression, then notifies it if it fires (see suppress and fire).
+func (e *Evaluator) suppressAndFire(rd *round) {
+	for _, k := range e.keys() {
+		st := e.active[k]
+		e.suppress(rd, st)
+		e.fire(rd, st)
+	}
+}
+
+// suppress sets the alert's Suppressed to what Suppress says now.
+func (e *Evaluator) suppress(rd *round, st *state) {
+	a := st.alert
+	reason := ""
+	if e.opt.Suppress != nil {
+		reason = e.opt.Suppress(a.Labels)
+	}
+	if reason != a.Suppressed {
+		a.Suppressed = reason
+		rd.mark(st)
 		if reason != "" {
-			a.Suppressed = reason
-		}
-		delete(e.active, k)
-		mark(st)
-		if wasFiring && st.notified {
-			notify = append(notify, cloneAlert(a))
-		}
-		if wasFiring {
-			e.log.Debug("alert resolved", "alert", a.Rule, "labels", labelString(a.Labels), "reason", reason)
+			e.log.Info("alert suppressed", "alert", a.Rule, "labels", labelString(a.Labels), "reason", reason)
 		}
 	}
+}
 
-	// Suppression, then firing notifications for what is not suppressed.
-	for _, k := range e.keys() {
-		st := e.active[k]
-		a := st.alert
-		reason := ""
-		if e.opt.Suppress != nil {
-			reason = e.opt.Suppress(a.Labels)
-		}
-		if reason != a.Suppressed {
-			a.Suppressed = reason
-			mark(st)
-			if reason != "" {
-				e.log.Info("alert suppressed", "alert", a.Rule, "labels", labelString(a.Labels), "reason", reason)
-			}
-		}
-		if a.State == dbpilot.AlertFiring && a.Suppressed == "" && !st.notified {
-			st.notified = true
-			notify = append(notify, cloneAlert(a))
-			e.log.Debug("alert firing", "alert", a.Rule, "severity", a.Severity, "labels", labelString(a.Labels))
-		}
+// fire notifies a firing alert that is not suppressed, once.
+func (e *Evaluator) fire(rd *round, st *state) {
+	a := st.alert
+	if a.State == dbpilot.AlertFiring && a.Suppressed == "" && !st.notified {
+		st.notified = true
+		rd.notify = append(rd.notify, cloneAlert(a))
+		e.log.Debug("alert firing", "alert", a.Rule, "severity", a.Severity, "labels", labelString(a.Labels))
 	}
+}
 
-	for _, st := range changed {
+// persist saves the alerts that changed in the round, in the order they
+// changed; a failed save is one of the round's errors.
+func (e *Evaluator) persist(ctx context.Context, rd *round) {
+	for _, st := range rd.changed {
 		st.changed = false
 		if err := e.save(ctx, st.alert); err != nil {
-			errs = append(errs, err)
+			rd.errs = append(rd.errs, err)
 		}
 	}
-	e.mu.Unlock()
-
-	notify = append(restoredNotify, notify...)
-	e.notify(ctx, notify)
-	return errors.Join(errs...)
 }
 
 // load reads the pending and firing alerts of the store once, so that a

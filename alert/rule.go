@@ -246,195 +246,266 @@ var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // labelNameRE is a Prometheus label name.
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
+// rule reads one rule of a list, phase by phase, reporting every problem:
+// its fields, its name (first, so that later errors can name the rule), its
+// keys and the name's uniqueness, expr:, for:, labels and severity, and the
+// summary. The rule is added even with problems (ParseRules then returns
+// none); a recording rule is not.
 func (p *ruleParser) rule(group string, index int, n *yaml.Node) {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n.Line, "", "rule #%d: want a mapping (alert:, expr:, ...), got %s", index, kindName(n))
 		return
 	}
-	r := Rule{Group: group, File: p.file, Line: n.Line}
-	fields := map[string][2]*yaml.Node{}
+	c := &ruleCheck{p: p, index: index, node: n, r: Rule{Group: group, File: p.file, Line: n.Line}}
+	c.collectFields()
+	if !c.name() {
+		return
+	}
+	c.unknownKeys()
+	c.uniqueName()
+	c.expr()
+	c.forDuration()
+	c.severity(c.labels())
+	c.summary(c.annotations(c.fields["summary"]))
+	p.rules = append(p.rules, c.r)
+}
+
+// ruleCheck is one rule being read.
+type ruleCheck struct {
+	p      *ruleParser
+	index  int        // the rule's 1-based place in its list, naming it in errors until its name is known
+	node   *yaml.Node // the rule's mapping
+	fields map[string]*yaml.Node
+	label  string // the name as written ("" when none), naming the rule in errors
+	r      Rule
+}
+
+// errorf reports a problem of the rule, named by its name, else by its
+// place in the list.
+func (c *ruleCheck) errorf(line int, format string, args ...any) {
+	if c.label == "" {
+		c.p.errorf(line, "", "rule #%d: "+format, append([]any{c.index}, args...)...)
+		return
+	}
+	c.p.errorf(line, c.label, format, args...)
+}
+
+// collectFields maps the rule's keys to their values; a key given twice is
+// reported and its last value kept.
+func (c *ruleCheck) collectFields() {
+	n := c.node
+	c.fields = map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if _, dup := fields[k.Value]; dup {
-			p.errorf(k.Line, "", "rule #%d: %s given twice", index, k.Value)
+		if _, dup := c.fields[k.Value]; dup {
+			c.p.errorf(k.Line, "", "rule #%d: %s given twice", c.index, k.Value)
 		}
-		fields[k.Value] = [2]*yaml.Node{k, v}
+		c.fields[k.Value] = v
 	}
-	// The name first, so that every later error can name the rule.
-	label := ""
-	if f, ok := fields["alert"]; ok {
-		v := f[1]
+}
+
+// name reads alert:, the rule's name, and keeps it as written to name the
+// rule in later errors, even when it is invalid. It returns false for a
+// recording rule (reported), which is skipped.
+func (c *ruleCheck) name() bool {
+	p, n, index := c.p, c.node, c.index
+	if v, ok := c.fields["alert"]; ok {
 		switch {
 		case v.Kind != yaml.ScalarNode || v.Value == "":
 			p.errorf(v.Line, "", "rule #%d: alert: want a name", index)
 		case !nameRE.MatchString(v.Value):
 			p.errorf(v.Line, v.Value, "alert: invalid name (letters, digits and _, not starting with a digit)")
 		default:
-			r.Name = v.Value
+			c.r.Name = v.Value
 		}
-		label = v.Value
-	} else if _, rec := fields["record"]; rec {
+		c.label = v.Value
+	} else if _, rec := c.fields["record"]; rec {
 		p.errorf(n.Line, "", "rule #%d: recording rules are not supported (want alert:)", index)
-		return
+		return false
 	} else {
 		p.errorf(n.Line, "", "rule #%d: missing alert: (the alert's name)", index)
 	}
-	errorf := func(line int, format string, args ...any) {
-		if label == "" {
-			p.errorf(line, "", "rule #%d: "+format, append([]any{index}, args...)...)
-			return
-		}
-		p.errorf(line, label, format, args...)
-	}
+	return true
+}
 
-	// Unknown keys, in file order.
+// unknownKeys reports the keys a rule does not have, in file order.
+func (c *ruleCheck) unknownKeys() {
+	n := c.node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if !slices.Contains(ruleKeys, k.Value) {
-			errorf(k.Line, "unknown key %q (known: %s)", k.Value, strings.Join(ruleKeys, ", "))
+			c.errorf(k.Line, "unknown key %q (known: %s)", k.Value, strings.Join(ruleKeys, ", "))
 		}
 	}
+}
 
-	if r.Name != "" {
-		if first, dup := p.seen[r.Name]; dup {
-			errorf(n.Line, "duplicate alert name (first defined at line %d)", first)
-		} else {
-			p.seen[r.Name] = n.Line
-		}
+// uniqueName reports a name defined earlier in the file, else records it.
+func (c *ruleCheck) uniqueName() {
+	if c.r.Name == "" {
+		return
 	}
-
-	if f, ok := fields["expr"]; ok {
-		v := f[1]
-		if v.Kind != yaml.ScalarNode || strings.TrimSpace(v.Value) == "" {
-			errorf(v.Line, "expr: want a PromQL expression")
-		} else {
-			r.Expr = v.Value
-			if line, msg := checkExpr(v, v.Value); msg != "" {
-				errorf(line, "expr: %s", msg)
-			}
-		}
+	if first, dup := c.p.seen[c.r.Name]; dup {
+		c.errorf(c.node.Line, "duplicate alert name (first defined at line %d)", first)
 	} else {
-		errorf(n.Line, "missing expr:")
+		c.p.seen[c.r.Name] = c.node.Line
 	}
+}
 
-	if f, ok := fields["for"]; ok {
-		v := f[1]
-		d, err := parseDuration(v)
-		if err != nil {
-			errorf(v.Line, "for: %v", err)
-		}
-		r.For = d
+// expr reads expr:, which must be a PromQL instant vector or scalar.
+func (c *ruleCheck) expr() {
+	v, ok := c.fields["expr"]
+	if !ok {
+		c.errorf(c.node.Line, "missing expr:")
+		return
 	}
+	if v.Kind != yaml.ScalarNode || strings.TrimSpace(v.Value) == "" {
+		c.errorf(v.Line, "expr: want a PromQL expression")
+		return
+	}
+	c.r.Expr = v.Value
+	if line, msg := checkExpr(v, v.Value); msg != "" {
+		c.errorf(line, "expr: %s", msg)
+	}
+}
 
-	sevLine := n.Line
-	if f, ok := fields["labels"]; ok {
-		v := f[1]
-		switch {
-		case isNull(v):
-		case v.Kind != yaml.MappingNode:
-			errorf(v.Line, "labels: want a mapping of label names to values, got %s", kindName(v))
-		default:
-			r.Labels = map[string]string{}
-			for i := 0; i+1 < len(v.Content); i += 2 {
-				lk, lv := v.Content[i], v.Content[i+1]
-				switch {
-				case !labelNameRE.MatchString(lk.Value) || strings.HasPrefix(lk.Value, "__"):
-					errorf(lk.Line, "labels: invalid label name %q", lk.Value)
-				case lv.Kind != yaml.ScalarNode:
-					errorf(lv.Line, "labels: %s: want a string", lk.Value)
-				case strings.Contains(lv.Value, "{{"):
-					errorf(lv.Line, "labels: %s: templates in labels are not supported", lk.Value)
-				case lk.Value == "severity":
-					r.Severity, sevLine = lv.Value, lv.Line
-				default:
-					r.Labels[lk.Value] = lv.Value
-				}
+// forDuration reads for: (0 when absent).
+func (c *ruleCheck) forDuration() {
+	v, ok := c.fields["for"]
+	if !ok {
+		return
+	}
+	d, err := parseDuration(v)
+	if err != nil {
+		c.errorf(v.Line, "for: %v", err)
+	}
+	c.r.For = d
+}
+
+// labels reads labels:, static label values; labels.severity stands for
+// severity:. It returns the line of the severity found there, else the
+// rule's line, for severity to report a bad one.
+func (c *ruleCheck) labels() (sevLine int) {
+	sevLine = c.node.Line
+	v, ok := c.fields["labels"]
+	if !ok {
+		return sevLine
+	}
+	switch {
+	case isNull(v):
+	case v.Kind != yaml.MappingNode:
+		c.errorf(v.Line, "labels: want a mapping of label names to values, got %s", kindName(v))
+	default:
+		c.r.Labels = map[string]string{}
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			lk, lv := v.Content[i], v.Content[i+1]
+			switch {
+			case !labelNameRE.MatchString(lk.Value) || strings.HasPrefix(lk.Value, "__"):
+				c.errorf(lk.Line, "labels: invalid label name %q", lk.Value)
+			case lv.Kind != yaml.ScalarNode:
+				c.errorf(lv.Line, "labels: %s: want a string", lk.Value)
+			case strings.Contains(lv.Value, "{{"):
+				c.errorf(lv.Line, "labels: %s: templates in labels are not supported", lk.Value)
+			case lk.Value == "severity":
+				c.r.Severity, sevLine = lv.Value, lv.Line
+			default:
+				c.r.Labels[lk.Value] = lv.Value
 			}
-			if len(r.Labels) == 0 {
-				r.Labels = nil
-			}
+		}
+		if len(c.r.Labels) == 0 {
+			c.r.Labels = nil
 		}
 	}
+	return sevLine
+}
 
-	if f, ok := fields["severity"]; ok {
-		v := f[1]
+// severity reads severity:, which must agree with labels.severity, and
+// checks the rule's severity (warning when neither gives one); sevLine is
+// where labels gave it.
+func (c *ruleCheck) severity(sevLine int) {
+	if v, ok := c.fields["severity"]; ok {
 		sevLine = v.Line
 		if v.Kind != yaml.ScalarNode {
-			errorf(v.Line, "severity: want critical, warning or info, got %s", kindName(v))
-		} else if r.Severity != "" && v.Value != r.Severity {
-			errorf(v.Line, "severity: %q differs from labels.severity %q", v.Value, r.Severity)
+			c.errorf(v.Line, "severity: want critical, warning or info, got %s", kindName(v))
+		} else if c.r.Severity != "" && v.Value != c.r.Severity {
+			c.errorf(v.Line, "severity: %q differs from labels.severity %q", v.Value, c.r.Severity)
 		}
-		r.Severity = v.Value
+		c.r.Severity = v.Value
 	}
-	switch r.Severity {
+	switch c.r.Severity {
 	case "":
-		r.Severity = SeverityWarning
+		c.r.Severity = SeverityWarning
 	case SeverityCritical, SeverityWarning, SeverityInfo:
 	default:
-		errorf(sevLine, "severity: %q is not critical, warning or info", r.Severity)
+		c.errorf(sevLine, "severity: %q is not critical, warning or info", c.r.Severity)
 	}
+}
 
-	// The summary: summary:, else annotations.summary, else
-	// annotations.description.
-	var summary *yaml.Node
-	if f, ok := fields["summary"]; ok {
-		summary = f[1]
+// annotations checks annotations: and returns the summary's node: summary
+// (summary:, nil when absent), else annotations.summary, else
+// annotations.description. Other annotations must be valid templates and
+// are otherwise ignored.
+func (c *ruleCheck) annotations(summary *yaml.Node) *yaml.Node {
+	v, ok := c.fields["annotations"]
+	if !ok {
+		return summary
 	}
-	if f, ok := fields["annotations"]; ok {
-		v := f[1]
-		switch {
-		case isNull(v):
-		case v.Kind != yaml.MappingNode:
-			errorf(v.Line, "annotations: want a mapping, got %s", kindName(v))
-		default:
-			var desc *yaml.Node
-			for i := 0; i+1 < len(v.Content); i += 2 {
-				ak, av := v.Content[i], v.Content[i+1]
-				if av.Kind != yaml.ScalarNode {
-					errorf(av.Line, "annotations: %s: want a string", ak.Value)
+	switch {
+	case isNull(v):
+	case v.Kind != yaml.MappingNode:
+		c.errorf(v.Line, "annotations: want a mapping, got %s", kindName(v))
+	default:
+		var desc *yaml.Node
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			ak, av := v.Content[i], v.Content[i+1]
+			if av.Kind != yaml.ScalarNode {
+				c.errorf(av.Line, "annotations: %s: want a string", ak.Value)
+				continue
+			}
+			switch ak.Value {
+			case "summary":
+				if summary != nil {
+					c.errorf(ak.Line, "annotations: summary: the summary is given twice (summary: and annotations.summary)")
 					continue
 				}
-				switch ak.Value {
-				case "summary":
-					if summary != nil {
-						errorf(ak.Line, "annotations: summary: the summary is given twice (summary: and annotations.summary)")
-						continue
-					}
-					summary = av
-				case "description":
-					desc = av
-				default:
-					if _, line, msg := parseTemplate(label, av); msg != "" {
-						errorf(line, "annotations: %s: %s", ak.Value, msg)
-					}
-				}
-			}
-			if summary == nil {
-				summary = desc
-			} else if desc != nil {
-				if _, line, msg := parseTemplate(label, desc); msg != "" {
-					errorf(line, "annotations: description: %s", msg)
+				summary = av
+			case "description":
+				desc = av
+			default:
+				if _, line, msg := parseTemplate(c.label, av); msg != "" {
+					c.errorf(line, "annotations: %s: %s", ak.Value, msg)
 				}
 			}
 		}
+		if summary == nil {
+			summary = desc
+		} else if desc != nil {
+			if _, line, msg := parseTemplate(c.label, desc); msg != "" {
+				c.errorf(line, "annotations: description: %s", msg)
+			}
+		}
 	}
-	if summary != nil {
-		if summary.Kind != yaml.ScalarNode {
-			errorf(summary.Line, "summary: want a string, got %s", kindName(summary))
+	return summary
+}
+
+// summary parses the summary template of node (nil: none, the default
+// summary).
+func (c *ruleCheck) summary(node *yaml.Node) {
+	if node != nil {
+		if node.Kind != yaml.ScalarNode {
+			c.errorf(node.Line, "summary: want a string, got %s", kindName(node))
 		} else {
-			r.Summary = summary.Value
-			t, line, msg := parseTemplate(label, summary)
+			c.r.Summary = node.Value
+			t, line, msg := parseTemplate(c.label, node)
 			if msg != "" {
-				errorf(line, "summary: %s", msg)
+				c.errorf(line, "summary: %s", msg)
 			}
-			r.tmpl = t
+			c.r.tmpl = t
 		}
 	}
-	if r.Summary == "" {
-		r.Summary = defaultSummary
-		r.tmpl, _ = newTemplate(label, r.Summary)
+	if c.r.Summary == "" {
+		c.r.Summary = defaultSummary
+		c.r.tmpl, _ = newTemplate(c.label, c.r.Summary)
 	}
-	p.rules = append(p.rules, r)
 }
 
 // defaultSummary is the summary of a rule without one.

@@ -1,8 +1,10 @@
 package recovery
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/gtid"
@@ -235,4 +237,88 @@ func relocateMySQL(replica, target *dbpilot.Instance) (string, error) {
 		why = append(why, fmt.Sprintf("the replica needs %s, which the target purged from its binary log", gone))
 	}
 	return strings.Join(why, "; "), nil
+}
+
+// Relocate moves a single-channel replica under target: stop, change
+// source, start, verify for Opt.RepointVerify. When the replica does not
+// replicate from target in time it is pointed back at its former source.
+// Multi-source replicas are refused (EINVALID). rec receives Success, Error,
+// Ended, and LostReplicas when the replica could not be put back.
+func (e *Executor) Relocate(ctx context.Context, replica, target dbpilot.InstanceKey, rec *dbpilot.Recovery) error {
+	cluster := ""
+	if rec != nil {
+		cluster = rec.Cluster
+	}
+	r := e.newRun(cluster, "relocate", rec)
+	r.subject = replica
+	detail := map[string]string{"replica": replica.String(), "target": target.String()}
+	return r.finish(ctx, r.relocate(ctx, replica, target, detail), detail)
+}
+
+// relocate checks the move (controller, keys, both servers reachable, a
+// single channel, no loop; a replica of target already is left as is),
+// then moves the replica and verifies it; when it does not replicate from
+// target it is pointed back at its former source.
+func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.InstanceKey, detail map[string]string) error {
+	ctl := r.e.Ctl
+	switch {
+	case ctl == nil:
+		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: no controller")
+	case replica.IsZero() || target.IsZero():
+		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: a replica and a target are needed")
+	case replica.Equal(target):
+		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: %s cannot replicate from itself", replica)
+	}
+	inst, err := ctl.Inspect(ctx, replica)
+	if err != nil {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "relocate: %s unreachable, nothing changed", replica)
+	}
+	if len(inst.Channels) != 1 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: %s has %d replication channels; relocate moves single-channel replicas only", replica, len(inst.Channels))
+	}
+	ch := inst.Channels[0]
+	detail["old_source"] = ch.Source.String()
+	if ch.Source.Equal(target) {
+		r.audit(ctx, replica, dbpilot.AuditRelocate, fmt.Sprintf("%s already replicates from %s", replica, target), nil)
+		return nil
+	}
+	t, err := ctl.Inspect(ctx, target)
+	if err != nil {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "relocate: target %s unreachable, nothing changed", target)
+	}
+	if t.Channel(replica) != nil {
+		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: %s replicates from %s; moving %s below it would make a loop", target, replica, replica)
+	}
+	start := time.Now()
+	if err := ctl.StopReplica(ctx, replica); err != nil {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "relocate: cannot stop replication on %s", replica)
+	}
+	var reason string
+	if err := ctl.ChangeSource(ctx, replica, target, dbpilot.ChangeSourceOptions{Channel: ch.Name}); err != nil {
+		reason = "change source: " + err.Error()
+	} else if err := ctl.StartReplica(ctx, replica); err != nil {
+		reason = "start replication: " + err.Error()
+	} else {
+		reason = r.verify(ctx, replica, ch.Name, target)
+	}
+	if reason == "" {
+		detail["elapsed_ms"] = execMillis(time.Since(start))
+		r.audit(ctx, replica, dbpilot.AuditRelocate, fmt.Sprintf("%s replicates from %s (was %s)", replica, target, ch.Source), detail)
+		return nil
+	}
+	// Put it back where it was.
+	rctx := context.WithoutCancel(ctx)
+	back := ctl.StopReplica(rctx, replica)
+	if back == nil {
+		back = ctl.ChangeSource(rctx, replica, ch.Source, dbpilot.ChangeSourceOptions{Channel: ch.Name})
+	}
+	if back == nil {
+		back = ctl.StartReplica(rctx, replica)
+	}
+	if back != nil {
+		r.lose(ctx, replica, reason+"; putting it back failed: "+back.Error())
+		return dbpilot.Errorf(dbpilot.EUNAVAIL, "relocate: %s does not replicate from %s (%s), and pointing it back at %s failed: %v", replica, target, reason, ch.Source, back)
+	}
+	r.audit(ctx, replica, dbpilot.AuditRollback, fmt.Sprintf("%s points at %s again", replica, ch.Source), map[string]string{"reason": reason})
+	return dbpilot.Errorf(dbpilot.EUNAVAIL, "relocate: %s does not replicate from %s (%s); pointed it back at %s", replica, target, reason, ch.Source)
 }

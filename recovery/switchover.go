@@ -1,0 +1,270 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// Switchover replaces a healthy primary by the plan's candidate: the old
+// primary turns read-only and, after Opt.KillGrace, its client connections
+// are killed; the candidate reaches the old primary's final position (else
+// the old primary is made writable again and the switchover fails); the
+// candidate is promoted; the other replicas and the old primary (read-only)
+// replicate from it. The write-unavailable window, from read_only on the
+// old primary to the new one writable, is audited (detail
+// "write_unavailable_ms" of "promote" and "done").
+func (e *Executor) Switchover(ctx context.Context, p *Plan, rec *dbpilot.Recovery) error {
+	cluster := ""
+	if p != nil {
+		cluster = p.Cluster
+	}
+	r := e.newRun(cluster, "switchover", rec)
+	r.rec.NewPrimary, r.rec.LostReplicas = dbpilot.InstanceKey{}, nil
+	if p != nil {
+		r.subject = p.Candidate
+	}
+	detail := map[string]string{}
+	return r.finish(ctx, r.switchover(ctx, p, detail), detail)
+}
+
+// execPrimaryPosition is what a primary has written: MariaDB gtid_binlog_pos,
+// MySQL gtid_executed.
+func execPrimaryPosition(inst *dbpilot.Instance) string {
+	if inst.Flavor.IsMySQLFamily() {
+		return inst.GTID.Executed
+	}
+	return inst.GTID.BinlogPos
+}
+
+// execWaitTarget is what to pass WaitForGTID for the candidate to reach target:
+// on MariaDB only the domains it has not reached (MASTER_GTID_WAIT waits on
+// gtid_slave_pos and would never see a domain held only by its binlog).
+func execWaitTarget(cand *dbpilot.Instance, target string) (string, error) {
+	if cand.Flavor.IsMySQLFamily() {
+		return target, nil
+	}
+	have, err := posMax(cand.GTID.BinlogPos, cand.GTID.SlavePos)
+	if err != nil {
+		return "", err
+	}
+	return posRemaining(target, have)
+}
+
+// switchover runs the switchover's phases: check the candidate replicates
+// from the old primary, stop writes on the old primary, let the candidate
+// reach its final position, promote the candidate, then repoint the
+// replicas and demote the old primary. A failure after writes stopped
+// rolls back.
+func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]string) error {
+	if err := r.validate(p); err != nil {
+		return err
+	}
+	old, candChannel, err := r.switchoverPreflight(ctx, p)
+	if err != nil {
+		return err
+	}
+
+	// From here on writes are refused: the window is measured from t0.
+	t0 := time.Now()
+	if err := r.stopWrites(ctx, p.OldPrimary); err != nil {
+		return r.rollbackSwitchover(ctx, p, t0, err, false)
+	}
+	if err := r.reachFinalPosition(ctx, p, candChannel); err != nil {
+		return r.rollbackSwitchover(ctx, p, t0, err, false)
+	}
+	if err := r.promoteCandidate(ctx, p, t0, detail); err != nil {
+		return r.rollbackSwitchover(ctx, p, t0, err, true)
+	}
+
+	r.repointAll(ctx, p.Candidate, p.OldPrimary, p.Repoint, func() {
+		if reason := r.demote(ctx, old, p.Candidate); reason != "" {
+			r.lose(ctx, p.OldPrimary, reason)
+		}
+	})
+	return nil
+}
+
+// switchoverPreflight checks, before anything changes, that the old primary
+// and the candidate are reachable and that the candidate replicates from
+// the old primary in good health. It returns the old primary and the name
+// of the candidate's channel from it.
+func (r *execRun) switchoverPreflight(ctx context.Context, p *Plan) (*dbpilot.Instance, string, error) {
+	ctl := r.e.Ctl
+	oldKey, candKey := p.OldPrimary, p.Candidate
+	old, err := ctl.Inspect(ctx, oldKey)
+	if err != nil {
+		return nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: old primary %s unreachable, nothing changed (use failover for a dead primary)", oldKey)
+	}
+	cand, err := ctl.Inspect(ctx, candKey)
+	if err != nil {
+		return nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: candidate %s unreachable, nothing changed", candKey)
+	}
+	ch := cand.Channel(oldKey)
+	if ch == nil || !ch.Healthy() {
+		state := "no channel from it"
+		if ch != nil {
+			state = execDescribeChannel(ch)
+		}
+		return nil, "", dbpilot.Errorf(dbpilot.EINVALID, "switchover: candidate %s does not replicate from %s (%s), nothing changed", candKey, oldKey, state)
+	}
+	return old, ch.Name, nil
+}
+
+// stopWrites makes the old primary read-only and, after Opt.KillGrace for
+// writers to finish, kills its client connections.
+func (r *execRun) stopWrites(ctx context.Context, oldKey dbpilot.InstanceKey) error {
+	ctl := r.e.Ctl
+	if err := ctl.SetReadOnly(ctx, oldKey, true); err != nil {
+		return err
+	}
+	r.audit(ctx, oldKey, dbpilot.AuditReadOnly, fmt.Sprintf("%s is read-only; waiting %s for writers to finish", oldKey, r.opt.KillGrace), nil)
+	if err := execSleep(ctx, r.opt.KillGrace); err != nil {
+		return err
+	}
+	killed, err := ctl.KillClientConnections(ctx, oldKey)
+	if err != nil {
+		return err
+	}
+	r.audit(ctx, oldKey, dbpilot.AuditKill, fmt.Sprintf("killed %d client connection(s) of %s", killed, oldKey), map[string]string{"killed": strconv.Itoa(killed)})
+	return nil
+}
+
+// reachFinalPosition waits, at most Opt.ApplyTimeout in all, for the
+// candidate to reach the old primary's final position through its channel
+// candChannel, re-reading the position after each wait in case a write
+// slipped in.
+func (r *execRun) reachFinalPosition(ctx context.Context, p *Plan, candChannel string) error {
+	ctl := r.e.Ctl
+	oldKey, candKey := p.OldPrimary, p.Candidate
+	deadline := time.Now().Add(r.opt.ApplyTimeout)
+	var target string
+	for {
+		o, err := ctl.Inspect(ctx, oldKey)
+		if err != nil {
+			return err
+		}
+		pos := execPrimaryPosition(o)
+		if pos == target {
+			break
+		}
+		target = pos
+		c, err := ctl.Inspect(ctx, candKey)
+		if err != nil {
+			return err
+		}
+		wait, err := execWaitTarget(c, target)
+		if err != nil {
+			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "compare GTID positions")
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return dbpilot.Errorf(dbpilot.EUNAVAIL, "%s did not reach %s within %s", candKey, target, r.opt.ApplyTimeout)
+		}
+		if err := r.waitApplied(ctx, candKey, wait, left, candChannel, true); err != nil {
+			return err
+		}
+	}
+	r.audit(ctx, candKey, dbpilot.AuditCatchUp, fmt.Sprintf("%s reached %s's position %s", candKey, oldKey, execOrNone(target)), map[string]string{"target": target})
+	return nil
+}
+
+// promoteCandidate promotes the candidate and audits the write-unavailable
+// window, from t0 to the candidate writable (also in detail). When the
+// promotion fails the run has no new primary.
+func (r *execRun) promoteCandidate(ctx context.Context, p *Plan, t0 time.Time, detail map[string]string) error {
+	oldKey, candKey := p.OldPrimary, p.Candidate
+	writable, err := r.promote(ctx, candKey, "switchover")
+	if err != nil {
+		r.rec.NewPrimary = dbpilot.InstanceKey{}
+		return err
+	}
+	window := writable.Sub(t0)
+	detail["write_unavailable_ms"] = execMillis(window)
+	r.audit(ctx, candKey, dbpilot.AuditWriteWindow, fmt.Sprintf("writes were refused for %s (read_only on %s to %s writable)", window.Round(time.Millisecond), oldKey, candKey),
+		map[string]string{"write_unavailable_ms": execMillis(window)})
+	return nil
+}
+
+// rollbackSwitchover undoes a switchover that failed with cause after
+// writes stopped at t0: the old primary becomes writable again and, when
+// candReset (the candidate lost its channel), the candidate, read-only,
+// replicates from it again. The rollback outlives a cancelled ctx. The
+// error returned carries cause's code and says whether the rollback worked.
+func (r *execRun) rollbackSwitchover(ctx context.Context, p *Plan, t0 time.Time, cause error, candReset bool) error {
+	ctl := r.e.Ctl
+	oldKey, candKey := p.OldPrimary, p.Candidate
+	rctx := context.WithoutCancel(ctx)
+	var errs []error
+	if candReset {
+		// The candidate lost its channel: put it back under the old primary.
+		if err := ctl.SetReadOnly(rctx, candKey, true); err != nil {
+			errs = append(errs, err)
+		}
+		if err := ctl.ChangeSource(rctx, candKey, oldKey, dbpilot.ChangeSourceOptions{}); err != nil {
+			errs = append(errs, err)
+		} else if err := ctl.StartReplica(rctx, candKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := ctl.SetReadOnly(rctx, oldKey, false); err != nil {
+		errs = append(errs, err)
+	}
+	d := map[string]string{"write_unavailable_ms": execMillis(time.Since(t0))}
+	if len(errs) > 0 {
+		rerr := errors.Join(errs...)
+		d["error"] = rerr.Error()
+		r.audit(ctx, oldKey, dbpilot.AuditRollback, fmt.Sprintf("rollback incomplete: %v", rerr), d)
+		return dbpilot.WrapError(dbpilot.ErrorCode(cause), cause, "switchover to %s failed and the rollback failed too (%v); check %s and %s by hand", candKey, rerr, oldKey, candKey)
+	}
+	r.audit(ctx, oldKey, dbpilot.AuditRollback, fmt.Sprintf("%s is writable again; %s still replicates from it", oldKey, candKey), d)
+	return dbpilot.WrapError(dbpilot.ErrorCode(cause), cause, "switchover to %s failed; rolled back, %s is the primary again", candKey, oldKey)
+}
+
+// demote makes the former primary (read-only already) replicate from the
+// new one. It returns why it failed, or "".
+func (r *execRun) demote(ctx context.Context, old *dbpilot.Instance, primary dbpilot.InstanceKey) string {
+	ctl := r.e.Ctl
+	key := old.Key
+	start := time.Now()
+	if err := ctl.StopReplica(ctx, key); err != nil {
+		return "stop replication: " + err.Error()
+	}
+	detail := map[string]string{"source": primary.String()}
+	if pos, ok := ctl.(dbpilot.ReplicaPositioner); ok && old.Flavor == dbpilot.FlavorMariaDB {
+		// Its own transactions are in its binlog, not in gtid_slave_pos.
+		now, err := ctl.Inspect(ctx, key)
+		if err != nil {
+			return "unreachable: " + err.Error()
+		}
+		sp, err := posMax(now.GTID.BinlogPos, now.GTID.SlavePos)
+		if err != nil {
+			return "read GTID position: " + err.Error()
+		}
+		if sp != now.GTID.SlavePos {
+			if err := pos.SetReplicaPosition(ctx, key, sp); err != nil {
+				return "set replica position: " + err.Error()
+			}
+			detail["slave_pos"] = sp
+		}
+	}
+	if err := ctl.ChangeSource(ctx, key, primary, dbpilot.ChangeSourceOptions{}); err != nil {
+		return "change source: " + err.Error()
+	}
+	if err := ctl.SetSemiSync(ctx, key, false, r.opt.SemiSync); err != nil {
+		return "set semi-sync: " + err.Error()
+	}
+	if err := ctl.StartReplica(ctx, key); err != nil {
+		return "start replication: " + err.Error()
+	}
+	if reason := r.verify(ctx, key, "", primary); reason != "" {
+		return reason
+	}
+	detail["elapsed_ms"] = execMillis(time.Since(start))
+	r.audit(ctx, key, dbpilot.AuditRepoint, fmt.Sprintf("former primary %s replicates from %s (read-only)", key, primary), detail)
+	return ""
+}
