@@ -193,19 +193,14 @@ func readServer(ctx context.Context, s *session) (Server, bool, error) {
 	if err != nil {
 		return Server{}, false, err
 	}
-	srv := Server{Address: s.key.String(), Version: v, Hostname: str(r[3])}
-	switch {
-	case strings.Contains(strings.ToLower(str(r[0])), "mariadb"):
-		srv.Flavor = dbpilot.FlavorMariaDB
-	case strings.Contains(strings.ToLower(str(r[1])), "percona"):
-		srv.Flavor = dbpilot.FlavorPercona
-	default:
-		srv.Flavor = dbpilot.FlavorMySQL
-	}
+	srv := Server{Address: s.key.String(), Version: v, Hostname: str(r[3]), Flavor: mysql.DetectFlavor(str(r[0]), str(r[1]))}
 	id, _ := strconv.ParseUint(str(r[2]), 10, 32)
 	srv.ServerID = uint32(id)
 	return srv, str(r[4]) == "1" || strings.EqualFold(str(r[4]), "ON"), nil
 }
+
+// dialect is the statement vocabulary of the server's flavor and version.
+func (s Server) dialect() mysql.Dialect { return mysql.Dialect{Flavor: s.Flavor, Version: s.Version} }
 
 // snapshotSQL are the statements that prepare a dump session.
 var snapshotSessionSQL = []string{
@@ -216,44 +211,35 @@ var snapshotSessionSQL = []string{
 	"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
 }
 
-// lockStatements returns the statements that take and release the lock
-// under which all snapshots are opened, and the lock's name.
-func lockStatements(srv Server) (take []string, release string, kind string) {
-	if srv.Flavor == dbpilot.FlavorMariaDB && srv.Version.AtLeast(10, 4, 1) {
-		// Blocks commits only: reads and writes go on, DDL too until the
-		// commit block; held for milliseconds.
-		return []string{"BACKUP STAGE START", "BACKUP STAGE BLOCK_COMMIT"}, "BACKUP STAGE END", "BACKUP STAGE BLOCK_COMMIT"
+// readGTIDState reads the server's GTID position (mysql.Dialect's
+// GTIDPositionSQL): MariaDB gtid_binlog_pos, gtid_slave_pos and
+// gtid_current_pos; MySQL gtid_executed.
+func readGTIDState(ctx context.Context, s *session, d mysql.Dialect, op string) (dbpilot.GTIDState, error) {
+	rows, _, err := s.query(ctx, op, d.GTIDPositionSQL())
+	if err != nil {
+		return dbpilot.GTIDState{}, err
 	}
-	return []string{"FLUSH TABLES WITH READ LOCK"}, "UNLOCK TABLES", "FLUSH TABLES WITH READ LOCK"
+	var row []*string
+	if len(rows) > 0 {
+		row = rows[0]
+	}
+	return d.ParseGTIDPosition(row)
 }
 
 // readPosition reads the GTID and binary log position, under the lock.
 func readPosition(ctx context.Context, s *session, srv Server) (Position, error) {
-	var p Position
-	if srv.Flavor == dbpilot.FlavorMariaDB {
-		rows, _, err := s.query(ctx, "read GTID position", "SELECT @@GLOBAL.gtid_binlog_pos, @@GLOBAL.gtid_slave_pos, @@GLOBAL.gtid_current_pos")
-		if err != nil {
-			return p, err
-		}
-		p.GTIDBinlogPos, p.GTIDSlavePos, p.GTIDCurrentPos = str(rows[0][0]), str(rows[0][1]), str(rows[0][2])
-		pos, err := replicaStartPosition(p.GTIDBinlogPos, p.GTIDSlavePos)
-		if err != nil {
-			return p, err
-		}
-		p.GTID = pos
-	} else {
-		v, _, err := s.value(ctx, "read GTID position", "SELECT @@GLOBAL.gtid_executed")
-		if err != nil {
-			return p, err
-		}
-		p.GTIDExecuted = strings.ReplaceAll(v, "\n", "")
-		p.GTID = p.GTIDExecuted
+	d := srv.dialect()
+	st, err := readGTIDState(ctx, s, d, "read GTID position")
+	if err != nil {
+		return Position{}, err
 	}
-	status := "SHOW MASTER STATUS"
-	if srv.Flavor != dbpilot.FlavorMariaDB && srv.Version.AtLeast(8, 2, 0) {
-		status = "SHOW BINARY LOG STATUS"
+	p := Position{GTIDBinlogPos: st.BinlogPos, GTIDSlavePos: st.SlavePos, GTIDCurrentPos: st.CurrentPos, GTIDExecuted: st.Executed, GTID: st.Executed}
+	if d.MariaDB() {
+		if p.GTID, err = replicaStartPosition(st.BinlogPos, st.SlavePos); err != nil {
+			return p, err
+		}
 	}
-	rows, _, err := s.query(ctx, "read binary log position", status)
+	rows, _, err := s.query(ctx, "read binary log position", d.BinlogStatusSQL())
 	if err != nil {
 		return p, err
 	}
@@ -362,18 +348,18 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 			return nil, err
 		}
 	}
-	take, release, kind := lockStatements(srv)
+	lock := srv.dialect().ConsistencyLock()
 	if err := ctl.exec(ctx, "set lock_wait_timeout", fmt.Sprintf("SET SESSION lock_wait_timeout = %d", int(opt.LockWaitTimeout.Seconds()+0.5))); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	if err := ctl.exec(ctx, "take "+kind, take...); err != nil {
-		return nil, fmt.Errorf("backup: could not take %s on %s (it needs the RELOAD privilege; a long query or transaction may hold it off): %w", kind, key, err)
+	if err := ctl.exec(ctx, "take "+lock.Kind, lock.Take...); err != nil {
+		return nil, fmt.Errorf("backup: could not take %s on %s (it needs the RELOAD privilege; a long query or transaction may hold it off): %w", lock.Kind, key, err)
 	}
 	locked := time.Now()
 	pos, err := func() (Position, error) {
 		defer func() {
-			_ = ctl.exec(context.WithoutCancel(ctx), "release "+kind, release)
+			_ = ctl.exec(context.WithoutCancel(ctx), "release "+lock.Kind, lock.Release)
 		}()
 		var wg sync.WaitGroup
 		errs := make([]error, len(workers)+1)
@@ -390,14 +376,14 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 		}
 		return readPosition(ctx, ctl, srv)
 	}()
-	m.Lock = Lock{Kind: kind, Waited: locked.Sub(t0), Held: time.Since(locked)}
+	m.Lock = Lock{Kind: lock.Kind, Waited: locked.Sub(t0), Held: time.Since(locked)}
 	if err != nil {
 		return nil, err
 	}
 	m.Position = pos
 	if opt.Progress != nil {
 		fmt.Fprintf(opt.Progress, "dump: %s held %s (waited %s); GTID position %q, binary log %s:%d\n",
-			kind, m.Lock.Held.Round(time.Microsecond), m.Lock.Waited.Round(time.Microsecond), pos.GTID, pos.BinlogFile, pos.BinlogPos)
+			lock.Kind, m.Lock.Held.Round(time.Microsecond), m.Lock.Waited.Round(time.Microsecond), pos.GTID, pos.BinlogFile, pos.BinlogPos)
 	}
 
 	// Schema and data in parallel: the control session writes schema

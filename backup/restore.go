@@ -607,8 +607,9 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 	if m.Position.GTID == "" {
 		return dbpilot.Errorf(dbpilot.EINVALID, "backup: --set-gtid-position: the dump recorded no GTID position (binary log or GTIDs off on %s)", m.Server.Address)
 	}
-	if srv.Flavor == dbpilot.FlavorMariaDB {
-		rows, _, err := s.query(ctx, "check replication", "SHOW ALL SLAVES STATUS")
+	d := srv.dialect()
+	if d.MariaDB() {
+		rows, _, err := s.query(ctx, "check replication", d.ShowReplicaStatusSQL())
 		if err != nil {
 			return err
 		}
@@ -618,10 +619,11 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 		// Transactions in the target's own binary log that the dump's
 		// position does not cover would be errant on a replica (and the
 		// server refuses such a gtid_slave_pos, error 1947).
-		own, _, err := s.value(ctx, "read gtid_binlog_pos", "SELECT @@GLOBAL.gtid_binlog_pos")
+		st, err := readGTIDState(ctx, s, d, "read gtid_binlog_pos")
 		if err != nil {
 			return err
 		}
+		own := st.BinlogPos
 		ownList, err1 := gtid.ParseMariaList(own)
 		dumpList, err2 := gtid.ParseMariaList(m.Position.GTID)
 		if err1 == nil && err2 == nil && !dumpList.Contains(ownList) {
@@ -629,11 +631,11 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 		}
 		return nil
 	}
-	v, _, err := s.value(ctx, "check gtid_executed", "SELECT @@GLOBAL.gtid_executed")
+	st, err := readGTIDState(ctx, s, d, "check gtid_executed")
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(v) != "" && !srv.Version.AtLeast(8, 0, 0) {
+	if v := st.Executed; v != "" && d.SetGTIDPositionNeedsEmptyState() {
 		return dbpilot.Errorf(dbpilot.ECONFLICT, "backup: --set-gtid-position: %s already has gtid_executed %q; MySQL %s can only set gtid_purged on an empty GTID state (RESET MASTER)", s.key, v, srv.Version)
 	}
 	return nil
@@ -643,19 +645,7 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 // gtid_slave_pos (CHANGE MASTER ... MASTER_USE_GTID=slave_pos starts
 // there), MySQL gtid_purged (8.0+: added with the + form).
 func setPosition(ctx context.Context, s *session, srv Server, pos string) error {
-	return s.exec(ctx, "set the replication position", setPositionSQL(srv, pos))
-}
-
-// setPositionSQL is the statement that makes pos the server's replication
-// start position.
-func setPositionSQL(srv Server, pos string) string {
-	switch {
-	case srv.Flavor == dbpilot.FlavorMariaDB:
-		return "SET GLOBAL gtid_slave_pos = " + quoteString(pos)
-	case srv.Version.AtLeast(8, 0, 0):
-		return "SET GLOBAL gtid_purged = " + quoteString("+"+pos)
-	}
-	return "SET GLOBAL gtid_purged = " + quoteString(pos)
+	return s.exec(ctx, "set the replication position", srv.dialect().SetGTIDPositionSQL(pos))
 }
 
 // chunkLoader is a worker's reusable input machinery.
