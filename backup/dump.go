@@ -13,7 +13,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,6 +278,13 @@ type chunkJob struct {
 // FLUSH TABLES WITH READ LOCK), together with reading the GTID and binary
 // log position; the lock is released before any data is read. On any
 // failure the directory keeps its incomplete marker and no manifest.
+//
+// Dump leaves process-wide settings alone. The driver allocates per value
+// read while the dump's own heap stays small (fixed buffers per worker), so
+// a program that runs a dump may want to collect garbage less often, e.g.
+// debug.SetGCPercent(400) with a soft limit of debug.SetMemoryLimit(160 <<
+// 20): less CPU, and well under 256 MB even with many threads. The dbpilot
+// dump and clone commands do so unless GOGC or GOMEMLIMIT are set.
 func Dump(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt DumpOptions) (*Manifest, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
@@ -295,11 +301,6 @@ func Dump(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt 
 }
 
 func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, opt DumpOptions) (*Manifest, error) {
-	// The driver allocates per value; the heap stays small (fixed buffers),
-	// so collecting less often is cheap in memory and saves CPU. The soft
-	// limit keeps the process well under 256 MB even with many threads.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(160 << 20))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	started := time.Now().UTC()
