@@ -13,7 +13,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/dbpilot/dbpilot/gtid"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/errgroup"
 )
 
 // DumpOptions configures a dump.
@@ -193,19 +193,14 @@ func readServer(ctx context.Context, s *session) (Server, bool, error) {
 	if err != nil {
 		return Server{}, false, err
 	}
-	srv := Server{Address: s.key.String(), Version: v, Hostname: str(r[3])}
-	switch {
-	case strings.Contains(strings.ToLower(str(r[0])), "mariadb"):
-		srv.Flavor = dbpilot.FlavorMariaDB
-	case strings.Contains(strings.ToLower(str(r[1])), "percona"):
-		srv.Flavor = dbpilot.FlavorPercona
-	default:
-		srv.Flavor = dbpilot.FlavorMySQL
-	}
+	srv := Server{Address: s.key.String(), Version: v, Hostname: str(r[3]), Flavor: mysql.DetectFlavor(str(r[0]), str(r[1]))}
 	id, _ := strconv.ParseUint(str(r[2]), 10, 32)
 	srv.ServerID = uint32(id)
 	return srv, str(r[4]) == "1" || strings.EqualFold(str(r[4]), "ON"), nil
 }
+
+// dialect is the statement vocabulary of the server's flavor and version.
+func (s Server) dialect() mysql.Dialect { return mysql.Dialect{Flavor: s.Flavor, Version: s.Version} }
 
 // snapshotSQL are the statements that prepare a dump session.
 var snapshotSessionSQL = []string{
@@ -216,44 +211,35 @@ var snapshotSessionSQL = []string{
 	"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
 }
 
-// lockStatements returns the statements that take and release the lock
-// under which all snapshots are opened, and the lock's name.
-func lockStatements(srv Server) (take []string, release string, kind string) {
-	if srv.Flavor == dbpilot.FlavorMariaDB && srv.Version.AtLeast(10, 4, 1) {
-		// Blocks commits only: reads and writes go on, DDL too until the
-		// commit block; held for milliseconds.
-		return []string{"BACKUP STAGE START", "BACKUP STAGE BLOCK_COMMIT"}, "BACKUP STAGE END", "BACKUP STAGE BLOCK_COMMIT"
+// readGTIDState reads the server's GTID position (mysql.Dialect's
+// GTIDPositionSQL): MariaDB gtid_binlog_pos, gtid_slave_pos and
+// gtid_current_pos; MySQL gtid_executed.
+func readGTIDState(ctx context.Context, s *session, d mysql.Dialect, op string) (dbpilot.GTIDState, error) {
+	rows, _, err := s.query(ctx, op, d.GTIDPositionSQL())
+	if err != nil {
+		return dbpilot.GTIDState{}, err
 	}
-	return []string{"FLUSH TABLES WITH READ LOCK"}, "UNLOCK TABLES", "FLUSH TABLES WITH READ LOCK"
+	var row []*string
+	if len(rows) > 0 {
+		row = rows[0]
+	}
+	return d.ParseGTIDPosition(row)
 }
 
 // readPosition reads the GTID and binary log position, under the lock.
 func readPosition(ctx context.Context, s *session, srv Server) (Position, error) {
-	var p Position
-	if srv.Flavor == dbpilot.FlavorMariaDB {
-		rows, _, err := s.query(ctx, "read GTID position", "SELECT @@GLOBAL.gtid_binlog_pos, @@GLOBAL.gtid_slave_pos, @@GLOBAL.gtid_current_pos")
-		if err != nil {
-			return p, err
-		}
-		p.GTIDBinlogPos, p.GTIDSlavePos, p.GTIDCurrentPos = str(rows[0][0]), str(rows[0][1]), str(rows[0][2])
-		pos, err := replicaStartPosition(p.GTIDBinlogPos, p.GTIDSlavePos)
-		if err != nil {
-			return p, err
-		}
-		p.GTID = pos
-	} else {
-		v, _, err := s.value(ctx, "read GTID position", "SELECT @@GLOBAL.gtid_executed")
-		if err != nil {
-			return p, err
-		}
-		p.GTIDExecuted = strings.ReplaceAll(v, "\n", "")
-		p.GTID = p.GTIDExecuted
+	d := srv.dialect()
+	st, err := readGTIDState(ctx, s, d, "read GTID position")
+	if err != nil {
+		return Position{}, err
 	}
-	status := "SHOW MASTER STATUS"
-	if srv.Flavor != dbpilot.FlavorMariaDB && srv.Version.AtLeast(8, 2, 0) {
-		status = "SHOW BINARY LOG STATUS"
+	p := Position{GTIDBinlogPos: st.BinlogPos, GTIDSlavePos: st.SlavePos, GTIDCurrentPos: st.CurrentPos, GTIDExecuted: st.Executed, GTID: st.Executed}
+	if d.MariaDB() {
+		if p.GTID, err = replicaStartPosition(st.BinlogPos, st.SlavePos); err != nil {
+			return p, err
+		}
 	}
-	rows, _, err := s.query(ctx, "read binary log position", status)
+	rows, _, err := s.query(ctx, "read binary log position", d.BinlogStatusSQL())
 	if err != nil {
 		return p, err
 	}
@@ -293,6 +279,13 @@ type chunkJob struct {
 // FLUSH TABLES WITH READ LOCK), together with reading the GTID and binary
 // log position; the lock is released before any data is read. On any
 // failure the directory keeps its incomplete marker and no manifest.
+//
+// Dump leaves process-wide settings alone. The driver allocates per value
+// read while the dump's own heap stays small (fixed buffers per worker), so
+// a program that runs a dump may want to collect garbage less often, e.g.
+// debug.SetGCPercent(400) with a soft limit of debug.SetMemoryLimit(160 <<
+// 20): less CPU, and well under 256 MB even with many threads. The dbpilot
+// dump and clone commands do so unless GOGC or GOMEMLIMIT are set.
 func Dump(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt DumpOptions) (*Manifest, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
@@ -308,38 +301,67 @@ func Dump(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt 
 	return m, nil
 }
 
+// dumpRun is one dump in progress: the control session reads the catalog,
+// takes the lock and writes the schema files; the planner cuts tables into
+// chunks; the workers dump them. The planner and the workers read the
+// snapshots opened under the lock.
+type dumpRun struct {
+	key     dbpilot.InstanceKey
+	opt     DumpOptions
+	dir     *dumpDir
+	ctl     *session
+	planner *session
+	workers []*session
+	srv     Server
+	cat     *catalog
+	m       *Manifest
+}
+
+// dump runs the phases of a dump: read the source, open the snapshots,
+// copy schema and data, write the manifest.
 func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, opt DumpOptions) (*Manifest, error) {
-	// The driver allocates per value; the heap stays small (fixed buffers),
-	// so collecting less often is cheap in memory and saves CPU. The soft
-	// limit keeps the process well under 256 MB even with many threads.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(160 << 20))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	started := time.Now().UTC()
 	sessions, closeAll, err := openSessions(ctx, key, connOpts, opt.Threads+2)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	ctl, planner, workers := sessions[0], sessions[1], sessions[2:]
-
-	srv, _, err := readServer(ctx, ctl)
-	if err != nil {
+	r := &dumpRun{key: key, opt: opt, dir: &dumpDir{path: opt.Out}, ctl: sessions[0], planner: sessions[1], workers: sessions[2:]}
+	if err := r.readSource(ctx, started); err != nil {
 		return nil, err
 	}
-	m := &Manifest{Format: FormatVersion, Tool: opt.Tool, Server: srv, Started: started, Compression: opt.Compress,
+	if err := r.snapshot(ctx); err != nil {
+		return nil, err
+	}
+	infos, tables := r.tableList()
+	if err := r.copyData(ctx, infos, tables); err != nil {
+		return nil, err
+	}
+	return r.finish(tables)
+}
+
+// readSource identifies the server, starts the manifest and reads the
+// catalog of what to dump, refusing an empty selection and a --where on a
+// table that is not dumped.
+func (r *dumpRun) readSource(ctx context.Context, started time.Time) error {
+	srv, _, err := readServer(ctx, r.ctl)
+	if err != nil {
+		return err
+	}
+	r.srv = srv
+	opt := r.opt
+	r.m = &Manifest{Format: FormatVersion, Tool: opt.Tool, Server: srv, Started: started, Compression: opt.Compress,
 		Options: DumpRecord{Threads: opt.Threads, ChunkRows: opt.ChunkRows, Databases: opt.Filter.Databases,
 			Include: opt.Filter.Include, Exclude: opt.Filter.Exclude, Where: opt.Where, NoData: opt.NoData, Users: opt.Users}}
-	if err := ctl.exec(ctx, "prepare session", "SET NAMES utf8mb4", "SET SESSION time_zone = '+00:00'"); err != nil {
-		return nil, err
+	if err := r.ctl.exec(ctx, "prepare session", "SET NAMES utf8mb4", "SET SESSION time_zone = '+00:00'"); err != nil {
+		return err
 	}
-	cat, err := readCatalog(ctx, ctl, opt.Filter)
+	cat, err := readCatalog(ctx, r.ctl, opt.Filter)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(cat.tables) == 0 && len(cat.views) == 0 && len(cat.databases) == 0 {
-		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "backup: nothing to dump on %s: no database matches the selection", key)
+		return dbpilot.Errorf(dbpilot.ENOTFOUND, "backup: nothing to dump on %s: no database matches the selection", r.key)
 	}
 	for name := range opt.Where {
 		found := false
@@ -347,71 +369,91 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 			found = found || t.DB+"."+t.Name == name
 		}
 		if !found {
-			return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: --where names %s, which is not a dumped table", name)
+			return dbpilot.Errorf(dbpilot.EINVALID, "backup: --where names %s, which is not a dumped table", name)
 		}
 	}
 	for _, t := range cat.tables {
 		if e := strings.ToLower(t.Engine); !t.Sequence && e != "innodb" && e != "rocksdb" && e != "" {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("%s.%s uses the non-transactional engine %s: its data is read outside the snapshot and may not match the recorded position", t.DB, t.Name, t.Engine))
+			r.m.Warnings = append(r.m.Warnings, fmt.Sprintf("%s.%s uses the non-transactional engine %s: its data is read outside the snapshot and may not match the recorded position", t.DB, t.Name, t.Engine))
 		}
 	}
+	r.cat = cat
+	return nil
+}
 
-	// Open every snapshot under the lock.
-	for _, s := range append([]*session{planner}, workers...) {
+// snapshot opens the snapshot of the planner and of every worker while the
+// consistency lock is held, and reads the position under it; the lock is
+// released before snapshot returns, whatever happened.
+func (r *dumpRun) snapshot(ctx context.Context) error {
+	snaps := append([]*session{r.planner}, r.workers...)
+	for _, s := range snaps {
 		if err := s.exec(ctx, "prepare session", snapshotSessionSQL...); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	take, release, kind := lockStatements(srv)
-	if err := ctl.exec(ctx, "set lock_wait_timeout", fmt.Sprintf("SET SESSION lock_wait_timeout = %d", int(opt.LockWaitTimeout.Seconds()+0.5))); err != nil {
-		return nil, err
+	lock := r.srv.dialect().ConsistencyLock()
+	if err := r.ctl.exec(ctx, "set lock_wait_timeout", fmt.Sprintf("SET SESSION lock_wait_timeout = %d", int(r.opt.LockWaitTimeout.Seconds()+0.5))); err != nil {
+		return err
 	}
 	t0 := time.Now()
-	if err := ctl.exec(ctx, "take "+kind, take...); err != nil {
-		return nil, fmt.Errorf("backup: could not take %s on %s (it needs the RELOAD privilege; a long query or transaction may hold it off): %w", kind, key, err)
+	if err := r.ctl.exec(ctx, "take "+lock.Kind, lock.Take...); err != nil {
+		return fmt.Errorf("backup: could not take %s on %s (it needs the RELOAD privilege; a long query or transaction may hold it off): %w", lock.Kind, r.key, err)
 	}
 	locked := time.Now()
-	pos, err := func() (Position, error) {
-		defer func() {
-			_ = ctl.exec(context.WithoutCancel(ctx), "release "+kind, release)
-		}()
-		var wg sync.WaitGroup
-		errs := make([]error, len(workers)+1)
-		for i, s := range append([]*session{planner}, workers...) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = s.exec(ctx, "open snapshot", "START TRANSACTION WITH CONSISTENT SNAPSHOT")
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return Position{}, err
-		}
-		return readPosition(ctx, ctl, srv)
-	}()
-	m.Lock = Lock{Kind: kind, Waited: locked.Sub(t0), Held: time.Since(locked)}
+	pos, err := r.underLock(ctx, lock, snaps)
+	r.m.Lock = Lock{Kind: lock.Kind, Waited: locked.Sub(t0), Held: time.Since(locked)}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	m.Position = pos
-	if opt.Progress != nil {
-		fmt.Fprintf(opt.Progress, "dump: %s held %s (waited %s); GTID position %q, binary log %s:%d\n",
-			kind, m.Lock.Held.Round(time.Microsecond), m.Lock.Waited.Round(time.Microsecond), pos.GTID, pos.BinlogFile, pos.BinlogPos)
+	r.m.Position = pos
+	if r.opt.Progress != nil {
+		fmt.Fprintf(r.opt.Progress, "dump: %s held %s (waited %s); GTID position %q, binary log %s:%d\n",
+			lock.Kind, r.m.Lock.Held.Round(time.Microsecond), r.m.Lock.Waited.Round(time.Microsecond), pos.GTID, pos.BinlogFile, pos.BinlogPos)
 	}
+	return nil
+}
 
-	// Schema and data in parallel: the control session writes schema
-	// files; the planner cuts chunks; the workers dump them.
-	dir := &dumpDir{path: opt.Out}
-	tables := make([]*Table, 0, len(cat.tables))
-	infos := append([]*tableInfo(nil), cat.tables...)
-	sortBySize(infos, opt.ChunkRows)
-	prog := newProgress("dump", opt.Progress, opt.ProgressTTY, opt.ProgressInterval)
+// underLock opens the snapshots side by side and reads the position, then
+// releases the lock (also when the context is done).
+func (r *dumpRun) underLock(ctx context.Context, lock mysql.ConsistencyLock, snaps []*session) (Position, error) {
+	defer func() {
+		_ = r.ctl.exec(context.WithoutCancel(ctx), "release "+lock.Kind, lock.Release)
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, len(snaps))
+	for i, s := range snaps {
+		wg.Go(func() {
+			errs[i] = s.exec(ctx, "open snapshot", "START TRANSACTION WITH CONSISTENT SNAPSHOT")
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Position{}, err
+	}
+	return readPosition(ctx, r.ctl, r.srv)
+}
+
+// tableList returns the catalog's tables in dump order — the largest
+// single job first (sortBySize) — and their manifest entries.
+func (r *dumpRun) tableList() ([]*tableInfo, []*Table) {
+	infos := append([]*tableInfo(nil), r.cat.tables...)
+	sortBySize(infos, r.opt.ChunkRows)
+	tables := make([]*Table, 0, len(infos))
+	for _, ti := range infos {
+		tables = append(tables, &Table{DB: ti.DB, Name: ti.Name, Engine: ti.Engine, Sequence: ti.Sequence,
+			Columns: columnsFor(ti, r.srv.Flavor != dbpilot.FlavorMariaDB), Where: r.opt.Where[ti.DB+"."+ti.Name]})
+	}
+	return infos, tables
+}
+
+// copyData writes schema and data at once: the control session writes the
+// schema files, the planner cuts chunks and the workers dump them as they
+// come. The first failure stops the others and is returned.
+func (r *dumpRun) copyData(ctx context.Context, infos []*tableInfo, tables []*Table) error {
+	prog := newProgress("dump", r.opt.Progress, r.opt.ProgressTTY, r.opt.ProgressInterval)
 	var est int64
 	for _, ti := range infos {
-		t := &Table{DB: ti.DB, Name: ti.Name, Engine: ti.Engine, Sequence: ti.Sequence, Columns: columnsFor(ti, srv.Flavor != dbpilot.FlavorMariaDB), Where: opt.Where[ti.DB+"."+ti.Name]}
-		tables = append(tables, t)
-		if !ti.Sequence && !opt.NoData {
+		if !ti.Sequence && !r.opt.NoData {
 			est += ti.EstRows
 		}
 	}
@@ -420,114 +462,86 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 	prog.run()
 	defer prog.halt()
 
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var firstErr error
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
-		cancel()
-	}
-	jobs := make(chan chunkJob, len(workers)*2)
-
-	// Schema.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := dumpSchemas(ctx, ctl, dir, cat, tables, opt, m); err != nil {
-			fail(err)
-		}
-	}()
-	// Planner.
-	pending := map[*Table]*tableState{}
-	var pendMu sync.Mutex
+	track := &tableTracker{state: map[*Table]*tableState{}, prog: prog}
 	for _, t := range tables {
-		pending[t] = &tableState{}
+		track.state[t] = &tableState{}
 	}
-	tableDone := func(t *Table) {
-		pendMu.Lock()
-		st := pending[t]
-		st.left--
-		done := st.planned && st.left == 0
-		pendMu.Unlock()
-		if done {
-			prog.tables.Add(1)
-		}
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	jobs := make(chan chunkJob, len(r.workers)*2)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return dumpSchemas(gctx, r.ctl, r.dir, r.cat, tables, r.opt, r.m) })
+	g.Go(func() error {
 		defer close(jobs)
-		for i, ti := range infos {
-			t := tables[i]
-			if ti.Sequence || opt.NoData {
-				prog.tables.Add(1)
-				continue
-			}
-			emit := func(where string) bool {
-				c := &Chunk{File: filepath.Join(dataDir, fmt.Sprintf("%s.%s.%05d.tsv%s", fileName(t.DB), fileName(t.Name), len(t.Chunks)+1, extension(opt.Compress))), Where: and(where, paren(t.Where))}
-				t.Chunks = append(t.Chunks, c)
-				prog.chunksAll.Add(1)
-				pendMu.Lock()
-				pending[t].left++
-				pendMu.Unlock()
-				select {
-				case jobs <- chunkJob{table: t, chunk: c, query: chunkQuery(t, c)}:
-					return true
-				case <-ctx.Done():
-					return false
-				}
-			}
-			if err := planTable(ctx, planner, ti, t, opt.ChunkRows, emit); err != nil {
-				fail(err)
-				return
-			}
-			pendMu.Lock()
-			st := pending[t]
-			st.planned = true
-			done := st.left == 0
-			pendMu.Unlock()
-			if done {
-				prog.tables.Add(1)
-			}
-		}
-	}()
-	// Workers.
-	for _, s := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := newChunkWriter(opt.Compress)
-			defer w.close()
-			for job := range jobs {
-				if ctx.Err() != nil {
-					continue
-				}
-				if err := w.dumpChunk(ctx, s, dir, job, prog); err != nil {
-					fail(err)
-					continue
-				}
-				tableDone(job.table)
-				if opt.OnChunk != nil {
-					opt.OnChunk(job.table, job.chunk)
-				}
-			}
-		}()
+		return r.planChunks(gctx, infos, tables, jobs, track, prog)
+	})
+	for _, s := range r.workers {
+		g.Go(func() error { return r.dumpChunks(gctx, s, jobs, track, prog) })
 	}
-	wg.Wait()
+	err := g.Wait()
 	prog.halt()
-	if firstErr != nil {
-		return nil, firstErr
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "backup: dump of %s interrupted", key)
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "backup: dump of %s interrupted", r.key)
 	}
 	prog.finish()
+	return nil
+}
 
-	// Everything is on disk: make it durable, then write the manifest.
+// planChunks cuts the tables into chunks, in dump order, and sends each
+// chunk to the workers as soon as it is cut.
+func (r *dumpRun) planChunks(ctx context.Context, infos []*tableInfo, tables []*Table, jobs chan<- chunkJob, track *tableTracker, prog *progress) error {
+	for i, ti := range infos {
+		t := tables[i]
+		if ti.Sequence || r.opt.NoData {
+			prog.tables.Add(1)
+			continue
+		}
+		emit := func(where string) bool {
+			c := &Chunk{File: filepath.Join(dataDir, fmt.Sprintf("%s.%s.%05d.tsv%s", fileName(t.DB), fileName(t.Name), len(t.Chunks)+1, extension(r.opt.Compress))), Where: and(where, paren(t.Where))}
+			t.Chunks = append(t.Chunks, c)
+			prog.chunksAll.Add(1)
+			track.chunkPlanned(t)
+			select {
+			case jobs <- chunkJob{table: t, chunk: c, query: chunkQuery(t, c)}:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		if err := planTable(ctx, r.planner, ti, t, r.opt.ChunkRows, emit); err != nil {
+			return err
+		}
+		track.tablePlanned(t)
+	}
+	return nil
+}
+
+// dumpChunks is a worker: it dumps the chunks it receives on its session
+// until jobs is closed, a chunk fails or the dump stops.
+func (r *dumpRun) dumpChunks(ctx context.Context, s *session, jobs <-chan chunkJob, track *tableTracker, prog *progress) error {
+	w := newChunkWriter(r.opt.Compress)
+	defer w.close()
+	for job := range jobs {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := w.dumpChunk(ctx, s, r.dir, job, prog); err != nil {
+			return err
+		}
+		track.chunkDone(job.table)
+		if r.opt.OnChunk != nil {
+			r.opt.OnChunk(job.table, job.chunk)
+		}
+	}
+	return nil
+}
+
+// finish totals the manifest, makes every file durable, then writes the
+// manifest and removes the incomplete marker: a manifest exists only once
+// every file it lists is on disk.
+func (r *dumpRun) finish(tables []*Table) (*Manifest, error) {
+	m, out := r.m, r.opt.Out
 	for _, t := range tables {
 		for _, c := range t.Chunks {
 			t.Rows += c.Rows
@@ -540,26 +554,61 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 	}
 	m.Totals.Tables = len(tables)
 	m.Tables = tables
-	// The manifest is only written once every file is on disk.
-	if err := syncAll(opt.Out, tables); err != nil {
+	if err := syncAll(out, tables); err != nil {
 		return nil, err
 	}
 	m.Finished = time.Now().UTC()
-	if err := writeManifest(opt.Out, m); err != nil {
+	if err := writeManifest(out, m); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(filepath.Join(opt.Out, IncompleteFile)); err != nil {
+	if err := os.Remove(filepath.Join(out, IncompleteFile)); err != nil {
 		return nil, fmt.Errorf("backup: remove %s: %w", IncompleteFile, err)
 	}
-	if err := syncDir(opt.Out); err != nil {
+	if err := syncDir(out); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
+// tableTracker counts a table as done in the progress once it is planned
+// and every chunk of it is written.
+type tableTracker struct {
+	mu    sync.Mutex
+	state map[*Table]*tableState
+	prog  *progress
+}
+
 type tableState struct {
 	left    int
 	planned bool
+}
+
+func (tt *tableTracker) chunkPlanned(t *Table) {
+	tt.mu.Lock()
+	tt.state[t].left++
+	tt.mu.Unlock()
+}
+
+func (tt *tableTracker) chunkDone(t *Table) {
+	tt.mu.Lock()
+	st := tt.state[t]
+	st.left--
+	done := st.planned && st.left == 0
+	tt.mu.Unlock()
+	if done {
+		tt.prog.tables.Add(1)
+	}
+}
+
+func (tt *tableTracker) tablePlanned(t *Table) {
+	tt.mu.Lock()
+	st := tt.state[t]
+	st.planned = true
+	done := st.left == 0
+	tt.mu.Unlock()
+	if done {
+		tt.prog.tables.Add(1)
+	}
 }
 
 func extension(compress string) string {

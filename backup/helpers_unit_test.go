@@ -90,66 +90,6 @@ func TestChunkQueryAndChecksumSQL(t *testing.T) {
 	}
 }
 
-func TestLockStatements(t *testing.T) {
-	ftwrl := []string{"FLUSH TABLES WITH READ LOCK"}
-	stage := []string{"BACKUP STAGE START", "BACKUP STAGE BLOCK_COMMIT"}
-	tests := []struct {
-		flavor              dbpilot.Flavor
-		version             string
-		take                []string
-		release, kind       string
-		backupStageExpected bool
-	}{
-		{dbpilot.FlavorMariaDB, "10.4.1", stage, "BACKUP STAGE END", "BACKUP STAGE BLOCK_COMMIT", true},
-		{dbpilot.FlavorMariaDB, "10.11.6-MariaDB-log", stage, "BACKUP STAGE END", "BACKUP STAGE BLOCK_COMMIT", true},
-		{dbpilot.FlavorMariaDB, "11.4.2", stage, "BACKUP STAGE END", "BACKUP STAGE BLOCK_COMMIT", true},
-		{dbpilot.FlavorMariaDB, "10.4.0", ftwrl, "UNLOCK TABLES", "FLUSH TABLES WITH READ LOCK", false},
-		{dbpilot.FlavorMariaDB, "10.3.39", ftwrl, "UNLOCK TABLES", "FLUSH TABLES WITH READ LOCK", false},
-		{dbpilot.FlavorMySQL, "8.0.36", ftwrl, "UNLOCK TABLES", "FLUSH TABLES WITH READ LOCK", false},
-		{dbpilot.FlavorMySQL, "10.5.0", ftwrl, "UNLOCK TABLES", "FLUSH TABLES WITH READ LOCK", false}, // version alone does not decide
-		{dbpilot.FlavorPercona, "8.0.35", ftwrl, "UNLOCK TABLES", "FLUSH TABLES WITH READ LOCK", false},
-		{dbpilot.FlavorMySQL, "5.7.44", ftwrl, "UNLOCK TABLES", "FLUSH TABLES WITH READ LOCK", false},
-	}
-	for _, tc := range tests {
-		v, err := dbpilot.ParseVersion(tc.version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		take, release, kind := lockStatements(Server{Flavor: tc.flavor, Version: v})
-		if !reflect.DeepEqual(take, tc.take) || release != tc.release || kind != tc.kind {
-			t.Errorf("%s %s: lockStatements = %q, %q, %q; want %q, %q, %q", tc.flavor, tc.version, take, release, kind, tc.take, tc.release, tc.kind)
-		}
-	}
-}
-
-func TestSetPositionSQL(t *testing.T) {
-	const uuidSet = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"
-	tests := []struct {
-		flavor  dbpilot.Flavor
-		version string
-		pos     string
-		want    string
-	}{
-		{dbpilot.FlavorMariaDB, "10.11.6", "0-1-100,1-2-5", "SET GLOBAL gtid_slave_pos = '0-1-100,1-2-5'"},
-		{dbpilot.FlavorMariaDB, "10.3.39", "0-1-1", "SET GLOBAL gtid_slave_pos = '0-1-1'"},
-		{dbpilot.FlavorMySQL, "8.0.36", uuidSet, "SET GLOBAL gtid_purged = '+" + uuidSet + "'"},
-		{dbpilot.FlavorMySQL, "8.4.0", uuidSet, "SET GLOBAL gtid_purged = '+" + uuidSet + "'"},
-		{dbpilot.FlavorPercona, "8.0.35", uuidSet, "SET GLOBAL gtid_purged = '+" + uuidSet + "'"},
-		{dbpilot.FlavorMySQL, "5.7.44", uuidSet, "SET GLOBAL gtid_purged = '" + uuidSet + "'"},
-		{dbpilot.FlavorPercona, "5.7.40", uuidSet, "SET GLOBAL gtid_purged = '" + uuidSet + "'"},
-		{dbpilot.FlavorMariaDB, "10.11.6", "it's", `SET GLOBAL gtid_slave_pos = 'it\'s'`},
-	}
-	for _, tc := range tests {
-		v, err := dbpilot.ParseVersion(tc.version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := setPositionSQL(Server{Flavor: tc.flavor, Version: v}, tc.pos); got != tc.want {
-			t.Errorf("%s %s: %s, want %s", tc.flavor, tc.version, got, tc.want)
-		}
-	}
-}
-
 func TestReplicaStartPosition(t *testing.T) {
 	tests := []struct {
 		binlog, slave string

@@ -21,6 +21,7 @@ import (
 	"github.com/dbpilot/dbpilot/mysql"
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/errgroup"
 )
 
 // RestoreOptions configures a restore.
@@ -186,9 +187,8 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 		return nil, err
 	}
 	start := time.Now()
-	res := &RestoreResult{Target: key.String()}
-	tables, dbs, err := selectForRestore(m, opt.Databases)
-	if err != nil {
+	r := &restoreRun{key: key, opt: opt, m: m, res: &RestoreResult{Target: key.String()}, deferred: map[*Table][]string{}}
+	if r.tables, r.dbs, err = selectForRestore(m, opt.Databases); err != nil {
 		return nil, err
 	}
 	sessions, closeAll, err := openSessions(ctx, key, conn, opt.Threads+1)
@@ -196,51 +196,85 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 		return nil, err
 	}
 	defer closeAll()
-	ctl, workers := sessions[0], sessions[1:]
+	r.ctl, r.workers = sessions[0], sessions[1:]
+	if err := r.prepare(ctx, sessions); err != nil {
+		return nil, err
+	}
+	defer r.plog.close()
+	if err := restoreSchema(ctx, r.ctl, opt, r.tables, r.dbs, r.deferred); err != nil {
+		return nil, err
+	}
+	if err := r.loadData(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.objects(ctx); err != nil {
+		return nil, err
+	}
+	return r.finish(ctx, start)
+}
+
+// restoreRun is one restore in progress: the control session checks the
+// target and creates the schema and the objects; the workers load chunks.
+type restoreRun struct {
+	key     dbpilot.InstanceKey
+	opt     RestoreOptions
+	m       *Manifest
+	res     *RestoreResult
+	tables  []*Table
+	dbs     []Database
+	ctl     *session
+	workers []*session
+	srv     Server
+	plog    *progressLog
+	// deferred are the secondary indexes a table gets once its data is in
+	// (--defer-indexes).
+	deferred map[*Table][]string
+}
+
+// prepare sets up the sessions, identifies the target, refuses a target
+// that cannot take the dump, and opens the progress log.
+func (r *restoreRun) prepare(ctx context.Context, sessions []*session) error {
 	for _, s := range sessions {
-		if err := s.exec(ctx, "prepare session", restoreSessionSQL(opt.NoBinlog)...); err != nil {
-			return nil, err
+		if err := s.exec(ctx, "prepare session", restoreSessionSQL(r.opt.NoBinlog)...); err != nil {
+			return err
 		}
 	}
-	srv, _, err := readServer(ctx, ctl)
+	srv, _, err := readServer(ctx, r.ctl)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if srv.Flavor != m.Server.Flavor {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("dump of %s %s restored into %s %s", m.Server.Flavor, m.Server.Version, srv.Flavor, srv.Version))
+	r.srv = srv
+	if srv.Flavor != r.m.Server.Flavor {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("dump of %s %s restored into %s %s", r.m.Server.Flavor, r.m.Server.Version, srv.Flavor, srv.Version))
 	}
-	if opt.SetGTIDPosition {
-		if err := checkCanSetPosition(ctx, ctl, srv, m); err != nil {
-			return nil, err
+	if r.opt.SetGTIDPosition {
+		if err := checkCanSetPosition(ctx, r.ctl, srv, r.m); err != nil {
+			return err
 		}
 	}
-	if !opt.Resume && !opt.DropExisting {
-		if err := refuseExisting(ctx, ctl, tables, dbs); err != nil {
-			return nil, err
+	if !r.opt.Resume && !r.opt.DropExisting {
+		if err := refuseExisting(ctx, r.ctl, r.tables, r.dbs); err != nil {
+			return err
 		}
 	}
-	plog, err := openProgressLog(opt.Dir, opt.Resume, key.String())
-	if err != nil {
-		return nil, err
-	}
-	defer plog.close()
+	r.plog, err = openProgressLog(r.opt.Dir, r.opt.Resume, r.key.String())
+	return err
+}
 
-	// Schema.
-	deferred := map[*Table][]string{}
-	if err := restoreSchema(ctx, ctl, opt, tables, dbs, deferred); err != nil {
-		return nil, err
-	}
-
-	// Data.
-	prog := newProgress("restore", opt.Progress, opt.ProgressTTY, opt.ProgressInterval)
+// loadData loads every chunk the progress log does not record, in
+// parallel, each in one transaction; a table gets its deferred indexes once
+// its last chunk is in. The first failure stops the other workers and is
+// returned.
+func (r *restoreRun) loadData(ctx context.Context) error {
+	prog := newProgress("restore", r.opt.Progress, r.opt.ProgressTTY, r.opt.ProgressInterval)
 	var jobs []job
 	left := map[*Table]*atomic.Int64{}
-	for _, t := range tables {
+	for _, t := range r.tables {
 		n := &atomic.Int64{}
 		left[t] = n
 		for _, c := range t.Chunks {
-			if plog.has("chunk " + c.File) {
-				res.Skipped++
+			if r.plog.has("chunk " + c.File) {
+				r.res.Skipped++
 				continue
 			}
 			jobs = append(jobs, job{t, c})
@@ -252,103 +286,100 @@ func Restore(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 	prog.chunksAll.Store(int64(len(jobs)))
 	prog.run()
 	defer prog.halt()
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var errMu sync.Mutex
-	var firstErr error
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
-		cancel()
-	}
 	// Tables without chunks left need only their deferred indexes.
-	finishTable := func(s *session, t *Table) error {
-		if adds := deferred[t]; len(adds) > 0 && !plog.has("indexes "+t.String()) {
-			if err := s.exec(ctx, "add indexes to "+t.String(), addIndexSQL(t, adds)...); err != nil {
-				return err
-			}
-			if err := plog.record("indexes " + t.String()); err != nil {
-				return err
-			}
-		}
-		prog.tables.Add(1)
-		return nil
-	}
-	for _, t := range tables {
+	for _, t := range r.tables {
 		if left[t].Load() == 0 {
-			if err := finishTable(ctl, t); err != nil {
-				return nil, err
+			if err := r.finishTable(ctx, r.ctl, t, prog); err != nil {
+				return err
 			}
 		}
 	}
 	sched := newScheduler(jobs)
-	var wg sync.WaitGroup
-	for _, s := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := newChunkLoader(m.Compression)
-			defer l.close()
-			for ctx.Err() == nil {
-				j, ok := sched.next()
-				if !ok {
-					return
-				}
-				err := l.load(ctx, s, opt.Dir, j.t, j.c, opt.Resume, prog)
-				sched.done(j)
-				if err != nil {
-					fail(err)
-					return
-				}
-				if err := plog.record("chunk " + j.c.File); err != nil {
-					fail(err)
-					return
-				}
-				if opt.OnChunk != nil {
-					opt.OnChunk(j.t, j.c)
-				}
-				if left[j.t].Add(-1) == 0 {
-					if err := finishTable(s, j.t); err != nil {
-						fail(err)
-						return
-					}
-				}
-			}
-		}()
+	g, gctx := errgroup.WithContext(ctx)
+	for _, s := range r.workers {
+		g.Go(func() error { return r.loadChunks(gctx, s, sched, left, prog) })
 	}
-	wg.Wait()
+	err := g.Wait()
 	prog.halt()
-	if err := parent.Err(); err != nil {
-		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "backup: restore into %s interrupted (continue with --resume)", key)
+	if ctx.Err() != nil {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, ctx.Err(), "backup: restore into %s interrupted (continue with --resume)", r.key)
 	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "backup: restore into %s interrupted (continue with --resume)", key)
+	if err != nil {
+		return err
 	}
 	prog.finish()
+	return nil
+}
 
-	// Objects that need the tables and their data.
-	if !plog.has("objects") {
-		if err := restoreObjects(ctx, ctl, opt, m, dbs); err != nil {
-			return nil, err
+// loadChunks is a worker: it loads the chunks the scheduler hands it on its
+// session, records each in the progress log, and finishes the table whose
+// last chunk it loaded.
+func (r *restoreRun) loadChunks(ctx context.Context, s *session, sched *scheduler, left map[*Table]*atomic.Int64, prog *progress) error {
+	l := newChunkLoader(r.m.Compression)
+	defer l.close()
+	for ctx.Err() == nil {
+		j, ok := sched.next()
+		if !ok {
+			return nil
 		}
-		if err := plog.record("objects"); err != nil {
-			return nil, err
+		err := l.load(ctx, s, r.opt.Dir, j.t, j.c, r.opt.Resume, prog)
+		sched.done(j)
+		if err != nil {
+			return err
+		}
+		if err := r.plog.record("chunk " + j.c.File); err != nil {
+			return err
+		}
+		if r.opt.OnChunk != nil {
+			r.opt.OnChunk(j.t, j.c)
+		}
+		if left[j.t].Add(-1) == 0 {
+			if err := r.finishTable(ctx, s, j.t, prog); err != nil {
+				return err
+			}
 		}
 	}
-	if opt.SetGTIDPosition {
-		if err := setPosition(ctx, ctl, srv, m.Position.GTID); err != nil {
+	return nil
+}
+
+// finishTable builds a table's deferred indexes, unless the progress log
+// records them, and counts the table done.
+func (r *restoreRun) finishTable(ctx context.Context, s *session, t *Table, prog *progress) error {
+	if adds := r.deferred[t]; len(adds) > 0 && !r.plog.has("indexes "+t.String()) {
+		if err := s.exec(ctx, "add indexes to "+t.String(), addIndexSQL(t, adds)...); err != nil {
+			return err
+		}
+		if err := r.plog.record("indexes " + t.String()); err != nil {
+			return err
+		}
+	}
+	prog.tables.Add(1)
+	return nil
+}
+
+// objects creates the objects that need the tables and their data —
+// routines, views, triggers, events, accounts — unless the progress log
+// records that an interrupted run did.
+func (r *restoreRun) objects(ctx context.Context) error {
+	if r.plog.has("objects") {
+		return nil
+	}
+	if err := restoreObjects(ctx, r.ctl, r.opt, r.m, r.dbs); err != nil {
+		return err
+	}
+	return r.plog.record("objects")
+}
+
+// finish sets the replication position (--set-gtid-position) and sums up.
+func (r *restoreRun) finish(ctx context.Context, start time.Time) (*RestoreResult, error) {
+	res := r.res
+	if r.opt.SetGTIDPosition {
+		if err := setPosition(ctx, r.ctl, r.srv, r.m.Position.GTID); err != nil {
 			return nil, err
 		}
-		res.GTIDSet = m.Position.GTID
+		res.GTIDSet = r.m.Position.GTID
 	}
-	for _, t := range tables {
+	for _, t := range r.tables {
 		res.Tables++
 		res.Chunks += len(t.Chunks)
 		res.Rows += t.Rows
@@ -607,8 +638,9 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 	if m.Position.GTID == "" {
 		return dbpilot.Errorf(dbpilot.EINVALID, "backup: --set-gtid-position: the dump recorded no GTID position (binary log or GTIDs off on %s)", m.Server.Address)
 	}
-	if srv.Flavor == dbpilot.FlavorMariaDB {
-		rows, _, err := s.query(ctx, "check replication", "SHOW ALL SLAVES STATUS")
+	d := srv.dialect()
+	if d.MariaDB() {
+		rows, _, err := s.query(ctx, "check replication", d.ShowReplicaStatusSQL())
 		if err != nil {
 			return err
 		}
@@ -618,10 +650,11 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 		// Transactions in the target's own binary log that the dump's
 		// position does not cover would be errant on a replica (and the
 		// server refuses such a gtid_slave_pos, error 1947).
-		own, _, err := s.value(ctx, "read gtid_binlog_pos", "SELECT @@GLOBAL.gtid_binlog_pos")
+		st, err := readGTIDState(ctx, s, d, "read gtid_binlog_pos")
 		if err != nil {
 			return err
 		}
+		own := st.BinlogPos
 		ownList, err1 := gtid.ParseMariaList(own)
 		dumpList, err2 := gtid.ParseMariaList(m.Position.GTID)
 		if err1 == nil && err2 == nil && !dumpList.Contains(ownList) {
@@ -629,11 +662,11 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 		}
 		return nil
 	}
-	v, _, err := s.value(ctx, "check gtid_executed", "SELECT @@GLOBAL.gtid_executed")
+	st, err := readGTIDState(ctx, s, d, "check gtid_executed")
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(v) != "" && !srv.Version.AtLeast(8, 0, 0) {
+	if v := st.Executed; v != "" && d.SetGTIDPositionNeedsEmptyState() {
 		return dbpilot.Errorf(dbpilot.ECONFLICT, "backup: --set-gtid-position: %s already has gtid_executed %q; MySQL %s can only set gtid_purged on an empty GTID state (RESET MASTER)", s.key, v, srv.Version)
 	}
 	return nil
@@ -643,19 +676,7 @@ func checkCanSetPosition(ctx context.Context, s *session, srv Server, m *Manifes
 // gtid_slave_pos (CHANGE MASTER ... MASTER_USE_GTID=slave_pos starts
 // there), MySQL gtid_purged (8.0+: added with the + form).
 func setPosition(ctx context.Context, s *session, srv Server, pos string) error {
-	return s.exec(ctx, "set the replication position", setPositionSQL(srv, pos))
-}
-
-// setPositionSQL is the statement that makes pos the server's replication
-// start position.
-func setPositionSQL(srv Server, pos string) string {
-	switch {
-	case srv.Flavor == dbpilot.FlavorMariaDB:
-		return "SET GLOBAL gtid_slave_pos = " + quoteString(pos)
-	case srv.Version.AtLeast(8, 0, 0):
-		return "SET GLOBAL gtid_purged = " + quoteString("+"+pos)
-	}
-	return "SET GLOBAL gtid_purged = " + quoteString(pos)
+	return s.exec(ctx, "set the replication position", srv.dialect().SetGTIDPositionSQL(pos))
 }
 
 // chunkLoader is a worker's reusable input machinery.

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -301,10 +302,16 @@ func simplifyNetErr(err error) error {
 	return errors.New(msg)
 }
 
-func init() {
-	// The driver logs "packets.go: unexpected EOF" style noise through its own
-	// logger; dbpilot reports errors itself.
-	_ = driver.SetLogger(nopLogger{})
+var silenceDriverLog sync.Once
+
+// SilenceDriverLog stops the MySQL driver from writing its own log lines to
+// stderr ("[mysql] packets.go: unexpected EOF" and the like on a broken
+// connection); dbpilot reports errors itself. The driver's logger is
+// process-wide, so programs call this once at start (the dbpilot command
+// does) rather than every importer of this package. Calling it again does
+// nothing.
+func SilenceDriverLog() {
+	silenceDriverLog.Do(func() { _ = driver.SetLogger(nopLogger{}) })
 }
 
 type nopLogger struct{}

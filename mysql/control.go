@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -405,21 +402,12 @@ func notConfigured(err error) bool {
 	return false
 }
 
-// stopAllSQL stops every channel.
-func stopAllSQL(d Dialect) string {
-	if d.MariaDB() {
-		return "STOP ALL SLAVES"
-	}
-	return d.StopReplicaSQL("")
-}
+// stopAllSQL stops every channel: MariaDB STOP ALL SLAVES, MySQL STOP
+// REPLICA (or SLAVE) without a channel.
+func stopAllSQL(d Dialect) string { return d.flavor().stopAll() }
 
 // startAllSQL starts every channel.
-func startAllSQL(d Dialect) string {
-	if d.MariaDB() {
-		return "START ALL SLAVES"
-	}
-	return d.StartReplicaSQL("")
-}
+func startAllSQL(d Dialect) string { return d.flavor().startAll() }
 
 func (s *ctl) stopReplica(ctx context.Context) error {
 	if err := s.x.Exec(ctx, stopAllSQL(s.d)); err != nil && !notConfigured(err) {
@@ -447,16 +435,7 @@ func (s *ctl) startReplica(ctx context.Context) error {
 // resetAllSQL returns the statements that remove every channel: MariaDB
 // needs one RESET SLAVE 'name' ALL per connection (names from SHOW ALL
 // SLAVES STATUS); MySQL's RESET REPLICA ALL covers every channel.
-func resetAllSQL(d Dialect, names []string) []string {
-	stmts := []string{stopAllSQL(d)}
-	if !d.MariaDB() {
-		return append(stmts, d.ResetReplicaAllSQL(""))
-	}
-	for _, n := range names {
-		stmts = append(stmts, d.ResetReplicaAllSQL(n))
-	}
-	return stmts
-}
+func resetAllSQL(d Dialect, names []string) []string { return d.flavor().resetAll(names) }
 
 func (s *ctl) resetReplicaAll(ctx context.Context) error {
 	const op = "reset replica"
@@ -482,24 +461,11 @@ func (s *ctl) resetReplicaAll(ctx context.Context) error {
 // IGNORE_DOMAIN_IDS always set (to () when ignore is empty), and
 // DO_DOMAIN_IDS cleared when ignore is not empty. MySQL has no domains.
 func changeSourceSQL(d Dialect, cs ChangeSource, ignore []uint32) (string, error) {
-	stmt := d.ChangeSourceSQL(cs)
-	if !d.MariaDB() {
-		if len(ignore) > 0 {
-			return "", dbpilot.Errorf(dbpilot.EUNSUPPORTED, "ignoring GTID domains %v needs MariaDB; %s %s has no domains", ignore, d.Flavor, d.Version)
-		}
-		return stmt, nil
+	filter, ok := d.flavor().domainFilter(ignore)
+	if !ok {
+		return "", dbpilot.Errorf(dbpilot.EUNSUPPORTED, "ignoring GTID domains %v needs MariaDB; %s %s has no domains", ignore, d.Flavor, d.Version)
 	}
-	ids := slices.Clone(ignore)
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = strconv.FormatUint(uint64(id), 10)
-	}
-	if len(ids) > 0 {
-		stmt += ", DO_DOMAIN_IDS=()"
-	}
-	return stmt + ", IGNORE_DOMAIN_IDS=(" + strings.Join(parts, ",") + ")", nil
+	return d.ChangeSourceSQL(cs) + filter, nil
 }
 
 func (s *ctl) changeSource(ctx context.Context, source dbpilot.InstanceKey, repl Credentials, opt dbpilot.ChangeSourceOptions) error {
@@ -531,18 +497,7 @@ func (s *ctl) changeSource(ctx context.Context, source dbpilot.InstanceKey, repl
 
 // readOnlySQL returns the statements that set read-only: MySQL 5.7.8+ uses
 // super_read_only (on: it implies read_only; off: both, super first).
-func readOnlySQL(id serverIdent, on bool) []string {
-	super := !id.mariaDB() && id.Version.AtLeast(5, 7, 8)
-	switch {
-	case super && on:
-		return []string{"SET GLOBAL super_read_only=ON"}
-	case super:
-		return []string{"SET GLOBAL super_read_only=OFF", "SET GLOBAL read_only=OFF"}
-	case on:
-		return []string{"SET GLOBAL read_only=ON"}
-	}
-	return []string{"SET GLOBAL read_only=OFF"}
-}
+func readOnlySQL(id serverIdent, on bool) []string { return id.dialect().flavor().readOnly(on) }
 
 // semiSyncVarsSQL lists the semi-sync switches the server has.
 const semiSyncVarsSQL = "SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_%enabled'"
@@ -595,29 +550,18 @@ func (s *ctl) setReplicaPosition(ctx context.Context, pos string) error {
 	if !s.d.MariaDB() {
 		return dbpilot.Errorf(dbpilot.EUNSUPPORTED, "mysql: %s on %s: %s has no gtid_slave_pos", op, s.key, s.id.Flavor)
 	}
-	return s.exec(ctx, op, "SET GLOBAL gtid_slave_pos="+Quote(pos))
+	return s.exec(ctx, op, s.d.SetGTIDPositionSQL(pos))
 }
 
 // waitSQL returns the statement waiting for pos, and what it returns on
 // success and on timeout.
 func waitSQL(d Dialect, pos string, timeout time.Duration) (q, ok, timedOut string) {
-	if d.MariaDB() {
-		return fmt.Sprintf("SELECT MASTER_GTID_WAIT(%s, %s)", Quote(pos), seconds(timeout, time.Second)), "0", "-1"
-	}
-	secs := int64(math.Ceil(timeout.Seconds()))
-	if secs < 1 {
-		secs = 1
-	}
-	return fmt.Sprintf("SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %d)", Quote(pos), secs), "0", "1"
+	return d.flavor().waitForGTID(pos, timeout)
 }
 
-// positionSQL reads what the server has applied, for messages.
-func positionSQL(d Dialect) string {
-	if d.MariaDB() {
-		return "SELECT @@GLOBAL.gtid_current_pos"
-	}
-	return "SELECT @@GLOBAL.gtid_executed"
-}
+// positionSQL reads what the server has applied, for messages: MariaDB
+// gtid_current_pos, MySQL gtid_executed.
+func positionSQL(d Dialect) string { return d.flavor().appliedPosition() }
 
 func (s *ctl) waitForGTID(ctx context.Context, pos string, timeout time.Duration) error {
 	const op = "wait for GTID"

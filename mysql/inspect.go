@@ -61,7 +61,7 @@ func (id serverIdent) mariaDB() bool { return id.Flavor == dbpilot.FlavorMariaDB
 // semiSyncInSelect reports whether the semi-sync variables always exist and
 // can be read in the variables SELECT: MariaDB 10.3+ has semi-sync built in;
 // elsewhere it is a plugin that may be absent.
-func (id serverIdent) semiSyncInSelect() bool { return id.mariaDB() && id.Version.AtLeast(10, 3, 0) }
+func (id serverIdent) semiSyncInSelect() bool { return id.dialect().flavor().semiSyncBuiltIn() }
 
 // query runs q and, on failure, names the operation in the error instead of
 // the statement, keeping the error code.

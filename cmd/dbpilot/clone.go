@@ -63,6 +63,7 @@ source sandbox's descriptor; it must exist on the source.` + exitHelp,
   dbpilot clone --from 10.0.0.5:3306 --to 10.0.0.9:3306 --user admin --replicate --repl-user repl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			defer relaxGC()()
 			fromKey, fromOpts, fromDesc, err := cloneEnd(&tf, from, fromSB, "from")
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -36,6 +37,35 @@ func (a *app) progressOut(quiet bool) (io.Writer, bool) {
 	return a.stderr, ok && tui.IsTerminal(f)
 }
 
+// The garbage collector settings for a dump (see relaxGC).
+const (
+	dumpGCPercent   = 400
+	dumpMemoryLimit = 160 << 20
+)
+
+// relaxGC sets the garbage collector up for a dump, except what the user
+// set with GOGC or GOMEMLIMIT: the driver allocates per value read while the
+// dump's heap stays small (fixed buffers), so collecting less often saves
+// CPU at little cost in memory, and the soft limit keeps the process well
+// under 256 MB even with many threads. It returns a function that puts the
+// previous settings back.
+func relaxGC() (restore func()) {
+	var undo []func()
+	if os.Getenv("GOGC") == "" {
+		old := debug.SetGCPercent(dumpGCPercent)
+		undo = append(undo, func() { debug.SetGCPercent(old) })
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		old := debug.SetMemoryLimit(dumpMemoryLimit)
+		undo = append(undo, func() { debug.SetMemoryLimit(old) })
+	}
+	return func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+}
+
 func (a *app) dumpCommand() *cobra.Command {
 	var tf targetFlags
 	var opt backup.DumpOptions
@@ -57,7 +87,9 @@ Tables are cut into chunks of about --chunk-rows rows along the primary key
 (or a unique key): integer keys by value ranges, other keys by one ordered
 pass over the key's index; never OFFSET. A table without a unique key is
 dumped by one thread. Each worker has a fixed buffer: memory stays bounded
-whatever the table size.
+whatever the table size. The garbage collector runs less often than Go's
+default (GOGC=400) under a soft memory limit of 160 MiB; set GOGC or
+GOMEMLIMIT to choose otherwise.
 
 DIR gets a manifest.json (written last), schema files and one data file per
 chunk (LOAD DATA format, zstd-compressed by default) with row counts and
@@ -73,6 +105,7 @@ information_schema, performance_schema) are dumped only when named in
   dbpilot dump 10.0.0.5:3306 --user backup --out /backups/x --threads 8 --databases shop \
       --exclude 'shop.audit_*' --where 'shop.orders:created >= "2026-01-01"'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defer relaxGC()()
 			key, conn, err := tf.oneTarget(args, "dump")
 			if err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/spf13/cobra"
 )
 
@@ -41,6 +42,7 @@ type app struct {
 }
 
 func main() {
+	mysql.SilenceDriverLog()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/sandbox"
 )
 
@@ -39,8 +40,13 @@ func Home(t testing.TB) string {
 
 // RequireServer skips (or, in CI, fails) the test when no server binary is
 // installed, and skips it under -short.
+//
+// It also silences the MySQL driver's own log (mysql.SilenceDriverLog), as
+// the dbpilot command does, so that tests which cut or kill connections
+// print only their own output.
 func RequireServer(t testing.TB) sandbox.Server {
 	t.Helper()
+	mysql.SilenceDriverLog()
 	if testing.Short() {
 		t.Skip("integration test: needs a real server (skipped with -short)")
 	}
