@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/httpapi"
 )
 
 // fakeServe answers like `dbpilot serve` from the recorded answers in
@@ -83,7 +84,7 @@ func pollServer(t *testing.T, fs *fakeServe, token string, only ...dbpilot.Insta
 	t.Helper()
 	ts := httptest.NewServer(fs)
 	t.Cleanup(ts.Close)
-	src := NewServer(ts.URL+"/", token, only)
+	src := NewServer(httpapi.NewClient(ts.URL+"/", token), only)
 	defer src.Close()
 	f, err := src.Poll(context.Background())
 	if err != nil {
@@ -201,7 +202,7 @@ func TestServerSourceDown(t *testing.T) {
 	ts := httptest.NewServer(http.NotFoundHandler())
 	url := ts.URL
 	ts.Close()
-	src := NewServer(url, "", nil)
+	src := NewServer(httpapi.NewClient(url, ""), nil)
 	_, err := src.Poll(context.Background())
 	if err == nil || dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL {
 		t.Fatalf("Poll of a stopped serve: %v", err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/httpapi"
 	"github.com/dbpilot/dbpilot/tui"
 	"github.com/spf13/cobra"
 )
@@ -71,7 +72,9 @@ refreshes, or when interrupted.` + exitHelp,
 				if token == "" {
 					token = os.Getenv("DBPILOT_TOKEN")
 				}
-				src = tui.NewServer(strings.TrimSpace(server), token, only)
+				api := httpapi.NewClient(strings.TrimSpace(server), token)
+				api.ReadTimeout = 5 * time.Second // a refresh waits no longer
+				src = tui.NewServer(api, only)
 			} else {
 				keys, opts, err := tf.resolve(args)
 				if err != nil {
