@@ -57,8 +57,11 @@ type serverQuery struct {
 
 // serverScratch holds values that only make sense combined.
 type serverScratch struct {
-	target                   collector.Target // the instance, for its redo log capacity
-	redoStatus, redoVars     map[string]string
+	// The instance and its redo log status and variables (lower-cased
+	// names, as the server prints them) for collector.RedoLogCapacity.
+	target               collector.Target
+	redoStatus, redoVars map[string]string
+
 	dirty, dirtyPct, bpPages Num
 	ckptAge                  Num
 	heartbeat                Num
