@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,13 +18,17 @@ import (
 // fakeServe answers like `dbpilot serve` from the recorded answers in
 // testdata/server. It records the PromQL queries asked.
 type fakeServe struct {
-	t          *testing.T
-	noMetrics  bool // /api/metrics/query answers 404 (an older serve)
-	noAlerts   bool // /api/alerts answers 404
-	failQuery  string
-	mu         sync.Mutex
-	queries    []string
-	authHeader string
+	t         *testing.T
+	noMetrics bool // /api/metrics/query answers 404 (an older serve)
+	noAlerts  bool // /api/alerts answers 404
+	// alertsStatus, when set, is /api/alerts' error status, with
+	// alertsCode as the API's error code.
+	alertsStatus int
+	alertsCode   string
+	failQuery    string
+	mu           sync.Mutex
+	queries      []string
+	authHeader   string
 }
 
 func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -35,6 +40,11 @@ func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/api/clusters":
 		file = "clusters.json"
 	case "/api/alerts":
+		if f.alertsStatus != 0 {
+			w.WriteHeader(f.alertsStatus)
+			fmt.Fprintf(w, `{"code":%q,"error":"alerts: %s"}`, f.alertsCode, http.StatusText(f.alertsStatus))
+			return
+		}
 		if f.noAlerts || r.URL.Query().Get("state") != "firing" {
 			http.NotFound(w, r)
 			return
@@ -185,6 +195,20 @@ func TestServerSourceOlderServe(t *testing.T) {
 	// Seconds_Behind_Master from the cluster view stands in for the heartbeat.
 	if r3 := f.Rows[2]; !r3.Lag.Valid || r3.Lag.V != 7 {
 		t.Errorf("lag %+v", r3.Lag)
+	}
+}
+
+// TestServerSourceAlertErrors: a serve that evaluates no alerts (422
+// unsupported) shows no alert column, as one without the endpoint does; any
+// other failure is a note.
+func TestServerSourceAlertErrors(t *testing.T) {
+	f := pollServer(t, &fakeServe{t: t, alertsStatus: http.StatusUnprocessableEntity, alertsCode: dbpilot.EUNSUPPORTED}, "")
+	if f.AlertsKnown || len(f.Notes) != 0 || len(f.Rows) != 3 {
+		t.Errorf("unsupported: known %v, notes %q", f.AlertsKnown, f.Notes)
+	}
+	f = pollServer(t, &fakeServe{t: t, alertsStatus: http.StatusInternalServerError, alertsCode: dbpilot.EINTERNAL}, "")
+	if f.AlertsKnown || len(f.Notes) != 1 || f.Notes[0] != "alerts: alerts: Internal Server Error" {
+		t.Errorf("failure: known %v, notes %q", f.AlertsKnown, f.Notes)
 	}
 }
 
