@@ -24,13 +24,15 @@ const (
 		"'Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads', 'Innodb_buffer_pool_read_ahead', " +
 		"'Innodb_checkpoint_max_age', 'Innodb_redo_log_capacity_resized', " +
 		"'Innodb_data_pending_reads', 'Innodb_data_pending_writes', 'Innodb_data_pending_fsyncs')"
-	innoVariablesSQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN (" +
-		"'innodb_log_file_size', 'innodb_log_files_in_group', 'innodb_redo_log_capacity')"
 	// INNODB_METRICS says which counters are enabled in ENABLED (MariaDB)
 	// or STATUS (MySQL).
 	innoMetricsMariaSQL = "SELECT NAME, SUBSYSTEM, COUNT, TYPE FROM information_schema.INNODB_METRICS WHERE ENABLED = 1"
 	innoMetricsMySQLSQL = "SELECT NAME, SUBSYSTEM, COUNT, TYPE FROM information_schema.INNODB_METRICS WHERE STATUS = 'enabled'"
 )
+
+// RedoLogVariablesSQL reads the global variables RedoLogCapacity needs.
+const RedoLogVariablesSQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN (" +
+	"'innodb_log_file_size', 'innodb_log_files_in_group', 'innodb_redo_log_capacity')"
 
 // innoErrBadField is ER_BAD_FIELD_ERROR: unknown column.
 const innoErrBadField = 1054
@@ -46,7 +48,7 @@ type innoPrev struct{ requests, reads, readAhead uint64 }
 
 // NewInnoDB returns the "innodb" collector, run every 5 seconds.
 //
-// From SHOW ENGINE INNODB STATUS (innoParseStatus):
+// From SHOW ENGINE INNODB STATUS (ParseInnoDBStatus):
 //
 //	dbpilot_innodb_lsn, _lsn_flushed, _pages_flushed_lsn, _checkpoint_lsn   counters (bytes of redo)
 //	dbpilot_innodb_checkpoint_age_bytes       Log sequence number - Last checkpoint at
@@ -61,10 +63,7 @@ type innoPrev struct{ requests, reads, readAhead uint64 }
 // capacity, the point where InnoDB's log_calc_max_ages puts its
 // max_checkpoint_age before its own smaller safety margins, so a value near
 // 100% means InnoDB is in or close to synchronous flushing. Redo capacity:
-// Innodb_redo_log_capacity_resized (MySQL 8.0.30+, the capacity in effect),
-// else innodb_redo_log_capacity (MySQL 8.0.30+), else innodb_log_file_size ×
-// innodb_log_files_in_group (MySQL before 8.0.30, MariaDB before 10.5),
-// and innodb_log_file_size alone on MariaDB 10.5+ (one redo file).
+// see RedoLogCapacity.
 // Pending I/O the text lacks comes from Innodb_data_pending_reads/_writes/
 // _fsyncs.
 //
@@ -128,16 +127,16 @@ func (c *innodb) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sa
 	if err != nil {
 		return nil, err
 	}
-	var st innoStatus
+	var st InnoDBStatus
 	if r != nil {
-		st = innoParseStatus(innoStatusText(r))
+		st = ParseInnoDBStatus(InnoDBStatusText(r))
 	}
 	r, err = run(innoGlobalStatusSQL)
 	if err != nil {
 		return nil, err
 	}
 	status := r.NameValues()
-	r, err = run(innoVariablesSQL)
+	r, err = run(RedoLogVariablesSQL)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +168,9 @@ func (c *innodb) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sa
 	return out, errors.Join(refused...)
 }
 
-// innoStatusText returns the Status column of SHOW ENGINE INNODB STATUS.
-func innoStatusText(r *mysql.Rows) string {
+// InnoDBStatusText returns the Status column of a SHOW ENGINE INNODB STATUS
+// result, "" when it has none.
+func InnoDBStatusText(r *mysql.Rows) string {
 	for i, c := range r.Columns {
 		if strings.EqualFold(c, "Status") && len(r.Values) > 0 && r.Values[0][i] != nil {
 			return *r.Values[0][i]
@@ -193,40 +193,51 @@ func innoCheckpointMax(status, vars map[string]string, t Target) (uint64, bool) 
 	if n, ok := innoUint(status, "innodb_checkpoint_max_age"); ok && n > 0 {
 		return n, true
 	}
-	var capacity uint64
-	if n, ok := innoUint(status, "innodb_redo_log_capacity_resized"); ok && n > 0 {
-		capacity = n
-	} else if n, ok := innoUint(vars, "innodb_redo_log_capacity"); ok && n > 0 {
-		capacity = n
-	} else if size, ok := innoUint(vars, "innodb_log_file_size"); ok && size > 0 {
-		files, ok := innoUint(vars, "innodb_log_files_in_group")
-		if !ok || files == 0 || (t.Flavor == dbpilot.FlavorMariaDB && t.Version.AtLeast(10, 5, 0)) {
-			files = 1
-		}
-		capacity = size * files
-	}
+	capacity, _ := RedoLogCapacity(status, vars, t)
 	if maxAge := capacity / 10 * 9; maxAge > 0 {
 		return maxAge, true
 	}
 	return 0, false
 }
 
-func innoStatusSamples(st innoStatus, status, vars map[string]string, t Target) []dbpilot.Sample {
+// RedoLogCapacity returns the size in bytes of the server's redo log, from
+// its global status and variables (lower-cased names, as Rows.NameValues
+// returns them; RedoLogVariablesSQL reads the variables):
+// Innodb_redo_log_capacity_resized (MySQL 8.0.30+, the capacity in effect),
+// else innodb_redo_log_capacity (MySQL 8.0.30+), else innodb_log_file_size ×
+// innodb_log_files_in_group (MySQL before 8.0.30, MariaDB before 10.5; 1
+// file when the variable is absent), and innodb_log_file_size alone on
+// MariaDB 10.5+ (one redo file). ok is false when none of them is known.
+func RedoLogCapacity(status, vars map[string]string, t Target) (capacity uint64, ok bool) {
+	if n, ok := innoUint(status, "innodb_redo_log_capacity_resized"); ok && n > 0 {
+		return n, true
+	}
+	if n, ok := innoUint(vars, "innodb_redo_log_capacity"); ok && n > 0 {
+		return n, true
+	}
+	size, ok := innoUint(vars, "innodb_log_file_size")
+	if !ok || size == 0 {
+		return 0, false
+	}
+	files, ok := innoUint(vars, "innodb_log_files_in_group")
+	if !ok || files == 0 || (t.Flavor == dbpilot.FlavorMariaDB && t.Version.AtLeast(10, 5, 0)) {
+		files = 1
+	}
+	return size * files, true
+}
+
+func innoStatusSamples(st InnoDBStatus, status, vars map[string]string, t Target) []dbpilot.Sample {
 	var out []dbpilot.Sample
-	add := func(name string, typ dbpilot.MetricType, v innoValue) {
-		if v.ok {
-			out = append(out, rhiSample(name, typ, float64(v.v)))
+	add := func(name string, typ dbpilot.MetricType, v InnoDBValue) {
+		if v.OK {
+			out = append(out, rhiSample(name, typ, float64(v.V)))
 		}
 	}
 	add("dbpilot_innodb_lsn", dbpilot.Counter, st.LSN)
 	add("dbpilot_innodb_lsn_flushed", dbpilot.Counter, st.LSNFlushed)
 	add("dbpilot_innodb_pages_flushed_lsn", dbpilot.Counter, st.PagesFlushedLSN)
 	add("dbpilot_innodb_checkpoint_lsn", dbpilot.Counter, st.CheckpointLSN)
-	if st.LSN.ok && st.CheckpointLSN.ok {
-		age := uint64(0)
-		if st.LSN.v > st.CheckpointLSN.v {
-			age = st.LSN.v - st.CheckpointLSN.v
-		}
+	if age, ok := st.CheckpointAge(); ok {
 		out = append(out, rhiSample("dbpilot_innodb_checkpoint_age_bytes", dbpilot.Gauge, float64(age)))
 		if maxAge, ok := innoCheckpointMax(status, vars, t); ok {
 			out = append(out,
@@ -236,8 +247,8 @@ func innoStatusSamples(st innoStatus, status, vars map[string]string, t Target) 
 		}
 	}
 	add("dbpilot_innodb_history_list_length", dbpilot.Gauge, st.HistoryLength)
-	fallback := func(v innoValue, name string) innoValue {
-		if !v.ok {
+	fallback := func(v InnoDBValue, name string) InnoDBValue {
+		if !v.OK {
 			if n, ok := innoUint(status, name); ok {
 				return innoSet(n)
 			}

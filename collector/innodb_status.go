@@ -6,32 +6,32 @@ import (
 	"strings"
 )
 
-// innoValue is a number read from SHOW ENGINE INNODB STATUS; ok is false
+// InnoDBValue is a number read from SHOW ENGINE INNODB STATUS; OK is false
 // when the text did not have it.
-type innoValue struct {
-	v  uint64
-	ok bool
+type InnoDBValue struct {
+	V  uint64
+	OK bool
 }
 
-func innoSet(v uint64) innoValue { return innoValue{v: v, ok: true} }
+func innoSet(v uint64) InnoDBValue { return InnoDBValue{V: v, OK: true} }
 
-// innoStatus is what dbpilot reads from the Status text of SHOW ENGINE
-// INNODB STATUS.
-type innoStatus struct {
-	LSN             innoValue // Log sequence number
-	LSNFlushed      innoValue // Log flushed up to
-	PagesFlushedLSN innoValue // Pages flushed up to
-	CheckpointLSN   innoValue // Last checkpoint at
-	HistoryLength   innoValue // History list length
-	PendingReads    innoValue // see innoParseStatus
-	PendingWrites   innoValue
-	PendingFsyncs   innoValue
+// InnoDBStatus is what dbpilot reads from the Status text of SHOW ENGINE
+// INNODB STATUS: the innodb collector and `dbpilot top` read it alike.
+type InnoDBStatus struct {
+	LSN             InnoDBValue // Log sequence number
+	LSNFlushed      InnoDBValue // Log flushed up to
+	PagesFlushedLSN InnoDBValue // Pages flushed up to
+	CheckpointLSN   InnoDBValue // Last checkpoint at
+	HistoryLength   InnoDBValue // History list length
+	PendingReads    InnoDBValue // see ParseInnoDBStatus
+	PendingWrites   InnoDBValue
+	PendingFsyncs   InnoDBValue
 }
 
-// innoParseStatus reads the Status text of SHOW ENGINE INNODB STATUS, in
-// the shapes MariaDB 10.5+ and MySQL 5.6 to 8.4 print. Lines it does not
-// know are skipped, malformed numbers leave their value unset; it never
-// fails and never panics (fuzzed).
+// ParseInnoDBStatus reads the Status text of SHOW ENGINE INNODB STATUS (see
+// InnoDBStatusText), in the shapes MariaDB 10.5+ and MySQL 5.6 to 8.4 print.
+// Lines it does not know are skipped, malformed numbers leave their value
+// unset; it never fails and never panics (fuzzed).
 //
 // LOG section, both flavors (MySQL aligns the numbers in columns; very old
 // servers print an LSN as two 32-bit halves "high low"):
@@ -58,11 +58,11 @@ type innoStatus struct {
 // over the I/O threads) where the text has it, else the buffer pool's
 // pending page reads and writes (LRU + flush list + single page).
 // PendingFsyncs is the sum of the "Pending flushes (fsync)" numbers.
-func innoParseStatus(text string) innoStatus {
+func ParseInnoDBStatus(text string) InnoDBStatus {
 	var (
-		s                  innoStatus
-		bpReads, bpWrites  innoValue
-		aioReads, aioWrite innoValue
+		s                  InnoDBStatus
+		bpReads, bpWrites  InnoDBValue
+		aioReads, aioWrite InnoDBValue
 	)
 	for line := range strings.SplitSeq(text, "\n") {
 		line = strings.TrimSpace(line)
@@ -88,18 +88,32 @@ func innoParseStatus(text string) innoStatus {
 		}
 	}
 	s.PendingReads, s.PendingWrites = bpReads, bpWrites
-	if aioReads.ok {
+	if aioReads.OK {
 		s.PendingReads = aioReads
 	}
-	if aioWrite.ok {
+	if aioWrite.OK {
 		s.PendingWrites = aioWrite
 	}
 	return s
 }
 
+// CheckpointAge returns the checkpoint age in bytes of redo: Log sequence
+// number - Last checkpoint at, 0 when the checkpoint reads ahead of the LSN
+// (the two lines are not printed at the same instant). ok is false when the
+// text lacks either line.
+func (s InnoDBStatus) CheckpointAge() (age uint64, ok bool) {
+	if !s.LSN.OK || !s.CheckpointLSN.OK {
+		return 0, false
+	}
+	if s.LSN.V > s.CheckpointLSN.V {
+		return s.LSN.V - s.CheckpointLSN.V, true
+	}
+	return 0, true
+}
+
 // innoLSN reads "5208958", or the two halves "248 2222568315" that servers
 // before 5.5 print.
-func innoLSN(rest string) innoValue {
+func innoLSN(rest string) InnoDBValue {
 	f := strings.Fields(rest)
 	switch len(f) {
 	case 1:
@@ -113,21 +127,21 @@ func innoLSN(rest string) innoValue {
 			return innoSet(hi<<32 | lo)
 		}
 	}
-	return innoValue{}
+	return InnoDBValue{}
 }
 
 // innoAioCount reads one side of the aio line: " [0, 1, 0, 0] , " (8.0: the
 // per-thread counts, summed), " 1 [0, 1, 0, 0] , " (5.6/5.7: the total
 // first) or " 1," (5.5).
-func innoAioCount(part string) innoValue {
+func innoAioCount(part string) InnoDBValue {
 	part = strings.TrimSpace(part)
 	if part == "" {
-		return innoValue{}
+		return InnoDBValue{}
 	}
 	if part[0] == '[' {
 		inner, _, ok := strings.Cut(part[1:], "]")
 		if !ok {
-			return innoValue{}
+			return InnoDBValue{}
 		}
 		return innoSumInts(inner)
 	}
@@ -136,18 +150,18 @@ func innoAioCount(part string) innoValue {
 		end++
 	}
 	if end == 0 {
-		return innoValue{}
+		return InnoDBValue{}
 	}
 	n, err := strconv.ParseUint(part[:end], 10, 64)
 	if err != nil {
-		return innoValue{}
+		return InnoDBValue{}
 	}
 	return innoSet(n)
 }
 
 // innoSumInts sums every run of digits in s (saturating); ok when there is
 // at least one.
-func innoSumInts(s string) innoValue {
+func innoSumInts(s string) InnoDBValue {
 	var (
 		sum   uint64
 		found bool
@@ -173,5 +187,5 @@ func innoSumInts(s string) innoValue {
 		}
 		i = j
 	}
-	return innoValue{v: sum, ok: found}
+	return InnoDBValue{V: sum, OK: found}
 }

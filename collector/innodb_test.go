@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,11 +14,11 @@ import (
 
 func TestInnoParseStatus(t *testing.T) {
 	v := innoSet
-	none := innoValue{}
+	none := InnoDBValue{}
 	tests := []struct {
 		name string
 		text string
-		want innoStatus
+		want InnoDBStatus
 	}{
 		{
 			name: "MariaDB 10.11",
@@ -45,7 +46,7 @@ BUFFER POOL AND MEMORY
 Pending reads 1
 Pending writes: LRU 2, flush list 3
 `,
-			want: innoStatus{LSN: v(5208958), LSNFlushed: v(5208877), PagesFlushedLSN: v(44404), CheckpointLSN: v(44404),
+			want: InnoDBStatus{LSN: v(5208958), LSNFlushed: v(5208877), PagesFlushedLSN: v(44404), CheckpointLSN: v(44404),
 				HistoryLength: v(4), PendingReads: v(1), PendingWrites: v(5), PendingFsyncs: v(0)},
 		},
 		{
@@ -64,7 +65,7 @@ Log minimum file id is       123
 Pending reads      7
 Pending writes: LRU 0, flush list 9, single page 0
 `,
-			want: innoStatus{LSN: v(418592381), LSNFlushed: v(418590112), PagesFlushedLSN: v(401337219), CheckpointLSN: v(401337219),
+			want: InnoDBStatus{LSN: v(418592381), LSNFlushed: v(418590112), PagesFlushedLSN: v(401337219), CheckpointLSN: v(401337219),
 				HistoryLength: v(1257), PendingReads: v(3), PendingWrites: v(3), PendingFsyncs: v(5)},
 		},
 		{
@@ -76,30 +77,30 @@ Log flushed up to   2687018
 Pages flushed up to 2687018
 Last checkpoint at  2687009
 `,
-			want: innoStatus{LSN: v(2687018), LSNFlushed: v(2687018), PagesFlushedLSN: v(2687018), CheckpointLSN: v(2687009),
+			want: InnoDBStatus{LSN: v(2687018), LSNFlushed: v(2687018), PagesFlushedLSN: v(2687018), CheckpointLSN: v(2687009),
 				PendingReads: v(6), PendingWrites: v(1), PendingFsyncs: v(0)},
 		},
 		{
 			name: "MySQL 5.5: plain aio counts",
 			text: "Pending normal aio reads: 2, aio writes: 0,\nLog sequence number 1597945\nLast checkpoint at  1597945\n",
-			want: innoStatus{LSN: v(1597945), CheckpointLSN: v(1597945), PendingReads: v(2), PendingWrites: v(0)},
+			want: InnoDBStatus{LSN: v(1597945), CheckpointLSN: v(1597945), PendingReads: v(2), PendingWrites: v(0)},
 		},
 		{
 			name: "before 5.5: LSN halves",
 			text: "Log sequence number 248 2222568315\nLog flushed up to   248 2222533410\nLast checkpoint at  248 1843690869\n",
-			want: innoStatus{LSN: v(248<<32 | 2222568315), LSNFlushed: v(248<<32 | 2222533410), CheckpointLSN: v(248<<32 | 1843690869)},
+			want: InnoDBStatus{LSN: v(248<<32 | 2222568315), LSNFlushed: v(248<<32 | 2222533410), CheckpointLSN: v(248<<32 | 1843690869)},
 		},
 		{
 			name: "CRLF and malformed numbers",
 			text: "Log sequence number 12x\r\nLast checkpoint at  99999999999999999999999\r\nHistory list length 3\r\nPending normal aio reads: [1, 2 , aio writes: [\r\n",
-			want: innoStatus{LSN: none, CheckpointLSN: none, HistoryLength: v(3)},
+			want: InnoDBStatus{LSN: none, CheckpointLSN: none, HistoryLength: v(3)},
 		},
-		{name: "empty", text: "", want: innoStatus{}},
+		{name: "empty", text: "", want: InnoDBStatus{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := innoParseStatus(tt.text); got != tt.want {
-				t.Errorf("innoParseStatus:\n got %+v\nwant %+v", got, tt.want)
+			if got := ParseInnoDBStatus(tt.text); got != tt.want {
+				t.Errorf("ParseInnoDBStatus:\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
 	}
@@ -117,19 +118,77 @@ func TestInnoParseRecorded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := innoParseStatus(string(b))
-		if !s.LSN.ok || !s.LSNFlushed.ok || !s.PagesFlushedLSN.ok || !s.CheckpointLSN.ok || !s.HistoryLength.ok ||
-			!s.PendingReads.ok || !s.PendingWrites.ok || !s.PendingFsyncs.ok {
+		s := ParseInnoDBStatus(string(b))
+		if !s.LSN.OK || !s.LSNFlushed.OK || !s.PagesFlushedLSN.OK || !s.CheckpointLSN.OK || !s.HistoryLength.OK ||
+			!s.PendingReads.OK || !s.PendingWrites.OK || !s.PendingFsyncs.OK {
 			t.Errorf("%s: incomplete: %+v", f, s)
 		}
-		if s.CheckpointLSN.v > s.LSN.v || s.LSNFlushed.v > s.LSN.v {
+		if s.CheckpointLSN.V > s.LSN.V || s.LSNFlushed.V > s.LSN.V {
 			t.Errorf("%s: LSNs out of order: %+v", f, s)
 		}
 	}
 }
 
+// TestInnoCheckpointAgeOfCapacity reads what `dbpilot top` shows of the
+// texts in testdata/innodb-text: the checkpoint age as a share of the redo
+// log capacity, and the history list length.
+func TestInnoCheckpointAgeOfCapacity(t *testing.T) {
+	tests := []struct {
+		file               string
+		target             Target
+		lsn, ckpt, history uint64
+		hasHistory         bool
+		vars               map[string]string
+		wantPct            float64
+	}{
+		{"mariadb-10.11.txt", Target{Flavor: dbpilot.FlavorMariaDB, Version: dbpilot.Version{Major: 10, Minor: 11, Patch: 6}},
+			65105, 44404, 0, true, map[string]string{"innodb_log_file_size": "33554432"}, 100 * (65105 - 44404) / 33554432.0},
+		{"mysql-8.0.txt", Target{Flavor: dbpilot.FlavorMySQL, Version: dbpilot.Version{Major: 8, Minor: 0, Patch: 36}},
+			31145920, 30097344, 17, true,
+			map[string]string{"innodb_log_file_size": "50331648", "innodb_log_files_in_group": "2", "innodb_redo_log_capacity": "104857600"},
+			100 * (31145920 - 30097344) / 104857600.0},
+		{"percona-5.1.txt", Target{Flavor: dbpilot.FlavorPercona, Version: dbpilot.Version{Major: 5, Minor: 1, Patch: 73}},
+			9682004056, 9682002296, 0, false,
+			map[string]string{"innodb_log_file_size": "67108864", "innodb_log_files_in_group": "2"}, 100 * 1760 / 134217728.0},
+	}
+	for _, tt := range tests {
+		b, err := os.ReadFile(filepath.Join("testdata", "innodb-text", tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := ParseInnoDBStatus(string(b))
+		if st.LSN != innoSet(tt.lsn) || st.CheckpointLSN != innoSet(tt.ckpt) || st.HistoryLength.OK != tt.hasHistory || st.HistoryLength.V != tt.history {
+			t.Errorf("%s: %+v", tt.file, st)
+		}
+		age, ok := st.CheckpointAge()
+		capacity, capOK := RedoLogCapacity(nil, tt.vars, tt.target)
+		if !ok || !capOK || capacity == 0 {
+			t.Errorf("%s: age %d, %v; capacity %d, %v", tt.file, age, ok, capacity, capOK)
+			continue
+		}
+		if got := 100 * float64(age) / float64(capacity); math.Abs(got-tt.wantPct) > 1e-9 {
+			t.Errorf("%s: checkpoint age %.6f%% of the redo log, want %.6f%%", tt.file, got, tt.wantPct)
+		}
+	}
+
+	st := ParseInnoDBStatus("garbage\nLog sequence number x\nLast checkpoint at 7\n")
+	if age, ok := st.CheckpointAge(); st.LSN.OK || ok || age != 0 {
+		t.Errorf("garbage parsed: %+v, age %d, %v", st, age, ok)
+	}
+	// The checkpoint line printed after the LSN moved on: no negative age.
+	st = ParseInnoDBStatus("Log sequence number 100\nLast checkpoint at 120\n")
+	if age, ok := st.CheckpointAge(); !ok || age != 0 {
+		t.Errorf("checkpoint ahead of the LSN: age %d, %v; want 0, true", age, ok)
+	}
+	if c, ok := RedoLogCapacity(nil, map[string]string{}, Target{}); ok || c != 0 {
+		t.Errorf("capacity without variables: %d, %v", c, ok)
+	}
+}
+
 func FuzzInnoParseStatus(f *testing.F) {
 	files, _ := filepath.Glob("testdata/innodb/*/*/innodb_status*.txt")
+	text, _ := filepath.Glob("testdata/innodb-text/*.txt")
+	files = append(files, text...)
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(string(b))
@@ -139,7 +198,7 @@ func FuzzInnoParseStatus(f *testing.F) {
 	f.Add("Log sequence number 4294967295 4294967295\nPending flushes (fsync)")
 	f.Add("Log sequence number0\nLast checkpoint at0") // a tiny redo capacity gave 0/0
 	f.Fuzz(func(t *testing.T, text string) {
-		s := innoParseStatus(text)
+		s := ParseInnoDBStatus(text)
 		st := map[string]string{"innodb_buffer_pool_pages_total": "0"}
 		samples := innoStatusSamples(s, st, map[string]string{"innodb_log_file_size": "1"}, Target{Flavor: dbpilot.FlavorMySQL})
 		for _, x := range samples {

@@ -37,7 +37,7 @@ var rhiFiles = map[string]string{
 	"SELECT @@global.read_only": "read_only",
 	innoStatusSQL:               "innodb_status",
 	innoGlobalStatusSQL:         "status",
-	innoVariablesSQL:            "variables",
+	RedoLogVariablesSQL:         "variables",
 	innoMetricsMariaSQL:         "innodb_metrics",
 	innoMetricsMySQLSQL:         "innodb_metrics",
 }

@@ -26,9 +26,9 @@ const (
 	DefaultOperationTimeout = 3 * time.Minute
 )
 
-// Client calls a dbpilot serve's API. It implements dbpilot.ClusterService;
-// errors the server reports come back as *dbpilot.Error with the server's
-// code and message.
+// Client calls a dbpilot serve's API. It implements dbpilot.ClusterService,
+// dbpilot.AlertService and dbpilot.MetricsQuerier; errors the server reports
+// come back as *dbpilot.Error with the server's code and message.
 type Client struct {
 	base    *url.URL
 	baseErr error
@@ -239,8 +239,26 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 // do sends one request and decodes the JSON answer into out, or turns an
 // error answer into a *dbpilot.Error (and its recovery into *failed).
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any, failed **dbpilot.Recovery) error {
+	resp, data, err := c.send(ctx, method, path, q, body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		return c.errorAnswer(method, path, resp, data, failed)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return c.unreadable(err, method, path)
+		}
+	}
+	return nil
+}
+
+// send sends one request and reads the whole answer, whatever its status;
+// only a request that gets no answer fails.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, []byte, error) {
 	if c.baseErr != nil {
-		return c.baseErr
+		return nil, nil, c.baseErr
 	}
 	timeout := c.ReadTimeout
 	if method != http.MethodGet {
@@ -262,13 +280,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("httpapi: encode request: %w", err)
+			return nil, nil, fmt.Errorf("httpapi: encode request: %w", err)
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(callCtx, method, target, rd)
 	if err != nil {
-		return dbpilot.WrapError(dbpilot.EINVALID, err, "httpapi: bad request to %s", c.base)
+		return nil, nil, dbpilot.WrapError(dbpilot.EINVALID, err, "httpapi: bad request to %s", c.base)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -283,31 +301,34 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return c.transportError(ctx, callCtx, method, path, timeout, err)
+		return nil, nil, c.transportError(ctx, callCtx, method, path, timeout, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return c.transportError(ctx, callCtx, method, path, timeout, err)
+		return nil, nil, c.transportError(ctx, callCtx, method, path, timeout, err)
 	}
+	return resp, data, nil
+}
 
-	if resp.StatusCode >= 300 {
-		var eb errorBody
-		if json.Unmarshal(data, &eb) == nil && eb.Code != "" && eb.Error != "" {
-			if failed != nil {
-				*failed = eb.Recovery
-			}
-			return &dbpilot.Error{Code: eb.Code, Message: eb.Error}
+// errorAnswer turns an error answer into a *dbpilot.Error: the API's own
+// code and message, or a code guessed from the status (a proxy's answer).
+// The recovery of a failed operation goes into *failed.
+func (c *Client) errorAnswer(method, path string, resp *http.Response, data []byte, failed **dbpilot.Recovery) error {
+	var eb errorBody
+	if json.Unmarshal(data, &eb) == nil && eb.Code != "" && eb.Error != "" {
+		if failed != nil {
+			*failed = eb.Recovery
 		}
-		return dbpilot.Errorf(codeOfStatus(resp.StatusCode), "httpapi: dbpilot serve at %s answered %s %s: %s",
-			c.base, method, path, statusLine(resp.Status, data))
+		return &dbpilot.Error{Code: eb.Code, Message: eb.Error}
 	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "httpapi: unreadable answer from dbpilot serve at %s to %s %s", c.base, method, path)
-		}
-	}
-	return nil
+	return dbpilot.Errorf(codeOfStatus(resp.StatusCode), "httpapi: dbpilot serve at %s answered %s %s: %s",
+		c.base, method, path, statusLine(resp.Status, data))
+}
+
+// unreadable is a successful answer that cannot be decoded.
+func (c *Client) unreadable(err error, method, path string) error {
+	return dbpilot.WrapError(dbpilot.EINTERNAL, err, "httpapi: unreadable answer from dbpilot serve at %s to %s %s", c.base, method, path)
 }
 
 // transportError explains a request that got no answer.

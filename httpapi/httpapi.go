@@ -1,7 +1,7 @@
 // Package httpapi is dbpilot serve's HTTP JSON API: a Server that exposes a
-// dbpilot.ClusterService, and a Client that implements dbpilot.ClusterService
-// by calling that server, so that the CLI acts the same directly or through
-// serve.
+// dbpilot.ClusterService, and a Client that implements dbpilot.ClusterService,
+// dbpilot.AlertService and dbpilot.MetricsQuerier by calling serve, so that
+// every front end (the CLI, top) acts the same directly or through serve.
 //
 // Routes (JSON in and out):
 //
@@ -10,8 +10,9 @@
 //	GET  /api/clusters/{name}              ClusterStatus
 //	GET  /api/recoveries?cluster=&limit=   []Recovery, newest first
 //	GET  /api/audit?cluster=&recovery=&since=RFC3339&limit=
-//	GET  /api/alerts?cluster=&state=&since=&limit=
 //	                                       []AuditEvent, oldest first
+//	GET  /api/alerts?cluster=&state=&since=&limit=
+//	                                       []Alert, newest first
 //	POST /api/clusters/{name}/failover     {"dry_run": bool, "to": "host:port"} → Recovery
 //	POST /api/clusters/{name}/switchover   {"dry_run": bool, "to": "host:port"} → Recovery
 //	POST /api/relocate                     {"replica": "host:port", "below": "host:port", "dry_run": bool} → Recovery
@@ -21,6 +22,12 @@
 // refuses them. Errors are {"error": "one line", "code": "<dbpilot code>"}
 // with a status derived from the code (see StatusOf); a failed operation that
 // produced a recovery record adds it as "recovery".
+//
+// The Client also reads the metrics query API that serve mounts beside this
+// server (metrics.Store.APIHandler, Prometheus' shape; see metrics.go):
+//
+//	GET  /api/metrics/query?expr=&time=                    QueryInstant
+//	GET  /api/metrics/query_range?expr=&start=&end=&step=  QueryRange
 package httpapi
 
 import (

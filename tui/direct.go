@@ -3,12 +3,11 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/collector"
 	"github.com/dbpilot/dbpilot/mysql"
 )
 
@@ -17,10 +16,11 @@ import (
 const DefaultInnoDBEvery = 5 * time.Second
 
 // Direct reads the servers itself: one connection to each, and on every
-// Poll SHOW GLOBAL STATUS, a few global variables (read_only, the GTID
-// position, the redo log size) and the replica status, and every
-// InnoDBEvery SHOW ENGINE INNODB STATUS. Rates are the deltas between two
-// polls divided by the time between them.
+// Poll an inspection (mysql's Inspect: read_only, the GTID position, the
+// replication channels) and SHOW GLOBAL STATUS, and every InnoDBEvery SHOW
+// ENGINE INNODB STATUS and the redo log variables, read with the collector
+// package's parser. Rates are the deltas between two polls divided by the
+// time between them.
 type Direct struct {
 	opts mysql.Options
 	// InnoDBEvery is how often SHOW ENGINE INNODB STATUS is read
@@ -89,12 +89,12 @@ func (d *Direct) Close() error {
 
 // directConn is the connection to one server and what earlier polls learned.
 type directConn struct {
-	key     dbpilot.InstanceKey
-	db      *mysql.DB
-	dialect mysql.Dialect
+	key dbpilot.InstanceKey
+	db  *mysql.DB
 
-	prev     *Status      // the previous status read
-	innodb   InnoDBStatus // the last INNODB STATUS read
+	prev     *Status                // the previous status read
+	innodb   collector.InnoDBStatus // the last INNODB STATUS read
+	redoVars map[string]string      // the redo log variables, read with it
 	innodbAt time.Time
 }
 
@@ -105,17 +105,9 @@ func (c *directConn) close() {
 	}
 }
 
-// topVariables are the global variables read on every poll.
-var topVariables = []string{"version", "version_comment", "read_only",
-	"gtid_current_pos", "gtid_executed",
-	"innodb_log_file_size", "innodb_log_files_in_group", "innodb_redo_log_capacity"}
-
-var variablesSQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('" + strings.Join(topVariables, "','") + "')"
-
 // poll reads the server once. warm reports whether rates could be computed
 // (there was an earlier read).
 func (c *directConn) poll(ctx context.Context, opts mysql.Options, innodbEvery time.Duration) (row Row, warm bool) {
-	row = Row{Instance: c.key.String()}
 	fail := func(err error) (Row, bool) {
 		// A broken connection is opened again on the next poll.
 		if dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL {
@@ -134,158 +126,57 @@ func (c *directConn) poll(ctx context.Context, opts mysql.Options, innodbEvery t
 		c.db = db
 	}
 
-	r, err := c.db.Query(ctx, variablesSQL)
+	inst, err := c.db.Inspect(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	vars := nameValues(r)
-	flavor := mysql.DetectFlavor(vars["version"], vars["version_comment"])
-	version, err := dbpilot.ParseVersion(vars["version"])
-	if err != nil {
-		return fail(dbpilot.WrapError(dbpilot.EUNSUPPORTED, err, "top: read version on %s", c.key))
-	}
-	c.dialect = mysql.Dialect{Flavor: flavor, Version: version}
-	row.ReadOnly = isOn(vars["read_only"])
-	if flavor == dbpilot.FlavorMariaDB {
-		row.GTID = vars["gtid_current_pos"]
-	} else {
-		row.GTID = strings.ReplaceAll(vars["gtid_executed"], "\n", "")
-	}
+	row = rowFromInstance(inst)
 
-	r, err = c.db.Query(ctx, "SHOW GLOBAL STATUS")
+	r, err := c.db.Query(ctx, "SHOW GLOBAL STATUS")
 	if err != nil {
 		return fail(err)
 	}
-	cur := Status{At: time.Now(), Values: nameValues(r)}
+	cur := Status{At: time.Now(), Values: r.NameValues()}
 	fillFromStatus(&row, c.prev, cur)
 	warm = c.prev != nil
 	c.prev = &cur
-
-	r, err = c.db.Query(ctx, c.dialect.ShowReplicaStatusSQL())
-	switch {
-	case err == nil:
-		row.Channels = parseChannels(r.Maps())
-	case mysql.ServerErrorNumber(err) != 0:
-		// No REPLICATION CLIENT privilege: no channels shown.
-	default:
-		return fail(err)
-	}
-	for _, ch := range row.Channels {
-		if ch.Lag.Valid && (!row.Lag.Valid || ch.Lag.V > row.Lag.V) {
-			row.Lag = ch.Lag
-		}
-		if !ch.Lag.Valid {
-			row.LagNull = true
-		}
-	}
-	if row.LagNull {
-		row.Lag = Num{}
-	}
 
 	if c.innodbAt.IsZero() || time.Since(c.innodbAt) >= innodbEvery {
 		r, err := c.db.Query(ctx, "SHOW ENGINE INNODB STATUS")
 		switch {
 		case err == nil:
-			text := ""
-			for _, m := range r.Maps() {
-				for k, v := range m {
-					if strings.EqualFold(k, "Status") {
-						text = v
-					}
-				}
-			}
-			c.innodb = ParseInnoDBStatus(text)
-			c.innodbAt = time.Now()
+			c.innodb = collector.ParseInnoDBStatus(collector.InnoDBStatusText(r))
 		case mysql.ServerErrorNumber(err) != 0:
 			// No PROCESS privilege: fall back to the status counters.
-			c.innodb = InnoDBStatus{}
-			c.innodbAt = time.Now()
+			c.innodb = collector.InnoDBStatus{}
 		default:
 			return fail(err)
 		}
+		if r, err = c.db.Query(ctx, collector.RedoLogVariablesSQL); err != nil {
+			return fail(err)
+		}
+		c.redoVars = r.NameValues()
+		c.innodbAt = time.Now()
 	}
 	in := c.innodb
-	if !in.HasLSN || !in.HasCheckpoint {
+	if !in.LSN.OK || !in.CheckpointLSN.OK {
 		// MariaDB has them as status variables too.
 		if v := cur.Num("innodb_lsn_current"); v.Valid {
-			in.LSN, in.HasLSN = uint64(v.V), true
+			in.LSN = collector.InnoDBValue{V: uint64(v.V), OK: true}
 		}
 		if v := cur.Num("innodb_lsn_last_checkpoint"); v.Valid {
-			in.Checkpoint, in.HasCheckpoint = uint64(v.V), true
+			in.CheckpointLSN = collector.InnoDBValue{V: uint64(v.V), OK: true}
 		}
 	}
-	row.CheckpointAge = in.CheckpointAge()
-	row.CheckpointPct = pct(row.CheckpointAge, redoCapacity(vars))
-	if in.HasHistory {
-		row.HistoryLength = N(float64(in.HistoryLength))
+	if age, ok := in.CheckpointAge(); ok {
+		row.CheckpointAge = N(float64(age))
+		t := collector.Target{Key: c.key, Flavor: inst.Flavor, Version: inst.Version}
+		if capacity, ok := collector.RedoLogCapacity(cur.Values, c.redoVars, t); ok {
+			row.CheckpointPct = pct(row.CheckpointAge, N(float64(capacity)))
+		}
+	}
+	if in.HistoryLength.OK {
+		row.HistoryLength = N(float64(in.HistoryLength.V))
 	}
 	return row, warm
-}
-
-// nameValues turns Variable_name/Value rows into a map with lower-cased names.
-func nameValues(r *mysql.Rows) map[string]string {
-	m := make(map[string]string, len(r.Values))
-	for _, row := range r.Values {
-		if len(row) < 2 || row[0] == nil {
-			continue
-		}
-		v := ""
-		if row[1] != nil {
-			v = *row[1]
-		}
-		m[strings.ToLower(*row[0])] = v
-	}
-	return m
-}
-
-func isOn(v string) bool {
-	switch strings.ToUpper(strings.TrimSpace(v)) {
-	case "ON", "1", "YES", "TRUE":
-		return true
-	}
-	return false
-}
-
-// parseChannels reads SHOW ALL SLAVES STATUS / SHOW REPLICA STATUS / SHOW
-// SLAVE STATUS rows, under either vocabulary.
-func parseChannels(rows []map[string]string) []Channel {
-	var out []Channel
-	for _, raw := range rows {
-		row := make(map[string]string, len(raw))
-		for k, v := range raw {
-			row[strings.ToLower(k)] = v
-		}
-		get := func(names ...string) (string, bool) {
-			for _, n := range names {
-				if v, ok := row[n]; ok {
-					return v, true
-				}
-			}
-			return "", false
-		}
-		host, _ := get("master_host", "source_host")
-		port, _ := get("master_port", "source_port")
-		if host == "" {
-			continue // configured and reset: no source
-		}
-		ch := Channel{Source: host}
-		if p, err := strconv.Atoi(port); err == nil {
-			ch.Source = dbpilot.InstanceKey{Host: host, Port: p}.String()
-		}
-		ch.Name, _ = get("connection_name", "channel_name")
-		ch.IORunning, _ = get("slave_io_running", "replica_io_running")
-		ch.SQLRunning, _ = get("slave_sql_running", "replica_sql_running")
-		if v, ok := get("seconds_behind_master", "seconds_behind_source"); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				ch.Lag = N(f)
-			}
-		}
-		if v, ok := get("relay_log_space"); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				ch.RelayLogSpace = N(f)
-			}
-		}
-		out = append(out, ch)
-	}
-	return out
 }

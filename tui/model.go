@@ -2,10 +2,11 @@
 // servers in the spirit of myq_status and innotop, refreshed every second,
 // one row per instance.
 //
-// Data comes from a Source: Direct reads the servers itself (SHOW GLOBAL
-// STATUS, replica status, SHOW ENGINE INNODB STATUS) and computes rates from
-// the deltas of two reads; Server asks a running `dbpilot serve` through its
-// HTTP API (clusters, PromQL metric queries, firing alerts). Rendering is a
+// Data comes from a Source: Direct reads the servers itself (mysql's
+// inspection, SHOW GLOBAL STATUS, SHOW ENGINE INNODB STATUS read with the
+// collector package's parser) and computes rates from the deltas of two
+// reads; Server asks a running `dbpilot serve` through httpapi.Client
+// (clusters, PromQL metric queries, firing alerts). Rendering is a
 // pure function of a Frame (Render for the screen, Lines for the one line per
 // instance printed when stdout is not a terminal); Run drives a source and
 // draws, switching views on key presses.

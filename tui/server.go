@@ -2,12 +2,6 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,33 +9,26 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/collector"
+	"github.com/dbpilot/dbpilot/httpapi"
 )
 
-// Server reads a running `dbpilot serve` through its HTTP API:
-// GET /api/clusters for the instances, their roles and replication
-// channels; GET /api/metrics/query?expr=... (PromQL, answered in
-// Prometheus' JSON shape) for the rates and gauges; GET
-// /api/alerts?state=firing for the firing alerts (a serve without that
-// endpoint, 404, shows no alert column).
+// Server reads a running `dbpilot serve` through its API client: the
+// clusters for the instances, their roles and replication channels; PromQL
+// metric queries (GET /api/metrics/query, Prometheus' shape) for the rates
+// and gauges; the firing alerts. A serve without the alerts endpoint (or
+// that evaluates none) shows no alert column.
 type Server struct {
-	base  string
-	token string
-	only  map[dbpilot.InstanceKey]bool // nil: every instance
-	// HTTP is the client used (a 5 s timeout by default).
-	HTTP *http.Client
+	api  *httpapi.Client
+	only map[dbpilot.InstanceKey]bool // nil: every instance
 }
 
 var _ Source = (*Server)(nil)
 
-// NewServer returns a source asking the serve at baseURL ("http://host:port";
-// a bare host:port means http). token, when set, is sent as a bearer token.
-// only, when not empty, limits the rows to those instances.
-func NewServer(baseURL, token string, only []dbpilot.InstanceKey) *Server {
-	base := strings.TrimRight(strings.TrimSpace(baseURL), "/")
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	s := &Server{base: base, token: token, HTTP: &http.Client{Timeout: 5 * time.Second}}
+// NewServer returns a source asking the serve that api calls. only, when
+// not empty, limits the rows to those instances.
+func NewServer(api *httpapi.Client, only []dbpilot.InstanceKey) *Server {
+	s := &Server{api: api}
 	if len(only) > 0 {
 		s.only = map[dbpilot.InstanceKey]bool{}
 		for _, k := range only {
@@ -52,11 +39,11 @@ func NewServer(baseURL, token string, only []dbpilot.InstanceKey) *Server {
 }
 
 // Describe implements Source.
-func (s *Server) Describe() string { return "server " + s.base }
+func (s *Server) Describe() string { return "server " + s.api.BaseURL() }
 
 // Close implements Source.
 func (s *Server) Close() error {
-	s.HTTP.CloseIdleConnections()
+	s.api.HTTP.CloseIdleConnections()
 	return nil
 }
 
@@ -70,9 +57,13 @@ type serverQuery struct {
 
 // serverScratch holds values that only make sense combined.
 type serverScratch struct {
+	// The instance and its redo log status and variables (lower-cased
+	// names, as the server prints them) for collector.RedoLogCapacity.
+	target               collector.Target
+	redoStatus, redoVars map[string]string
+
 	dirty, dirtyPct, bpPages Num
-	ckptAge, logSize         Num
-	logFiles, redoCap        Num
+	ckptAge                  Num
 	heartbeat                Num
 	// Rows_read and the handler counters, for servers without
 	// Innodb_rows_* (MariaDB 10.6+).
@@ -101,6 +92,7 @@ var gaugeNames = []string{
 	"mysql_global_variables_innodb_log_file_size",
 	"mysql_global_variables_innodb_log_files_in_group",
 	"mysql_global_variables_innodb_redo_log_capacity",
+	"mysql_global_status_innodb_redo_log_capacity_resized",
 	"dbpilot_heartbeat_lag_seconds",
 }
 
@@ -203,12 +195,11 @@ func setGauge(r *Row, sc *serverScratch, labels map[string]string, v float64) {
 		r.WsrepRecvQueue = N(v)
 	case "mysql_global_status_wsrep_local_send_queue":
 		r.WsrepSendQueue = N(v)
-	case "mysql_global_variables_innodb_log_file_size":
-		sc.logSize = N(v)
-	case "mysql_global_variables_innodb_log_files_in_group":
-		sc.logFiles = N(v)
-	case "mysql_global_variables_innodb_redo_log_capacity":
-		sc.redoCap = N(v)
+	case "mysql_global_variables_innodb_log_file_size", "mysql_global_variables_innodb_log_files_in_group",
+		"mysql_global_variables_innodb_redo_log_capacity":
+		sc.redoVars[strings.TrimPrefix(labels["__name__"], "mysql_global_variables_")] = strconv.FormatFloat(v, 'f', -1, 64)
+	case "mysql_global_status_innodb_redo_log_capacity_resized":
+		sc.redoStatus["innodb_redo_log_capacity_resized"] = strconv.FormatFloat(v, 'f', -1, 64)
 	case "dbpilot_heartbeat_lag_seconds":
 		sc.heartbeat = N(v)
 	}
@@ -217,11 +208,12 @@ func setGauge(r *Row, sc *serverScratch, labels map[string]string, v float64) {
 // Poll implements Source.
 func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 	f := &Frame{Time: time.Now(), Source: s.Describe()}
-	var clusters []*dbpilot.ClusterStatus
-	if err := s.get(ctx, "/api/clusters", &clusters); err != nil {
-		return nil, err
+	clusters, err := s.api.Clusters(ctx)
+	if err != nil {
+		return nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "top: GET /api/clusters")
 	}
 	index := map[string]int{} // normalized instance → row
+	var scratch []serverScratch
 	for _, c := range clusters {
 		if c == nil {
 			continue
@@ -238,30 +230,39 @@ func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 				continue
 			}
 			index[k.String()] = len(f.Rows)
-			f.Rows = append(f.Rows, rowFromInstance(c, inst))
+			r := rowFromInstance(inst)
+			if r.Err == "" && !c.Primary.IsZero() && inst.Key.Equal(c.Primary) {
+				r.Role = RolePrimary
+			}
+			f.Rows = append(f.Rows, r)
+			scratch = append(scratch, serverScratch{
+				target:     collector.Target{Key: inst.Key, Flavor: inst.Flavor, Version: inst.Version},
+				redoStatus: map[string]string{}, redoVars: map[string]string{},
+			})
 		}
 	}
 	assignRoles(f.Rows)
 
 	queries := serverQueries
 	type answer struct {
-		series []promSample
+		series []dbpilot.Series
 		err    error
 	}
 	answers := make([]answer, len(queries))
-	var alerts []dbpilot.Alert
-	var alertsKnown bool
-	var alertsErr error
-	var wg sync.WaitGroup
+	var (
+		alerts    []*dbpilot.Alert
+		alertsErr error
+		wg        sync.WaitGroup
+	)
 	for i, q := range queries {
 		wg.Go(func() {
-			answers[i].series, answers[i].err = s.query(ctx, q.expr)
+			// A zero time: serve's now.
+			answers[i].series, answers[i].err = s.api.QueryInstant(ctx, q.expr, time.Time{})
 		})
 	}
-	wg.Go(func() { alerts, alertsKnown, alertsErr = s.alerts(ctx) })
+	wg.Go(func() { alerts, alertsErr = s.api.Alerts(ctx, dbpilot.AlertFilter{State: dbpilot.AlertFiring}) })
 	wg.Wait()
 
-	scratch := make([]serverScratch, len(f.Rows))
 	var metricErr error
 	for i, q := range queries {
 		if answers[i].err != nil {
@@ -270,12 +271,12 @@ func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 			}
 			continue
 		}
-		for _, smp := range answers[i].series {
-			n, ok := index[normInstance(smp.labels["instance"])]
-			if !ok {
+		for _, ser := range answers[i].series {
+			n, ok := index[normInstance(ser.Labels["instance"])]
+			if !ok || len(ser.Points) == 0 {
 				continue
 			}
-			q.set(&f.Rows[n], &scratch[n], smp.labels, smp.value)
+			q.set(&f.Rows[n], &scratch[n], ser.Labels, ser.Points[len(ser.Points)-1].V)
 		}
 	}
 	for n := range f.Rows {
@@ -288,17 +289,9 @@ func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 			r.DirtyPct = pct(sc.dirty, sc.bpPages)
 		}
 		r.CheckpointAge = sc.ckptAge
-		capacity := sc.redoCap
-		if !capacity.Valid || capacity.V <= 0 {
-			files := 1.0
-			if sc.logFiles.Valid && sc.logFiles.V >= 1 {
-				files = sc.logFiles.V
-			}
-			if sc.logSize.Valid {
-				capacity = N(sc.logSize.V * files)
-			}
+		if capacity, ok := collector.RedoLogCapacity(sc.redoStatus, sc.redoVars, sc.target); ok {
+			r.CheckpointPct = pct(sc.ckptAge, N(float64(capacity)))
 		}
-		r.CheckpointPct = pct(sc.ckptAge, capacity)
 		if !r.RowsRead.Valid && !r.RowsInserted.Valid {
 			r.RowsRead, r.RowsInserted, r.RowsUpdated, r.RowsDeleted = sc.rowsRead, sc.handlerWrite, sc.handlerUpdate, sc.handlerDelete
 			if !r.RowsRead.Valid {
@@ -312,65 +305,20 @@ func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 	if metricErr != nil {
 		f.Notes = append(f.Notes, "metrics: "+metricErr.Error())
 	}
-	switch {
-	case alertsErr != nil:
-		f.Notes = append(f.Notes, "alerts: "+alertsErr.Error())
-	case alertsKnown:
-		f.Alerts, f.AlertsKnown = alerts, true
-		for _, a := range alerts {
+	switch dbpilot.ErrorCode(alertsErr) {
+	case "":
+		f.Alerts, f.AlertsKnown = firing(alerts), true
+		for _, a := range f.Alerts {
 			if n, ok := index[normInstance(a.Labels["instance"])]; ok {
 				f.Rows[n].Alerts++
 			}
 		}
+	case dbpilot.ENOTFOUND, dbpilot.EUNSUPPORTED:
+		// A serve without the alerts endpoint, or that evaluates none.
+	default:
+		f.Notes = append(f.Notes, "alerts: "+alertsErr.Error())
 	}
 	return f, nil
-}
-
-// rowFromInstance fills what serve's cluster view says of an instance.
-func rowFromInstance(c *dbpilot.ClusterStatus, inst *dbpilot.Instance) Row {
-	r := Row{Instance: inst.Key.String()}
-	if !inst.Reachable {
-		r.Err = "unreachable"
-		if inst.LastError != "" {
-			r.Err = inst.LastError
-		}
-		return r
-	}
-	r.ReadOnly = inst.ReadOnly
-	if inst.Flavor == dbpilot.FlavorMariaDB {
-		r.GTID = inst.GTID.CurrentPos
-	} else {
-		r.GTID = inst.GTID.Executed
-	}
-	for _, ch := range inst.Channels {
-		c := Channel{Name: ch.Name, Source: ch.Source.String(), IORunning: string(ch.IORunning), SQLRunning: yesNo(ch.SQLRunning)}
-		if ch.SecondsBehind != nil {
-			c.Lag = N(float64(*ch.SecondsBehind))
-		}
-		if ch.RelayLogSpace > 0 {
-			c.RelayLogSpace = N(float64(ch.RelayLogSpace))
-		}
-		r.Channels = append(r.Channels, c)
-		if !c.Lag.Valid {
-			r.LagNull = true
-		} else if !r.Lag.Valid || c.Lag.V > r.Lag.V {
-			r.Lag = c.Lag
-		}
-	}
-	if r.LagNull {
-		r.Lag = Num{}
-	}
-	if !c.Primary.IsZero() && inst.Key.Equal(c.Primary) {
-		r.Role = RolePrimary
-	}
-	return r
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "Yes"
-	}
-	return "No"
 }
 
 func normInstance(s string) string {
@@ -381,147 +329,21 @@ func normInstance(s string) string {
 	return k.Normalized().String()
 }
 
-// errNotFound is a 404 from serve.
-var errNotFound = errors.New("not found")
-
-// get fetches path and decodes its JSON body into v.
-func (s *Server) get(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
-	if err != nil {
-		return dbpilot.WrapError(dbpilot.EINVALID, err, "top: server URL %q", s.base)
-	}
-	req.Header.Set("Accept", "application/json")
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	resp, err := s.HTTP.Do(req)
-	if err != nil {
-		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "top: GET %s", path)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "top: GET %s", path)
-	}
-	if resp.StatusCode == http.StatusNotFound {
-		return errNotFound
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		if len(msg) > 200 {
-			msg = msg[:200] + "..."
-		}
-		return dbpilot.Errorf(dbpilot.EUNAVAIL, "top: GET %s: %s: %s", path, resp.Status, msg)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return dbpilot.WrapError(dbpilot.EINTERNAL, err, "top: GET %s: unexpected answer", path)
-	}
-	return nil
-}
-
-// promSample is one series of an instant vector.
-type promSample struct {
-	labels map[string]string
-	value  float64
-}
-
-// promResponse is Prometheus' HTTP API answer.
-type promResponse struct {
-	Status    string `json:"status"`
-	ErrorType string `json:"errorType"`
-	Error     string `json:"error"`
-	Data      struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
-	} `json:"data"`
-}
-
-// query runs an instant PromQL query.
-func (s *Server) query(ctx context.Context, expr string) ([]promSample, error) {
-	var resp promResponse
-	err := s.get(ctx, "/api/metrics/query?expr="+url.QueryEscape(expr), &resp)
-	if errors.Is(err, errNotFound) {
-		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "this serve has no /api/metrics/query")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return decodeVector(&resp)
-}
-
-func decodeVector(resp *promResponse) ([]promSample, error) {
-	if resp.Status != "success" {
-		return nil, dbpilot.Errorf(dbpilot.EINVALID, "query failed: %s %s", resp.ErrorType, resp.Error)
-	}
-	if resp.Data.ResultType != "vector" {
-		return nil, nil // a scalar or string answers nothing per instance
-	}
-	var result []struct {
-		Metric map[string]string `json:"metric"`
-		Value  []json.RawMessage `json:"value"`
-	}
-	if err := json.Unmarshal(resp.Data.Result, &result); err != nil {
-		return nil, dbpilot.WrapError(dbpilot.EINTERNAL, err, "query: unexpected result")
-	}
-	out := make([]promSample, 0, len(result))
-	for _, r := range result {
-		if len(r.Value) != 2 {
-			continue
-		}
-		var sv string
-		if err := json.Unmarshal(r.Value[1], &sv); err != nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(sv, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, promSample{labels: r.Metric, value: v})
-	}
-	return out, nil
-}
-
-// alerts returns the firing alerts; known is false when the serve has no
-// alerts endpoint (404).
-func (s *Server) alerts(ctx context.Context) (firing []dbpilot.Alert, known bool, err error) {
-	var raw json.RawMessage
-	err = s.get(ctx, "/api/alerts?state=firing", &raw)
-	if errors.Is(err, errNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	var list []dbpilot.Alert
-	if err := json.Unmarshal(raw, &list); err != nil {
-		// {"alerts": [...]} is accepted too.
-		var wrapped struct {
-			Alerts []dbpilot.Alert `json:"alerts"`
-		}
-		if err2 := json.Unmarshal(raw, &wrapped); err2 != nil {
-			return nil, false, fmt.Errorf("unexpected answer: %w", err)
-		}
-		list = wrapped.Alerts
-	}
-	firing = list[:0]
+// firing returns the alerts most severe first, then in the order they fired.
+func firing(list []*dbpilot.Alert) []dbpilot.Alert {
+	out := make([]dbpilot.Alert, 0, len(list))
 	for _, a := range list {
-		if a.State == "" || a.State == dbpilot.AlertFiring {
-			firing = append(firing, a)
+		if a != nil {
+			out = append(out, *a)
 		}
 	}
-	slices.SortStableFunc(firing, func(a, b dbpilot.Alert) int {
+	slices.SortStableFunc(out, func(a, b dbpilot.Alert) int {
 		if c := strings.Compare(severityRank(a.Severity), severityRank(b.Severity)); c != 0 {
 			return c
 		}
 		return a.FiredAt.Compare(b.FiredAt)
 	})
-	return firing, true, nil
+	return out
 }
 
 func severityRank(s string) string {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,18 +12,23 @@ import (
 	"testing"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/httpapi"
 )
 
 // fakeServe answers like `dbpilot serve` from the recorded answers in
 // testdata/server. It records the PromQL queries asked.
 type fakeServe struct {
-	t          *testing.T
-	noMetrics  bool // /api/metrics/query answers 404 (an older serve)
-	noAlerts   bool // /api/alerts answers 404
-	failQuery  string
-	mu         sync.Mutex
-	queries    []string
-	authHeader string
+	t         *testing.T
+	noMetrics bool // /api/metrics/query answers 404 (an older serve)
+	noAlerts  bool // /api/alerts answers 404
+	// alertsStatus, when set, is /api/alerts' error status, with
+	// alertsCode as the API's error code.
+	alertsStatus int
+	alertsCode   string
+	failQuery    string
+	mu           sync.Mutex
+	queries      []string
+	authHeader   string
 }
 
 func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -34,6 +40,11 @@ func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/api/clusters":
 		file = "clusters.json"
 	case "/api/alerts":
+		if f.alertsStatus != 0 {
+			w.WriteHeader(f.alertsStatus)
+			fmt.Fprintf(w, `{"code":%q,"error":"alerts: %s"}`, f.alertsCode, http.StatusText(f.alertsStatus))
+			return
+		}
 		if f.noAlerts || r.URL.Query().Get("state") != "firing" {
 			http.NotFound(w, r)
 			return
@@ -83,7 +94,7 @@ func pollServer(t *testing.T, fs *fakeServe, token string, only ...dbpilot.Insta
 	t.Helper()
 	ts := httptest.NewServer(fs)
 	t.Cleanup(ts.Close)
-	src := NewServer(ts.URL+"/", token, only)
+	src := NewServer(httpapi.NewClient(ts.URL+"/", token), only)
 	defer src.Close()
 	f, err := src.Poll(context.Background())
 	if err != nil {
@@ -187,6 +198,20 @@ func TestServerSourceOlderServe(t *testing.T) {
 	}
 }
 
+// TestServerSourceAlertErrors: a serve that evaluates no alerts (422
+// unsupported) shows no alert column, as one without the endpoint does; any
+// other failure is a note.
+func TestServerSourceAlertErrors(t *testing.T) {
+	f := pollServer(t, &fakeServe{t: t, alertsStatus: http.StatusUnprocessableEntity, alertsCode: dbpilot.EUNSUPPORTED}, "")
+	if f.AlertsKnown || len(f.Notes) != 0 || len(f.Rows) != 3 {
+		t.Errorf("unsupported: known %v, notes %q", f.AlertsKnown, f.Notes)
+	}
+	f = pollServer(t, &fakeServe{t: t, alertsStatus: http.StatusInternalServerError, alertsCode: dbpilot.EINTERNAL}, "")
+	if f.AlertsKnown || len(f.Notes) != 1 || f.Notes[0] != "alerts: alerts: Internal Server Error" {
+		t.Errorf("failure: known %v, notes %q", f.AlertsKnown, f.Notes)
+	}
+}
+
 func TestServerSourceQueryError(t *testing.T) {
 	f := pollServer(t, &fakeServe{t: t, failQuery: "questions"}, "")
 	if len(f.Notes) != 1 || !strings.Contains(f.Notes[0], "parse error") {
@@ -201,7 +226,7 @@ func TestServerSourceDown(t *testing.T) {
 	ts := httptest.NewServer(http.NotFoundHandler())
 	url := ts.URL
 	ts.Close()
-	src := NewServer(url, "", nil)
+	src := NewServer(httpapi.NewClient(url, ""), nil)
 	_, err := src.Poll(context.Background())
 	if err == nil || dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL {
 		t.Fatalf("Poll of a stopped serve: %v", err)

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bufio"
 	"strconv"
 	"strings"
 	"time"
@@ -11,23 +10,6 @@ import (
 type Status struct {
 	At     time.Time
 	Values map[string]string
-}
-
-// ParseStatusText reads the tab-separated "Variable_name\tValue" lines that
-// `mariadb -B -e 'SHOW GLOBAL STATUS'` prints (a header line is skipped).
-// Tests record snapshots this way.
-func ParseStatusText(at time.Time, text string) Status {
-	s := Status{At: at, Values: map[string]string{}}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), "\t")
-		if !ok || strings.EqualFold(name, "Variable_name") {
-			continue
-		}
-		s.Values[strings.ToLower(strings.TrimSpace(name))] = value
-	}
-	return s
 }
 
 // Num returns the named value as a number.
@@ -123,83 +105,4 @@ func fillFromStatus(r *Row, prev *Status, cur Status) {
 			}
 		}
 	}
-}
-
-// InnoDBStatus is what top reads of SHOW ENGINE INNODB STATUS.
-type InnoDBStatus struct {
-	LSN           uint64 // Log sequence number
-	Checkpoint    uint64 // Last checkpoint at
-	HasLSN        bool
-	HasCheckpoint bool
-	HistoryLength uint64 // History list length
-	HasHistory    bool
-}
-
-// ParseInnoDBStatus reads the few lines top needs from the Status column of
-// SHOW ENGINE INNODB STATUS. MariaDB and MySQL print them alike:
-//
-//	History list length 0
-//	Log sequence number 44760
-//	Last checkpoint at  44404
-//
-// (MySQL 8 aligns the numbers with more spaces.) Lines it does not know are
-// ignored; a missing line leaves its Has* false.
-func ParseInnoDBStatus(text string) InnoDBStatus {
-	var st InnoDBStatus
-	for line := range strings.Lines(text) {
-		line = strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(line, "Log sequence number"):
-			st.LSN, st.HasLSN = firstUint(line[len("Log sequence number"):])
-		case strings.HasPrefix(line, "Last checkpoint at"):
-			st.Checkpoint, st.HasCheckpoint = firstUint(line[len("Last checkpoint at"):])
-		case strings.HasPrefix(line, "History list length"):
-			st.HistoryLength, st.HasHistory = firstUint(line[len("History list length"):])
-		}
-	}
-	return st
-}
-
-// firstUint parses the first whitespace-separated field of s.
-func firstUint(s string) (uint64, bool) {
-	f := strings.Fields(s)
-	if len(f) == 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(f[0], 10, 64)
-	return n, err == nil
-}
-
-// CheckpointAge returns LSN - last checkpoint in bytes.
-func (s InnoDBStatus) CheckpointAge() Num {
-	if !s.HasLSN || !s.HasCheckpoint || s.Checkpoint > s.LSN {
-		return Num{}
-	}
-	return N(float64(s.LSN - s.Checkpoint))
-}
-
-// redoCapacity returns the redo log capacity in bytes from global variables
-// (lower-cased names): innodb_redo_log_capacity (MySQL 8.0.30+), else
-// innodb_log_file_size times innodb_log_files_in_group (1 when absent, as on
-// MariaDB 10.5+ with its single log file).
-func redoCapacity(vars map[string]string) Num {
-	num := func(name string) float64 {
-		f, err := strconv.ParseFloat(strings.TrimSpace(vars[name]), 64)
-		if err != nil {
-			return 0
-		}
-		return f
-	}
-	if c := num("innodb_redo_log_capacity"); c > 0 {
-		return N(c)
-	}
-	size := num("innodb_log_file_size")
-	if size <= 0 {
-		return Num{}
-	}
-	files := num("innodb_log_files_in_group")
-	if files < 1 {
-		files = 1
-	}
-	return N(size * files)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/httpapi"
 	"github.com/dbpilot/dbpilot/tui"
 	"github.com/spf13/cobra"
 )
@@ -35,12 +36,12 @@ Views, switched by a key (q or Ctrl-C quits):
   w  wsrep        wsrep_local_state_comment, cluster size, queues, flow control paused
 
 Without --server, top connects to each server itself (one connection each)
-and reads SHOW GLOBAL STATUS, the replica status and, every 5 seconds, SHOW
-ENGINE INNODB STATUS; rates are deltas between two reads. MariaDB 10.6+ has
-no Innodb_rows_*: the Handler_* counters stand in. With --server it asks a
-running 'dbpilot serve' (clusters, PromQL metrics, firing alerts); HOST:PORT
-arguments or --sandbox then only select which instances to show, and lag is
-serve's heartbeat lag.
+and reads it as 'dbpilot inspect' does (read_only, GTID position, replica
+status), SHOW GLOBAL STATUS and, every 5 seconds, SHOW ENGINE INNODB STATUS;
+rates are deltas between two reads. MariaDB 10.6+ has no Innodb_rows_*: the
+Handler_* counters stand in. With --server it asks a running 'dbpilot serve'
+(clusters, PromQL metrics, firing alerts); HOST:PORT arguments or --sandbox
+then only select which instances to show, and lag is serve's heartbeat lag.
 
 When stdout is not a terminal, top prints one line per instance per refresh
 (time, then key=value pairs; "-" for unknown) and stops after --count
@@ -71,7 +72,9 @@ refreshes, or when interrupted.` + exitHelp,
 				if token == "" {
 					token = os.Getenv("DBPILOT_TOKEN")
 				}
-				src = tui.NewServer(strings.TrimSpace(server), token, only)
+				api := httpapi.NewClient(strings.TrimSpace(server), token)
+				api.ReadTimeout = 5 * time.Second // a refresh waits no longer
+				src = tui.NewServer(api, only)
 			} else {
 				keys, opts, err := tf.resolve(args)
 				if err != nil {
