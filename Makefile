@@ -33,7 +33,10 @@ unit:
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+# lint fails when go.mod or go.sum is not what `go mod tidy` would write
+# (a direct import marked // indirect, a module no longer used, a missing sum).
 lint: $(STATICCHECK)
+	@out=$$($(GO) mod tidy -diff 2>&1) || { printf '%s\n' "$$out"; echo "lint: go.mod/go.sum are not tidy (diff above): run 'go mod tidy' and commit go.mod and go.sum"; exit 1; }
 	@test -z "$$(gofmt -l . | grep -v '^.tools/')" || (echo "gofmt needed:"; gofmt -l . | grep -v '^.tools/'; exit 1)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
