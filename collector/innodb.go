@@ -179,7 +179,6 @@ func innoStatusText(r *mysql.Rows) string {
 	return ""
 }
 
-
 func innoUint(m map[string]string, name string) (uint64, bool) {
 	v, ok := m[name]
 	if !ok {

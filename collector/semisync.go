@@ -113,7 +113,6 @@ func ssSplit(r *mysql.Rows) (status, vars map[string]string) {
 	return status, vars
 }
 
-
 // ssSide splits a semi-sync variable name into side ("primary", "replica")
 // and the rest, in MySQL 8.0.26+ words: rpl_semi_sync_master_wait_no_slave
 // → ("primary", "wait_no_replica").

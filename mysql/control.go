@@ -590,7 +590,6 @@ func (s *ctl) setSemiSync(ctx context.Context, primary, replica bool) error {
 	return s.exec(ctx, op, semiSyncSQL(r.NameValues(), primary, replica)...)
 }
 
-
 func (s *ctl) setReplicaPosition(ctx context.Context, pos string) error {
 	const op = "set gtid_slave_pos"
 	if !s.d.MariaDB() {

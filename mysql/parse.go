@@ -352,7 +352,6 @@ func parseSemiSync(vars, status map[string]string) dbpilot.SemiSyncState {
 	return s
 }
 
-
 // parseReplicaHosts reads SHOW SLAVE HOSTS (MariaDB, MySQL before 8.0.22) or
 // SHOW REPLICAS (Server_Id, Host, Port, Source_Id, ...). Host is what the
 // replica reports as report_host. MariaDB fills it with the replica's address
