@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/dbpilot/dbpilot"
 )

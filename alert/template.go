@@ -8,7 +8,7 @@ import (
 	"text/template"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // templateData is what a summary template sees: .Labels and .Value, also

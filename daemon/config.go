@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Config is serve's configuration (a YAML file; see Example).
