@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mysql"
 	driver "github.com/go-sql-driver/mysql"
 )
@@ -19,7 +20,7 @@ import (
 // This file replays recorded server outputs (testdata/<collector>/<case>/,
 // see testdata/README-B.md) through the replication, heartbeat and innodb
 // collectors and compares what they return with want.txt in the case
-// directory. DBPILOT_UPDATE_GOLDEN=1 rewrites want.txt.
+// directory. go test -update rewrites want.txt.
 
 // rhiFiles maps each statement of the three collectors to the file that
 // answers it.
@@ -278,20 +279,7 @@ func rhiRunCases(t *testing.T, name string, newCollector func() Collector) {
 				}
 				rhiCheckSamples(t, samples)
 			}
-			want := filepath.Join(dir, "want.txt")
-			if os.Getenv("DBPILOT_UPDATE_GOLDEN") == "1" {
-				if err := os.WriteFile(want, []byte(b.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			w, err := os.ReadFile(want)
-			if err != nil {
-				t.Fatalf("%v (DBPILOT_UPDATE_GOLDEN=1 writes it)", err)
-			}
-			if got := b.String(); got != string(w) {
-				t.Errorf("output differs from %s (DBPILOT_UPDATE_GOLDEN=1 rewrites it)\n--- got\n%s\n--- want\n%s", want, got, w)
-			}
+			testutil.Golden(t, filepath.Join(dir, "want.txt"), []byte(b.String()))
 		})
 	}
 }
