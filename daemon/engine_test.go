@@ -585,6 +585,31 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
+// run starts a daemon with a liveness session on the world's cluster, its
+// polls a minute apart (only the liveness session starts a tick soon); done
+// is closed when Run returns after cancel.
+func (w *world) run(probe *mock.Inspector, live *mock.Liveness) (*Daemon, <-chan struct{}, context.CancelFunc) {
+	w.t.Helper()
+	cfg := &Config{
+		State:        filepath.Join(w.t.TempDir(), "state.db"),
+		Credentials:  CredentialsConfig{User: "admin"},
+		Replication:  CredentialsConfig{User: "repl"},
+		PollInterval: Duration(time.Minute),
+		Clusters:     []ClusterConfig{{Name: "c", Seeds: []string{wkey(1).String()}}},
+	}
+	if err := cfg.Validate(); err != nil {
+		w.t.Fatal(err)
+	}
+	d := New(cfg, Options{Inspector: probe, Controller: w.controller(), Liveness: live, Store: w.store(), Now: w.clock})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		d.Run(ctx)
+		close(done)
+	}()
+	return d, done, cancel
+}
+
 func TestRunOwnsLiveness(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	w := newWorld(t, 10, 2, 3)
@@ -606,17 +631,6 @@ func TestRunOwnsLiveness(t *testing.T) {
 			return fmt.Errorf("liveness session on %s: connection reset", k)
 		}
 	}}
-	cfg := &Config{
-		State:       filepath.Join(t.TempDir(), "state.db"),
-		Credentials: CredentialsConfig{User: "admin"},
-		Replication: CredentialsConfig{User: "repl"},
-		// Polls far apart: only the liveness session can start a tick soon.
-		PollInterval: Duration(time.Minute),
-		Clusters:     []ClusterConfig{{Name: "c", Seeds: []string{wkey(1).String()}}},
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	probe := &mock.Inspector{InspectFn: func(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) {
 		select {
 		case inspected <- k:
@@ -624,13 +638,7 @@ func TestRunOwnsLiveness(t *testing.T) {
 		}
 		return w.inspect(ctx, k)
 	}}
-	d := New(cfg, Options{Inspector: probe, Controller: w.controller(), Liveness: live, Store: w.store(), Now: w.clock})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		d.Run(ctx)
-		close(done)
-	}()
+	_, done, cancel := w.run(probe, live)
 	if k := within(t, held, "the liveness session on the primary"); k != wkey(1) {
 		t.Fatalf("liveness holds %s, want the primary", k)
 	}
@@ -664,24 +672,9 @@ func TestLivenessFollowsThePrimary(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	}}
-	cfg := &Config{
-		State:        filepath.Join(t.TempDir(), "state.db"),
-		Credentials:  CredentialsConfig{User: "admin"},
-		Replication:  CredentialsConfig{User: "repl"},
-		PollInterval: Duration(time.Minute),
-		Clusters:     []ClusterConfig{{Name: "c", Seeds: []string{wkey(1).String()}}},
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	d := New(cfg, Options{Inspector: &mock.Inspector{InspectFn: w.inspect}, Controller: w.controller(), Liveness: live, Store: w.store(), Now: w.clock})
-	ctx, cancel := context.WithCancel(context.Background())
+	d, done, cancel := w.run(&mock.Inspector{InspectFn: w.inspect}, live)
 	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		d.Run(ctx)
-		close(done)
-	}()
+	ctx := context.Background()
 	within(t, held, "the first liveness session")
 	// A planned switchover makes node 2 the primary: the session moves.
 	if _, err := d.Switchover(ctx, "c", dbpilot.OperationOptions{To: wkey(2)}); err != nil {

@@ -90,6 +90,22 @@ func (e *Executor) newRun(cluster, verb string, rec *dbpilot.Recovery) *execRun 
 	return &execRun{e: e, opt: e.Opt.withDefaults(), rec: rec, cluster: cluster, verb: verb}
 }
 
+// newPlanRun starts a run that applies plan p (failover, switchover): rec's
+// outcome fields of an earlier attempt are cleared, and the candidate is the
+// run's subject.
+func (e *Executor) newPlanRun(p *Plan, verb string, rec *dbpilot.Recovery) *execRun {
+	cluster := ""
+	if p != nil {
+		cluster = p.Cluster
+	}
+	r := e.newRun(cluster, verb, rec)
+	r.rec.NewPrimary, r.rec.LostReplicas = dbpilot.InstanceKey{}, nil
+	if p != nil {
+		r.subject = p.Candidate
+	}
+	return r
+}
+
 // audit records one event; a failing auditor is logged, never fatal.
 func (r *execRun) audit(ctx context.Context, key dbpilot.InstanceKey, event, msg string, detail map[string]string) {
 	if r.e.Audit == nil {

@@ -28,15 +28,7 @@ import (
 // EUNAVAIL and says which step failed, with the cluster left with no
 // primary: the caller may plan again without this candidate.
 func (e *Executor) Failover(ctx context.Context, p *Plan, rec *dbpilot.Recovery) error {
-	cluster := ""
-	if p != nil {
-		cluster = p.Cluster
-	}
-	r := e.newRun(cluster, "failover", rec)
-	r.rec.NewPrimary, r.rec.LostReplicas = dbpilot.InstanceKey{}, nil
-	if p != nil {
-		r.subject = p.Candidate
-	}
+	r := e.newPlanRun(p, "failover", rec)
 	return r.finish(ctx, r.failover(ctx, p), nil)
 }
 

@@ -19,15 +19,7 @@ import (
 // old primary to the new one writable, is audited (detail
 // "write_unavailable_ms" of "promote" and "done").
 func (e *Executor) Switchover(ctx context.Context, p *Plan, rec *dbpilot.Recovery) error {
-	cluster := ""
-	if p != nil {
-		cluster = p.Cluster
-	}
-	r := e.newRun(cluster, "switchover", rec)
-	r.rec.NewPrimary, r.rec.LostReplicas = dbpilot.InstanceKey{}, nil
-	if p != nil {
-		r.subject = p.Candidate
-	}
+	r := e.newPlanRun(p, "switchover", rec)
 	detail := map[string]string{}
 	return r.finish(ctx, r.switchover(ctx, p, detail), detail)
 }
