@@ -91,8 +91,8 @@ type Options struct {
 	Collectors CollectorStarter
 
 	Store dbpilot.StateStore
-	// Metrics, when set, turns on collection and alerts (serve); AlertStore
-	// keeps alert states (the sqlite store implements it).
+	// Metrics, with Collectors, turns on collection and alerts (serve);
+	// AlertStore keeps alert states (the sqlite store implements it).
 	Metrics    MetricsBackend
 	AlertStore dbpilot.AlertStore
 

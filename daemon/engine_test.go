@@ -104,7 +104,7 @@ func (w *world) kill(port int) {
 	}
 }
 
-// inspect reads a server; viaCtl is the controller's own connection.
+// inspect reads a server as the probe and the controller see it.
 func (w *world) inspect(_ context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -386,7 +386,10 @@ func TestTickUnreachablePrimaryNoRecovery(t *testing.T) {
 	}
 }
 
-func TestTickBlockedUntilAck(t *testing.T) {
+// failedOver returns a daemon on a primary and three replicas whose
+// primary died and was failed over automatically, and the new primary.
+func failedOver(t *testing.T) (*world, *Daemon, *clusterState, dbpilot.InstanceKey) {
+	t.Helper()
 	w := newWorld(t, 10, 2, 3, 4)
 	d, cs := w.daemon(nil)
 	ctx := context.Background()
@@ -396,7 +399,13 @@ func TestTickBlockedUntilAck(t *testing.T) {
 	if recs := w.recoveries(); len(recs) != 1 || !recs[0].Success {
 		t.Fatalf("first failover: %+v", recs)
 	}
-	_, newPrimary := cs.state()
+	_, p := cs.state()
+	return w, d, cs, p
+}
+
+func TestTickBlockedUntilAck(t *testing.T) {
+	w, d, cs, newPrimary := failedOver(t)
+	ctx := context.Background()
 
 	// The new primary dies within the block period: no recovery.
 	w.advance(DefaultBlockPeriod / 2)
@@ -427,13 +436,8 @@ func TestTickBlockedUntilAck(t *testing.T) {
 }
 
 func TestTickBlockExpires(t *testing.T) {
-	w := newWorld(t, 10, 2, 3, 4)
-	d, cs := w.daemon(nil)
+	w, d, cs, p := failedOver(t)
 	ctx := context.Background()
-	d.tick(ctx, cs, true)
-	w.kill(1)
-	d.tick(ctx, cs, true)
-	_, p := cs.state()
 	w.advance(DefaultBlockPeriod + time.Second)
 	w.kill(p.Port)
 	d.tick(ctx, cs, true)
