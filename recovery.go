@@ -86,6 +86,7 @@ const (
 	AuditRejoin          = "rejoin"           // an old primary became a replica of the new one
 	AuditForget          = "forget"           // an instance not seen for long left the cluster
 	AuditAck             = "ack"              // recoveries acknowledged
+	AuditOperation       = "operation"        // a person's request (failover, switchover, relocate, ack) and its outcome, refusals included
 
 	// Steps of a recovery (the executor).
 	AuditApplyRelayLog = "apply-relay-log" // a candidate applied what it received
@@ -118,7 +119,9 @@ type AuditFilter struct {
 // RecoveryFilter selects recoveries; zero fields match everything.
 type RecoveryFilter struct {
 	Cluster string
-	Limit   int // 0: a default of 100
+	// ID selects one recovery by its id (0: any).
+	ID    int64
+	Limit int // 0: a default of 100
 }
 
 // StateStore keeps what serve knows across restarts: instances seen,

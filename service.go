@@ -28,6 +28,9 @@ type ClusterStatus struct {
 	BlockedUntil time.Time `json:"blocked_until,omitzero"`
 	// LastRecovery is the newest recovery of the cluster, if any.
 	LastRecovery *Recovery `json:"last_recovery,omitempty"`
+	// PromotionRules are the configured rules by HOST:PORT; an instance not
+	// listed is neutral.
+	PromotionRules map[string]PromotionRule `json:"promotion_rules,omitempty"`
 }
 
 // Health is serve's own state.

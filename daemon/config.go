@@ -42,6 +42,36 @@ type Config struct {
 	Alerts         AlertsConfig      `yaml:"alerts"`
 	ForgetAfter    Duration          `yaml:"forget_after"`
 	DiscoveryBound int               `yaml:"discovery_concurrency"`
+	UI             UIConfig          `yaml:"ui"`
+}
+
+// UIConfig configures the web console and, with it, reading the API.
+type UIConfig struct {
+	// ReadRequiresToken makes the API's reads (and /metrics) need the
+	// token too. Unset, it is true when listen is not a loopback address.
+	ReadRequiresToken *bool `yaml:"read_requires_token"`
+}
+
+// ReadsNeedToken tells whether the API's reads need the token: as
+// configured, or when serve listens off-loopback.
+func (c *Config) ReadsNeedToken() bool {
+	if c.UI.ReadRequiresToken != nil {
+		return *c.UI.ReadRequiresToken
+	}
+	return !loopbackListen(c.Listen)
+}
+
+// loopbackListen reports whether addr (HOST:PORT) listens on loopback only.
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // CredentialsConfig is a user and a password, or a file holding them
@@ -188,6 +218,7 @@ const (
 const Example = `listen: 127.0.0.1:7070          # HTTP API; keep it on loopback or behind TLS
 state: ~/.dbpilot/state.db       # SQLite: instances, recoveries, audit log
 token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600)
+ui: {read_requires_token: false} # reads (API, web console data, /metrics) need the token too; default: true off-loopback
 credentials: {user: dbpilot, file: ~/.dbpilot/admin.cnf}   # admin account ([client] user=, password=)
 replication: {user: repl, password: "..."}                  # account replicas use
 poll_interval: 1s                # sub-second allowed
@@ -273,6 +304,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("token_file: %w", err)
 		}
 		c.Token = tok
+	}
+	if c.ReadsNeedToken() && c.Token == "" {
+		return fmt.Errorf("token: serve listens on %s (not loopback), where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", c.Listen)
 	}
 	if err := c.Credentials.resolve("credentials", true); err != nil {
 		return err

@@ -664,7 +664,16 @@ func (d *Daemon) audit(ctx context.Context, e dbpilot.AuditEvent) {
 	if e.Time.IsZero() {
 		e.Time = d.now()
 	}
-	d.log.Info(e.Message, "cluster", e.Cluster, "event", e.Event, "recovery", e.RecoveryID)
+	// Who asked (web, cli, api) goes with every event of the request.
+	if src := dbpilot.SourceOf(ctx); src != "" && e.Detail["source"] == "" {
+		detail := make(map[string]string, len(e.Detail)+1)
+		for k, v := range e.Detail {
+			detail[k] = v
+		}
+		detail["source"] = src
+		e.Detail = detail
+	}
+	d.log.Info(e.Message, "cluster", e.Cluster, "event", e.Event, "recovery", e.RecoveryID, "source", e.Detail["source"])
 	if d.store != nil {
 		if err := d.store.Audit(ctx, e); err != nil {
 			d.log.Warn("write audit", "err", err)

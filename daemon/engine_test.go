@@ -690,3 +690,43 @@ func TestLivenessFollowsThePrimary(t *testing.T) {
 	cancel()
 	within(t, done, "Run to return")
 }
+
+// A person's operation is audited with its outcome, refusals included, and
+// every event of the request carries its source; a dry run is not recorded.
+func TestOperationAudit(t *testing.T) {
+	w := newWorld(t, 10, 2, 3)
+	d, cs := w.daemon(nil)
+	ctx := dbpilot.WithSource(context.Background(), dbpilot.SourceWeb)
+	d.tick(ctx, cs, true)
+
+	if _, err := d.Relocate(ctx, wkey(3), dbpilot.OperationOptions{To: wkey(2), DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Relocate(ctx, wkey(1), dbpilot.OperationOptions{To: wkey(2)}); err == nil {
+		t.Fatal("relocating the primary below its replica was not refused")
+	}
+	if _, err := d.Relocate(ctx, wkey(3), dbpilot.OperationOptions{To: wkey(2)}); err != nil {
+		t.Fatalf("relocate: %v; audit %v", err, w.events())
+	}
+	w.mu.Lock()
+	audits := append([]dbpilot.AuditEvent(nil), w.audits...)
+	w.mu.Unlock()
+	var ops []dbpilot.AuditEvent
+	for _, e := range audits {
+		if e.Detail["source"] != dbpilot.SourceWeb {
+			t.Errorf("event %s %q has source %q, want web", e.Event, e.Message, e.Detail["source"])
+		}
+		if e.Event == dbpilot.AuditOperation {
+			ops = append(ops, e)
+		}
+	}
+	if len(ops) != 2 {
+		t.Fatalf("operation events %+v; want the refusal and the relocation (not the dry run)", ops)
+	}
+	if ops[0].Detail["outcome"] != "refused" || ops[0].Cluster != "c" || !strings.Contains(ops[0].Message, "relocate 10.0.0.1:1 below 10.0.0.1:2") {
+		t.Errorf("refusal audited as %+v", ops[0])
+	}
+	if ops[1].Detail["outcome"] != "done" || ops[1].RecoveryID == 0 {
+		t.Errorf("relocation audited as %+v", ops[1])
+	}
+}

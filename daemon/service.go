@@ -46,6 +46,12 @@ func (d *Daemon) snapshot(ctx context.Context, cs *clusterState) *dbpilot.Cluste
 		st.Problems = []dbpilot.Problem{}
 	}
 	st.BlockedUntil = d.blockedUntil(ctx, cs)
+	if len(cs.cfg.rules) > 0 {
+		st.PromotionRules = make(map[string]dbpilot.PromotionRule, len(cs.cfg.rules))
+		for k, r := range cs.cfg.rules {
+			st.PromotionRules[k.String()] = r
+		}
+	}
 	if d.store != nil {
 		if recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: 1}); err == nil && len(recs) > 0 {
 			st.LastRecovery = recs[0]
@@ -106,7 +112,8 @@ func lockOp(cs *clusterState) error {
 // Failover recovers a dead primary on request. It refuses a primary that is
 // alive or still feeding its replicas (use switchover), and ignores the
 // anti-flapping block: a person asked.
-func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.OperationOptions) (rec *dbpilot.Recovery, err error) {
+	defer func() { d.auditOperation(ctx, name, "failover of "+name, opt, rec, err) }()
 	cs, err := d.cluster(name)
 	if err != nil {
 		return nil, err
@@ -126,7 +133,7 @@ func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.Operatio
 	if v.State != dbpilot.ClusterDead && !opt.DryRun {
 		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: not failing over: %s; for a planned change use 'dbpilot switchover %s'", name, v.Reason, name)
 	}
-	rec, err := d.failover(ctx, cs, dbpilot.RecoveryFailoverManual, opt.DryRun)
+	rec, err = d.failover(ctx, cs, dbpilot.RecoveryFailoverManual, opt.DryRun)
 	if err == nil && opt.DryRun && v.State != dbpilot.ClusterDead {
 		rec.Plan = fmt.Sprintf("note: the primary is not dead (%s): a real failover would be refused\n", v.Reason) + rec.Plan
 	}
@@ -134,7 +141,8 @@ func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.Operatio
 }
 
 // Switchover replaces a live primary.
-func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.OperationOptions) (rec *dbpilot.Recovery, err error) {
+	defer func() { d.auditOperation(ctx, name, "switchover of "+name+toOf(opt), opt, rec, err) }()
 	cs, err := d.cluster(name)
 	if err != nil {
 		return nil, err
@@ -164,7 +172,7 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	if err != nil {
 		return nil, err
 	}
-	rec := &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoverySwitchover, OldPrimary: primary.Key, NewPrimary: plan.Candidate, Started: d.now(), Plan: plan.String()}
+	rec = &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoverySwitchover, OldPrimary: primary.Key, NewPrimary: plan.Candidate, Started: d.now(), Plan: plan.String()}
 	if opt.DryRun {
 		return rec, nil
 	}
@@ -188,11 +196,18 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 }
 
 // Relocate moves a replica below another server of its cluster.
-func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt dbpilot.OperationOptions) (rec *dbpilot.Recovery, err error) {
+	var cs *clusterState
+	defer func() {
+		cluster := ""
+		if cs != nil {
+			cluster = cs.cfg.Name
+		}
+		d.auditOperation(ctx, cluster, fmt.Sprintf("relocate %s below %s", replica, opt.To), opt, rec, err)
+	}()
 	if opt.To.IsZero() {
 		return nil, dbpilot.Errorf(dbpilot.EINVALID, "relocate: name the new source (--below HOST:PORT)")
 	}
-	var cs *clusterState
 	for _, name := range d.order {
 		c := d.clusters[name]
 		d.refresh(ctx, c)
@@ -237,7 +252,7 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 	if err := recovery.CheckRelocate(r, t, fresh); err != nil {
 		return nil, err
 	}
-	rec := &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: dbpilot.RecoveryRelocate, OldPrimary: replica, NewPrimary: opt.To, Started: d.now(),
+	rec = &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: dbpilot.RecoveryRelocate, OldPrimary: replica, NewPrimary: opt.To, Started: d.now(),
 		Plan: fmt.Sprintf("relocate %s below %s (GTID auto-positioning)", replica, opt.To)}
 	if opt.DryRun {
 		return rec, nil
@@ -253,7 +268,12 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 }
 
 // Ack acknowledges a cluster's recoveries, lifting the anti-flapping block.
-func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (int, error) {
+func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (n int, err error) {
+	defer func() {
+		if err != nil { // a done ack is audited below, with its count
+			d.auditOperation(ctx, name, "ack of "+name, dbpilot.OperationOptions{}, nil, err)
+		}
+	}()
 	cs, err := d.cluster(name)
 	if err != nil {
 		return 0, err
@@ -261,7 +281,7 @@ func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (int, error)
 	if d.store == nil {
 		return 0, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "no state store")
 	}
-	n, err := d.store.AckRecoveries(ctx, name, by, comment)
+	n, err = d.store.AckRecoveries(ctx, name, by, comment)
 	if err != nil {
 		return 0, err
 	}
@@ -270,6 +290,34 @@ func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (int, error)
 	cs.lastVerdict = ""
 	cs.mu.Unlock()
 	return n, nil
+}
+
+// auditOperation records a person's request and its outcome, refusals
+// included, so that the audit log shows every action whoever refused it. A
+// dry run changes nothing and is not recorded.
+func (d *Daemon) auditOperation(ctx context.Context, cluster, what string, opt dbpilot.OperationOptions, rec *dbpilot.Recovery, err error) {
+	if opt.DryRun {
+		return
+	}
+	e := dbpilot.AuditEvent{Cluster: cluster, Event: dbpilot.AuditOperation, Message: what + ": done", Detail: map[string]string{"outcome": "done"}}
+	if rec != nil {
+		e.RecoveryID = rec.ID
+	}
+	if err != nil {
+		e.Message = what + ": " + err.Error()
+		e.Detail = map[string]string{"outcome": "refused", "code": dbpilot.ErrorCode(err)}
+		if rec != nil && rec.ID != 0 {
+			e.Detail["outcome"] = "failed"
+		}
+	}
+	d.audit(context.WithoutCancel(ctx), e)
+}
+
+func toOf(opt dbpilot.OperationOptions) string {
+	if opt.To.IsZero() {
+		return ""
+	}
+	return " to " + opt.To.String()
 }
 
 // endRecovery records a recovery's outcome in the state store.

@@ -41,6 +41,8 @@ type Client struct {
 	OperationTimeout time.Duration
 	// UserAgent is sent with every request.
 	UserAgent string
+	// Source is sent as X-Dbpilot-Source, for serve's audit log.
+	Source string
 }
 
 var _ dbpilot.ClusterService = (*Client)(nil)
@@ -53,6 +55,7 @@ func NewClient(baseURL, token string) *Client {
 		ReadTimeout:      DefaultReadTimeout,
 		OperationTimeout: DefaultOperationTimeout,
 		UserAgent:        "dbpilot",
+		Source:           dbpilot.SourceCLI,
 		HTTP: &http.Client{
 			Transport: &http.Transport{
 				Proxy:                 http.ProxyFromEnvironment,
@@ -140,6 +143,15 @@ func (c *Client) Recoveries(ctx context.Context, f dbpilot.RecoveryFilter) ([]*d
 		return nil, err
 	}
 	return rs, nil
+}
+
+// Recovery returns one recovery by id (ENOTFOUND when there is none).
+func (c *Client) Recovery(ctx context.Context, id int64) (*dbpilot.Recovery, error) {
+	var r dbpilot.Recovery
+	if err := c.get(ctx, "/api/recoveries/"+strconv.FormatInt(id, 10), nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // AuditEvents implements dbpilot.ClusterService.
@@ -297,6 +309,9 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.Source != "" {
+		req.Header.Set(SourceHeader, c.Source)
 	}
 
 	resp, err := c.HTTP.Do(req)

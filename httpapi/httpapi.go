@@ -9,6 +9,7 @@
 //	GET  /api/clusters                     []ClusterStatus
 //	GET  /api/clusters/{name}              ClusterStatus
 //	GET  /api/recoveries?cluster=&limit=   []Recovery, newest first
+//	GET  /api/recoveries/{id}              Recovery
 //	GET  /api/audit?cluster=&recovery=&since=RFC3339&limit=
 //	                                       []AuditEvent, oldest first
 //	GET  /api/alerts?cluster=&state=&since=&limit=
@@ -19,7 +20,9 @@
 //	POST /api/clusters/{name}/ack          {"by": "...", "comment": "..."} → {"acked": n}
 //
 // POST requests need "Authorization: Bearer TOKEN"; a server without a token
-// refuses them. Errors are {"error": "one line", "code": "<dbpilot code>"}
+// refuses them. With ServerOptions.ReadRequiresToken (serve off-loopback)
+// GET requests need it too. A request may name its source in the header
+// X-Dbpilot-Source (web, cli); the audit log records it ("api" otherwise). Errors are {"error": "one line", "code": "<dbpilot code>"}
 // with a status derived from the code (see StatusOf); a failed operation that
 // produced a recovery record adds it as "recovery".
 //
@@ -38,6 +41,9 @@ import (
 
 // MaxBodyBytes limits request bodies.
 const MaxBodyBytes = 1 << 20
+
+// SourceHeader names who sends a request, for the audit log.
+const SourceHeader = "X-Dbpilot-Source"
 
 // errorBody is the JSON body of every error response.
 type errorBody struct {

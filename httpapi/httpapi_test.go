@@ -39,6 +39,7 @@ type fakeService struct {
 	replica    dbpilot.InstanceKey
 	opt        dbpilot.OperationOptions
 	by, commnt string
+	source     string // of the last operation
 }
 
 func (f *fakeService) record(call string) {
@@ -117,6 +118,7 @@ func (f *fakeService) Switchover(ctx context.Context, cluster string, opt dbpilo
 }
 
 func (f *fakeService) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	f.source = dbpilot.SourceOf(ctx)
 	return f.op(dbpilot.RecoveryRelocate, "", replica, opt)
 }
 

@@ -27,6 +27,10 @@ type ServerOptions struct {
 	// Version is dbpilot's version, reported by /api/health when the
 	// service leaves Health.Version empty.
 	Version string
+	// ReadRequiresToken makes every request, reads included, present the
+	// token: serve sets it when it listens on a non-loopback address
+	// (ui.read_requires_token).
+	ReadRequiresToken bool
 }
 
 // Server serves the API for a ClusterService. It is an http.Handler.
@@ -46,17 +50,34 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	}
 	s.tokenHash = sha256.Sum256([]byte(opt.Token))
 
-	s.mux.HandleFunc("GET /api/health", s.health)
-	s.mux.HandleFunc("GET /api/clusters", s.clusters)
-	s.mux.HandleFunc("GET /api/clusters/{name}", s.cluster)
-	s.mux.HandleFunc("GET /api/recoveries", s.recoveries)
-	s.mux.HandleFunc("GET /api/audit", s.audit)
+	s.mux.HandleFunc("GET /api/health", s.read(s.health))
+	s.mux.HandleFunc("GET /api/clusters", s.read(s.clusters))
+	s.mux.HandleFunc("GET /api/clusters/{name}", s.read(s.cluster))
+	s.mux.HandleFunc("GET /api/recoveries", s.read(s.recoveries))
+	s.mux.HandleFunc("GET /api/recoveries/{id}", s.read(s.recovery))
+	s.mux.HandleFunc("GET /api/audit", s.read(s.audit))
 	s.mux.HandleFunc("POST /api/clusters/{name}/failover", s.authorized(s.failover))
 	s.mux.HandleFunc("POST /api/clusters/{name}/switchover", s.authorized(s.switchover))
 	s.mux.HandleFunc("POST /api/relocate", s.authorized(s.relocate))
 	s.mux.HandleFunc("POST /api/clusters/{name}/ack", s.authorized(s.ack))
 	s.registerAlerts()
 	return s
+}
+
+// Protect wraps a handler serve mounts beside the API (the metrics query
+// API, /metrics) with the API's rule for reads: the token when
+// ReadRequiresToken is set.
+func (s *Server) Protect(h http.Handler) http.Handler {
+	return s.read(h.ServeHTTP)
+}
+
+// read wraps a read handler: it needs the token only when
+// ReadRequiresToken is set.
+func (s *Server) read(h http.HandlerFunc) http.HandlerFunc {
+	if !s.opt.ReadRequiresToken {
+		return h
+	}
+	return s.authorized(h)
 }
 
 // HTTPServer returns an http.Server for s on addr with timeouts fit for the
@@ -105,7 +126,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.noRoute(rw, r)
 		return
 	}
-	s.mux.ServeHTTP(rw, r)
+	s.mux.ServeHTTP(rw, withSource(r))
 }
 
 // noRoute answers a request no route takes with a JSON 404 or 405, keeping
@@ -142,7 +163,7 @@ func (s *Server) authorized(h http.HandlerFunc) http.HandlerFunc {
 		if s.opt.Token == "" {
 			s.writeErrorStatus(w, http.StatusForbidden, &errorBody{
 				Code:  dbpilot.EAUTH,
-				Error: "write operations are disabled: dbpilot serve has no API token configured; configure one to allow them",
+				Error: fmt.Sprintf("%s needs the API token, but dbpilot serve has no API token configured; configure one to allow it", needsToken(r)),
 			})
 			return
 		}
@@ -151,7 +172,7 @@ func (s *Server) authorized(h http.HandlerFunc) http.HandlerFunc {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dbpilot"`)
 			s.writeErrorStatus(w, http.StatusUnauthorized, &errorBody{
 				Code:  dbpilot.EAUTH,
-				Error: "missing API token: write operations need Authorization: Bearer <token>",
+				Error: fmt.Sprintf("missing API token: %s needs Authorization: Bearer <token>", needsToken(r)),
 			})
 			return
 		}
@@ -168,6 +189,37 @@ func (s *Server) authorized(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// needsToken names what needs the token, for the error message.
+func needsToken(r *http.Request) string {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return "reading (serve listens off-loopback)"
+	}
+	return "a write operation"
+}
+
+// withSource puts the request's X-Dbpilot-Source (web, cli; "api" when
+// absent or malformed) into its context, for the audit log.
+func withSource(r *http.Request) *http.Request {
+	src := r.Header.Get(SourceHeader)
+	if !validSource(src) {
+		src = dbpilot.SourceAPI
+	}
+	return r.WithContext(dbpilot.WithSource(r.Context(), src))
+}
+
+// validSource accepts a short lower-case word: it goes into the audit log.
+func validSource(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // bearer returns the token of an "Authorization: Bearer TOKEN" header.
@@ -239,6 +291,24 @@ func (s *Server) recoveries(w http.ResponseWriter, r *http.Request) {
 		rs = []*dbpilot.Recovery{}
 	}
 	s.writeJSON(w, http.StatusOK, rs)
+}
+
+func (s *Server) recovery(w http.ResponseWriter, r *http.Request) {
+	v := r.PathValue("id")
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		s.writeError(w, dbpilot.Errorf(dbpilot.EINVALID, "invalid recovery id %q: want a number", v), nil)
+		return
+	}
+	rs, err := s.svc.Recoveries(r.Context(), dbpilot.RecoveryFilter{ID: id, Limit: 1})
+	if err == nil && len(rs) == 0 {
+		err = dbpilot.Errorf(dbpilot.ENOTFOUND, "no recovery %d", id)
+	}
+	if err != nil {
+		s.writeError(w, err, nil)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, rs[0])
 }
 
 func (s *Server) audit(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,9 @@
 # Installs what dbpilot's build, demo and tests need and the machine lacks:
 # the MariaDB server and client (Debian/Ubuntu packages mariadb-server and
 # mariadb-client), Prometheus (package prometheus, used by a test that
-# scrapes dbpilot's /metrics) and tmux (the `dbpilot top` test). Idempotent: does nothing when all are found.
+# scrapes dbpilot's /metrics), tmux (the `dbpilot top` test) and Chromium
+# (package chromium: the web console is tested in a real headless browser).
+# Idempotent: does nothing when all are found.
 set -euo pipefail
 
 if ! command -v go >/dev/null 2>&1; then
@@ -20,8 +22,9 @@ have_client() {
 
 have_prometheus() { command -v prometheus >/dev/null 2>&1; }
 have_tmux() { command -v tmux >/dev/null 2>&1; }
+have_chromium() { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }
 
-if have_server && have_client && have_prometheus && have_tmux; then
+if have_server && have_client && have_prometheus && have_tmux && have_chromium; then
 	exit 0
 fi
 
@@ -52,6 +55,8 @@ pkgs=()
 have_prometheus || pkgs+=(prometheus)
 # tmux: `dbpilot top` is tested in a real terminal.
 have_tmux || pkgs+=(tmux)
+# chromium: the web console's pages are tested in headless Chromium.
+have_chromium || pkgs+=(chromium)
 echo "install-deps: installing ${pkgs[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

@@ -117,7 +117,7 @@ func (d *DB) UpdateRecovery(ctx context.Context, r *dbpilot.Recovery) error {
 }
 
 // Recoveries returns recoveries newest (latest Started) first: those of
-// f.Cluster, or of every cluster, at most f.Limit (DefaultRecoveryLimit when
+// f.Cluster (and with id f.ID when set), or of every cluster, at most f.Limit (DefaultRecoveryLimit when
 // 0 or less).
 func (d *DB) Recoveries(ctx context.Context, f dbpilot.RecoveryFilter) ([]*dbpilot.Recovery, error) {
 	const op = "recoveries"
@@ -127,9 +127,17 @@ func (d *DB) Recoveries(ctx context.Context, f dbpilot.RecoveryFilter) ([]*dbpil
 	}
 	q := `SELECT ` + recoveryColumns + ` FROM recoveries`
 	var args []any
+	var where []string
 	if f.Cluster != "" {
-		q += ` WHERE cluster = ?`
+		where = append(where, `cluster = ?`)
 		args = append(args, f.Cluster)
+	}
+	if f.ID > 0 {
+		where = append(where, `id = ?`)
+		args = append(args, f.ID)
+	}
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	q += ` ORDER BY started DESC, id DESC LIMIT ?`
 	args = append(args, limit)

@@ -1,0 +1,24 @@
+package dbpilot
+
+import "context"
+
+// Sources of a request, recorded in the audit log as detail "source".
+const (
+	SourceWeb = "web" // the web console
+	SourceCLI = "cli" // the CLI through serve's API (--server)
+	SourceAPI = "api" // any other client of the HTTP API
+)
+
+type sourceKey struct{}
+
+// WithSource returns ctx carrying who made the request (one of the Source*
+// names, or another short word a client chose).
+func WithSource(ctx context.Context, source string) context.Context {
+	return context.WithValue(ctx, sourceKey{}, source)
+}
+
+// SourceOf returns the source ctx carries, or "".
+func SourceOf(ctx context.Context) string {
+	s, _ := ctx.Value(sourceKey{}).(string)
+	return s
+}
