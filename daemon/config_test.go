@@ -88,3 +88,37 @@ func TestConfigSecretFiles(t *testing.T) {
 		t.Fatalf("credentials file: %v %+v", err, c.Credentials)
 	}
 }
+
+// Reads need the token off-loopback unless the config says otherwise, and
+// such a config without a token is refused.
+func TestConfigReadsNeedToken(t *testing.T) {
+	t.Setenv("DBPILOT_HOME", t.TempDir())
+	for _, c := range []struct {
+		extra   string
+		want    bool
+		errPart string
+	}{
+		{"", false, ""},
+		{"listen: '[::1]:7070'\n", false, ""},
+		{"listen: localhost:7070\n", false, ""},
+		{"listen: 0.0.0.0:7070\n", false, "reading the API needs a token"},
+		{"listen: 0.0.0.0:7070\ntoken: t\n", true, ""},
+		{"listen: 10.1.2.3:7070\nui: {read_requires_token: false}\n", false, ""},
+		{"ui: {read_requires_token: true}\ntoken: t\n", true, ""},
+	} {
+		cfg, err := LoadConfig(writeConfig(t, minimal+c.extra))
+		if c.errPart != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errPart) {
+				t.Errorf("%q: error %v, want %q", c.extra, err, c.errPart)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.extra, err)
+			continue
+		}
+		if got := cfg.ReadsNeedToken(); got != c.want {
+			t.Errorf("%q: reads need the token = %v, want %v", c.extra, got, c.want)
+		}
+	}
+}
