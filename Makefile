@@ -16,7 +16,7 @@ STATICCHECK_VERSION := v0.8.2
 # under 15 minutes on 2 cores.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build test unit lint demo deps bench bench-backup fuzz clean
+.PHONY: all build test unit lint demo deps bench bench-backup bench-webui fuzz clean web-vendor
 
 all: build
 
@@ -60,6 +60,7 @@ demo: deps build
 	@echo "== $(BIN) analyze --sandbox demo"
 	@$(BIN) analyze --sandbox demo
 	@echo "== $(BIN) serve --sandbox demo   (Ctrl-C stops; try: $(BIN) sandbox kill demo node1 in another terminal)"
+	@echo "== web console: open http://127.0.0.1:7070/ in a browser (actions ask for the API token; serve prints its file below)"
 	@$(BIN) serve --sandbox demo
 
 bench: deps build
@@ -73,6 +74,25 @@ bench: deps build
 # THREADS scale it).
 bench-backup: deps build
 	bash bench/backup.sh
+
+# bench-webui: the web console's page load, chart render and serve CPU with
+# tabs open, in headless Chromium.
+bench-webui: deps build
+	bash bench/webui.sh
+
+# web-vendor refreshes the console's third-party files (Preact+htm, uPlot)
+# in web/static/vendor from the versions pinned in web/package-lock.json.
+# Their copies are committed, so building needs neither Node.js nor a
+# network; only this target does.
+web-vendor:
+	cd web && npm ci --no-audit --no-fund
+	mkdir -p web/static/vendor/preact-htm web/static/vendor/uplot
+	cp web/node_modules/htm/preact/standalone.module.js web/static/vendor/preact-htm/
+	cp web/node_modules/htm/LICENSE web/static/vendor/preact-htm/LICENSE-htm
+	cp web/node_modules/preact/LICENSE web/static/vendor/preact-htm/LICENSE-preact
+	cp web/node_modules/uplot/dist/uPlot.esm.min.js web/node_modules/uplot/dist/uPlot.min.css web/static/vendor/uplot/ 2>/dev/null || \
+		{ cp web/node_modules/uplot/dist/uPlot.esm.js web/static/vendor/uplot/uPlot.esm.min.js; cp web/node_modules/uplot/dist/uPlot.min.css web/static/vendor/uplot/; }
+	cp web/node_modules/uplot/LICENSE web/static/vendor/uplot/
 
 # fuzz runs each parser fuzzer briefly.
 fuzz:

@@ -15,6 +15,7 @@ import (
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/httpapi"
 	"github.com/dbpilot/dbpilot/sandbox"
+	"github.com/dbpilot/dbpilot/web"
 	"github.com/spf13/cobra"
 )
 
@@ -42,11 +43,13 @@ semi-sync; 1 s for status and replication), stores them in an embedded
 time-series store, evaluates alert rules, and exposes everything to
 Prometheus.
 
-The HTTP API (JSON) listens on 127.0.0.1:7070 by default:
-  GET  /api/health, /api/clusters, /api/clusters/{name}, /api/recoveries, /api/audit, /api/alerts
+The web console and the HTTP API (JSON) listen on 127.0.0.1:7070 by default:
+  GET  /                                                    the web console (topology, charts, alerts, recoveries)
+  GET  /api/health, /api/clusters, /api/clusters/{name}, /api/recoveries[/{id}], /api/audit, /api/alerts
   GET  /api/metrics/query?expr=&time= | &start=&end=&step=   (PromQL), /api/metrics/series?match[]=
   GET  /metrics                                             (Prometheus exposition, mysqld_exporter names)
   POST /api/clusters/{name}/failover|switchover|ack, /api/relocate   (Authorization: Bearer TOKEN)
+Reads need the token too when serve listens off-loopback (ui.read_requires_token).
 
 Only one serve may use a state file: a second one is refused. Until
 etcd-based coordination arrives, do not point two serve processes with
@@ -66,6 +69,9 @@ in the sandbox's directory). A configuration file looks like:
 			}
 			if listen != "" {
 				cfg.Listen = listen
+				if cfg.ReadsNeedToken() && cfg.Token == "" {
+					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --listen %s is not loopback, where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", listen)
+				}
 			}
 			// A broken rule file fails now, with the rule name and line.
 			if _, err := cfg.LoadAlertRules(); err != nil {
@@ -89,13 +95,10 @@ in the sandbox's directory). A configuration file looks like:
 				return err
 			}
 			defer d.Close()
-			mux := http.NewServeMux()
-			mux.Handle("/", httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Logger: log, Version: version}))
-			if d.TSDB != nil {
-				mux.Handle("/metrics", d.TSDB.Handler())
-				mux.Handle("/api/metrics/", d.TSDB.APIHandler())
+			api, err := serveHandler(cfg, d, log)
+			if err != nil {
+				return err
 			}
-			api := mux
 			ln, err := net.Listen("tcp", cfg.Listen)
 			if err != nil {
 				return dbpilot.WrapError(dbpilot.ECONFLICT, err, "serve: listen on %s", cfg.Listen)
@@ -111,7 +114,7 @@ in the sandbox's directory). A configuration file looks like:
 					tokenHint = "token in " + daemon.TokenFile(sd)
 				}
 			}
-			fmt.Fprintf(a.stdout, "dbpilot serve %s: API on http://%s (%s); state %s; watching %d cluster(s); Ctrl-C stops\n",
+			fmt.Fprintf(a.stdout, "dbpilot serve %s: web console and API on http://%s/ (%s); state %s; watching %d cluster(s); Ctrl-C stops\n",
 				version, ln.Addr(), tokenHint, cfg.State, len(cfg.Clusters))
 			done := make(chan struct{})
 			go func() {
@@ -139,6 +142,25 @@ in the sandbox's directory). A configuration file looks like:
 	sf.registerConfigOnly(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "", "API address (overrides the config; default "+daemon.DefaultListen+")")
 	return cmd
+}
+
+// serveHandler is everything serve answers on its one address: the JSON API
+// under /api/, the PromQL API under /api/metrics/, the Prometheus exposition
+// at /metrics, and the web console for every other path.
+func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.Handler, error) {
+	ui, err := web.NewHandler()
+	if err != nil {
+		return nil, err
+	}
+	api := httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Logger: log, Version: version, ReadRequiresToken: cfg.ReadsNeedToken()})
+	mux := http.NewServeMux()
+	mux.Handle("/api/", api)
+	if d.TSDB != nil {
+		mux.Handle("/metrics", api.Protect(d.TSDB.Handler()))
+		mux.Handle("/api/metrics/", api.Protect(d.TSDB.APIHandler()))
+	}
+	mux.Handle("/", ui)
+	return mux, nil
 }
 
 func logLevel(verbose bool) slog.Level {

@@ -1,0 +1,139 @@
+// Fetch wrapper for serve's JSON API: bearer token (per tab, sessionStorage),
+// the X-Dbpilot-Source header, error bodies {error, code}, connection state.
+
+const TOKEN_KEY = 'dbpilot.token';
+
+/** APIError is an answer of the API with an error body; message is its "error" text verbatim. */
+export class APIError extends Error {
+  constructor(status, message, code, body) {
+    super(message);
+    this.status = status;
+    this.code = code || '';
+    this.body = body || null;
+  }
+}
+
+/** ConnError: serve did not answer (restarting, network). */
+export class ConnError extends Error {}
+
+/** NeedToken: a write was attempted and the token dialog was cancelled. */
+export class NeedToken extends Error {
+  constructor() { super('this action needs the API token (dbpilot serve --sandbox NAME keeps it in the sandbox directory; a configured serve in token_file); nothing was done'); }
+}
+
+export function getToken() {
+  try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch { return ''; }
+}
+export function setToken(t) {
+  try { if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY); } catch { /* private mode */ }
+}
+
+// Listeners: connection state and notices, set by app.js.
+const hooks = { conn: () => {}, notice: () => {}, askToken: async () => null };
+export function setHooks(h) { Object.assign(hooks, h); }
+
+let pendingAsk = null;
+/** askToken opens dialog#token once for all callers waiting; resolves to the token or null. */
+export function askToken(reason) {
+  if (!pendingAsk) {
+    pendingAsk = Promise.resolve(hooks.askToken(reason)).then((t) => {
+      pendingAsk = null;
+      if (t) setToken(t.trim());
+      return t ? t.trim() : null;
+    });
+  }
+  return pendingAsk;
+}
+
+async function send(method, path, body, signal) {
+  const headers = { 'X-Dbpilot-Source': 'web', Accept: 'application/json' };
+  const tok = getToken();
+  if (tok) headers.Authorization = `Bearer ${tok}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let resp;
+  try {
+    resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal, cache: 'no-store' });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    hooks.conn(false);
+    throw new ConnError(`dbpilot serve does not answer (${e.message})`);
+  }
+  const text = await resp.text().catch(() => '');
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = null; }
+  // A proxy answering 502-504 without our body means serve is away.
+  if (!data && (resp.status === 502 || resp.status === 503 || resp.status === 504)) {
+    hooks.conn(false);
+    throw new ConnError(`dbpilot serve does not answer (HTTP ${resp.status})`);
+  }
+  hooks.conn(true);
+  if (resp.ok) {
+    if (data && data.status === 'error') throw new APIError(resp.status, data.error, data.errorType, data);
+    return data;
+  }
+  const msg = (data && data.error) || text.trim() || `HTTP ${resp.status}`;
+  throw new APIError(resp.status, msg, data && (data.code || data.errorType), data);
+}
+
+const wrongToken = (e) => e instanceof APIError && e.status === 401 && /wrong/i.test(e.message);
+
+/** get reads path; on 401 asks for the token and retries (reads need it when serve listens off-loopback). */
+export async function get(path, opt = {}) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await send('GET', path, undefined, opt.signal);
+    } catch (e) {
+      if (!(e instanceof APIError) || e.status !== 401 || attempt >= 2) throw e;
+      if (wrongToken(e)) { setToken(''); hooks.notice('the API token was wrong and has been forgotten; enter it again', 'error'); }
+      const t = await askToken('Reading this server needs the API token.');
+      if (!t) throw new APIError(401, 'reading needs the API token; reload the page to enter it', 'EAUTH');
+    }
+  }
+}
+
+/** post sends a write; asks for the token first when the tab has none. */
+export async function post(path, body) {
+  if (!getToken()) {
+    const t = await askToken('This action needs the API token.');
+    if (!t) throw new NeedToken();
+  }
+  try {
+    return await send('POST', path, body);
+  } catch (e) {
+    if (wrongToken(e)) {
+      setToken('');
+      throw new APIError(401, `${e.message}: the token was removed from this tab; enter the right one and try again`, 'EAUTH', e.body);
+    }
+    throw e;
+  }
+}
+
+const enc = encodeURIComponent;
+export const clusters = (o) => get('/api/clusters', o);
+export const cluster = (name, o) => get(`/api/clusters/${enc(name)}`, o);
+export const alerts = (q, o) => get(`/api/alerts?${new URLSearchParams(q)}`, o);
+export const recoveries = (q, o) => get(`/api/recoveries?${new URLSearchParams(q)}`, o);
+export const recovery = (id, o) => get(`/api/recoveries/${enc(id)}`, o);
+export const audit = (q, o) => get(`/api/audit?${new URLSearchParams(q)}`, o);
+export const relocate = (replica, below, dryRun) => post('/api/relocate', { replica, below, dry_run: dryRun });
+export const switchover = (name, to, dryRun) => post(`/api/clusters/${enc(name)}/switchover`, to ? { dry_run: dryRun, to } : { dry_run: dryRun });
+export const failover = (name, dryRun) => post(`/api/clusters/${enc(name)}/failover`, { dry_run: dryRun });
+export const ack = (name, comment) => post(`/api/clusters/${enc(name)}/ack`, { by: 'web', comment });
+
+/** query runs an instant PromQL query; returns the result vector. */
+export async function query(expr, o) {
+  const d = await get(`/api/metrics/query?${new URLSearchParams({ expr })}`, o);
+  return (d && d.data && d.data.result) || [];
+}
+
+/** queryRange runs a range query (unix seconds, step seconds); returns the matrix. */
+export async function queryRange(expr, start, end, step, o) {
+  const d = await get(`/api/metrics/query_range?${new URLSearchParams({ expr, start, end, step })}`, o);
+  return (d && d.data && d.data.result) || [];
+}
+
+/** seriesExist tells whether any series matches a selector since start. */
+export async function seriesExist(match, start, o) {
+  const d = await get(`/api/metrics/series?${new URLSearchParams({ 'match[]': match, start, limit: 1 })}`, o);
+  return !!(d && d.data && d.data.length);
+}
