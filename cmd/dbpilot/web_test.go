@@ -256,6 +256,18 @@ hooks:
 				t.Errorf("%s tabindex %q, want 0", k, ti)
 			}
 		}
+		// Each box says what orchestrator's does.
+		for k, wants := range map[string][]string{
+			n1: {"primary", "10.", "RW", "ROW", "GTID", "semi-sync primary", "2 replica(s)"},
+			n2: {"replica", "10.", "ro", "ROW", "GTID", "semi-sync replica", "IO ✔ SQL ✔", "lag"},
+		} {
+			txt := p.Text(nodeSel(k))
+			for _, w := range wants {
+				if !strings.Contains(txt, w) {
+					t.Errorf("the box of %s does not say %q: %q", k, w, txt)
+				}
+			}
+		}
 		p.Screenshot("topology")
 	})
 
@@ -277,9 +289,34 @@ hooks:
 		if !p.Has(`.chart[data-chart="qps"] canvas`) {
 			t.Error("the qps chart has no canvas")
 		}
-		if !p.Has("select#range") {
-			t.Error("no select#range")
+		// Hovering one chart shows values in its legend and moves the
+		// cursor of the others (one shared time cursor).
+		qps := `.chart[data-chart="qps"]`
+		p.Hover(qps+" .u-over", 0.97)
+		legendTime := func(chart string) string {
+			return p.EvalString(fmt.Sprintf(`document.querySelector('.chart[data-chart=%q] .u-legend .u-series:first-child .u-value')?.textContent ?? null`, chart))
 		}
+		p.WaitJS(`document.querySelector('.chart[data-chart="qps"] .u-legend .u-series:first-child .u-value')?.textContent.trim().length > 1`, 5*time.Second)
+		if a, b := legendTime("qps"), legendTime("threads"); a != b || len(a) < 2 {
+			t.Errorf("the cursor over qps shows time %q, the threads chart %q: want the same time", a, b)
+		}
+		// The range picker: 5 m, kept in the address and on reload.
+		p.Type("select#range", kb.ArrowUp)
+		p.WaitJS(`location.search === "?range=5m"`, 5*time.Second)
+		p.Navigate(clusterURL + "?range=5m")
+		p.WaitJS(`document.querySelector("select#range")?.value === "5m"`, 10*time.Second)
+		testutil.WaitFor(t, 15*time.Second, "qps chart has data points at 5m", func() (bool, string) {
+			n, _ := strconv.Atoi(p.Attr(qps, "data-points"))
+			return n > 0 && !p.Has(qps+" .nodata"), fmt.Sprint("data-points ", n)
+		})
+		// Zoom by selection: a fixed window in the address, then back.
+		p.DragAcross(qps+" .u-over", 0.5, 0.95)
+		p.WaitJS(`/^\?from=\d+&to=\d+$/.test(location.search)`, 5*time.Second)
+		p.WaitSelector("button.reset-zoom", 5*time.Second)
+		p.Screenshot("charts-zoomed")
+		p.Click("button.reset-zoom")
+		p.WaitJS(`location.search === "?range=5m"`, 5*time.Second)
+		p.Hover(qps+" .u-over", 0.9)
 		p.Screenshot("charts")
 	})
 
@@ -336,6 +373,28 @@ hooks:
 		p.Screenshot("token-refused")
 		if got := sourcePort(t, d, "node3"); got != d.Nodes[0].Port {
 			t.Errorf("node3 replicates from port %d after a refused relocation, want %d", got, d.Nodes[0].Port)
+		}
+	})
+
+	step("wrong token", func(t *testing.T) {
+		p.Drag(nodeSel(n3), nodeSel(n2))
+		p.WaitJS(`document.querySelector("dialog#token")?.open`, 10*time.Second)
+		p.Type("#token-input", "not-the-token")
+		p.Click(`dialog#token button[data-action="save-token"]`)
+		// The dry run is refused by serve; the page says so and forgets
+		// the token.
+		p.WaitJS(`document.querySelector("dialog#confirm")?.open && document.querySelector("dialog#confirm .refused")`, 15*time.Second)
+		if msg := p.Text("dialog#confirm .refused"); !strings.Contains(msg, "wrong API token") || !strings.Contains(msg, "removed") {
+			t.Errorf("the refusal of a wrong token says %q", msg)
+		}
+		if tok := p.EvalString(`sessionStorage.getItem("dbpilot.token")`); tok != "" {
+			t.Errorf("the wrong token is still stored: %q", tok)
+		}
+		p.Screenshot("token-wrong")
+		p.Click(`dialog#confirm button[data-action="cancel"]`)
+		p.WaitJS(`!document.querySelector("dialog#confirm")?.open`, 10*time.Second)
+		if got := sourcePort(t, d, "node3"); got != d.Nodes[0].Port {
+			t.Errorf("node3 replicates from port %d after a wrong token, want %d", got, d.Nodes[0].Port)
 		}
 	})
 
@@ -411,6 +470,40 @@ hooks:
 		}
 	})
 
+	step("switchover", func(t *testing.T) {
+		// node2 is node1's only direct replica (node3 is below node2):
+		// the one choice in the select after "best candidate".
+		p.WaitJS(fmt.Sprintf(`Array.from(document.querySelectorAll("#switchover-to option"), (o) => o.value).join() === ",%s"`, n2), 15*time.Second)
+		p.Type("#switchover-to", kb.ArrowDown)
+		if v := p.EvalString(`document.querySelector("#switchover-to").value`); v != n2 {
+			t.Fatalf("the switchover select holds %q after ArrowDown, want %s", v, n2)
+		}
+		p.Click(`button[data-action="switchover"]`)
+		p.WaitJS(`document.querySelector("dialog#confirm")?.open && document.querySelector("dialog#confirm .plan")`, 15*time.Second)
+		if plan := p.Text("dialog#confirm .plan"); !strings.Contains(plan, n2) {
+			t.Errorf("the switchover plan does not name %s: %q", n2, plan)
+		}
+		p.Screenshot("switchover-confirm")
+		if got := sourcePort(t, d, "node2"); got != d.Nodes[0].Port {
+			t.Fatalf("node2 changed before confirming (source port %d)", got)
+		}
+		p.Click(`dialog#confirm button[data-action="confirm"]`)
+		p.WaitSelector("dialog#confirm .result", 60*time.Second)
+		if res := p.Text("dialog#confirm .result"); !strings.Contains(res, "success") {
+			t.Fatalf("switchover result: %q", res)
+		}
+		p.Click(`dialog#confirm button[data-action="cancel"]`)
+		if got := sourcePort(t, d, "node2"); got != 0 {
+			t.Errorf("node2 replicates from port %d after the switchover to it", got)
+		}
+		if got := sourcePort(t, d, "node1"); got != d.Nodes[1].Port {
+			t.Errorf("node1 replicates from port %d after the switchover, want node2's %d", got, d.Nodes[1].Port)
+		}
+		p.WaitJS(fmt.Sprintf(`document.querySelector(%q)?.getAttribute("data-role") === "primary"`, nodeSel(n2)), 15*time.Second)
+		p.WaitSelector(fmt.Sprintf(`path.edge[data-from=%q][data-to=%q]`, n2, n1), 15*time.Second)
+		p.Screenshot("switchover-done")
+	})
+
 	step("serve restart", func(t *testing.T) {
 		p.Eval("window.__marker = 'restart'", nil)
 		s.stop()
@@ -430,17 +523,17 @@ hooks:
 	step("failover", func(t *testing.T) {
 		testutil.WaitFor(t, 20*time.Second, "serve sees the cluster ok again", func() (bool, string) {
 			c, body := s.cluster(d.Name)
-			return c.State == "ok" && c.Primary.Port == d.Nodes[0].Port, body
+			return c.State == "ok" && c.Primary.Port == d.Nodes[1].Port, body
 		})
-		p.WaitJS(fmt.Sprintf(`document.querySelector(%q)?.getAttribute("data-role") === "primary"`, nodeSel(n1)), 15*time.Second)
+		p.WaitJS(fmt.Sprintf(`document.querySelector(%q)?.getAttribute("data-role") === "primary"`, nodeSel(n2)), 15*time.Second)
 		p.Eval("window.__marker = 'failover'", nil)
 		killed := time.Now()
-		if err := sandbox.Kill(d, "node1"); err != nil {
+		if err := sandbox.Kill(d, "node2"); err != nil {
 			t.Fatal(err)
 		}
-		p.WaitJS(fmt.Sprintf(`["dead", "unreachable"].includes(document.querySelector(%q)?.getAttribute("data-state"))`, nodeSel(n1)), 30*time.Second)
+		p.WaitJS(fmt.Sprintf(`["dead", "unreachable"].includes(document.querySelector(%q)?.getAttribute("data-state"))`, nodeSel(n2)), 30*time.Second)
 		p.Screenshot("failover-during")
-		newPrimary := fmt.Sprintf(`g.node[data-role="primary"]:not([data-key=%q])`, n1)
+		newPrimary := fmt.Sprintf(`g.node[data-role="primary"]:not([data-key=%q])`, n2)
 		p.WaitSelector(newPrimary, 30*time.Second)
 		onPage := time.Since(killed)
 		got := p.Attr(newPrimary, "data-key")
@@ -455,14 +548,76 @@ hooks:
 			t.Error("the page reloaded during the failover")
 		}
 		// The old primary, when still drawn, is drawn dead.
-		if p.Has(nodeSel(n1)) {
-			if st := p.Attr(nodeSel(n1), "data-state"); st != "dead" && st != "unreachable" {
+		if p.Has(nodeSel(n2)) {
+			if st := p.Attr(nodeSel(n2), "data-state"); st != "dead" && st != "unreachable" {
 				t.Errorf("the old primary's state is %q, want dead or unreachable", st)
 			}
 		} else {
-			t.Logf("the old primary %s is not drawn after the failover (serve no longer lists it)", n1)
+			t.Logf("the old primary %s is not drawn after the failover (serve no longer lists it)", n2)
 		}
 		t.Logf("new primary %s on the page %s after the kill (figure only; bench/webui.sh measures)", got, onPage.Round(10*time.Millisecond))
 		p.Screenshot("failover-after")
+	})
+	step("ack", func(t *testing.T) {
+		// The automatic failover blocks the next one until acknowledged.
+		ack := `button[data-action="ack"]:not([disabled])`
+		p.WaitSelector(ack, 30*time.Second)
+		p.Click(ack)
+		p.WaitJS(`document.querySelector("dialog#confirm")?.open && document.querySelector("dialog#confirm input[name=comment]")`, 10*time.Second)
+		if p.Has(`dialog#confirm button[data-action="confirm"]:not([disabled])`) {
+			t.Error("an ack without a comment can be confirmed")
+		}
+		p.Type("dialog#confirm input[name=comment]", "web test: failover checked")
+		p.Click(`dialog#confirm button[data-action="confirm"]`)
+		p.WaitSelector("dialog#confirm .result", 15*time.Second)
+		if res := p.Text("dialog#confirm .result"); !strings.Contains(res, "acknowledged") {
+			t.Errorf("ack result: %q", res)
+		}
+		p.Click(`dialog#confirm button[data-action="cancel"]`)
+		_, body := s.get("/api/recoveries?cluster=" + d.Name)
+		var recs []struct {
+			Kind       string `json:"kind"`
+			Acked      bool   `json:"acked"`
+			AckComment string `json:"ack_comment"`
+		}
+		if err := json.Unmarshal([]byte(body), &recs); err != nil || len(recs) == 0 {
+			t.Fatalf("recoveries: %v %.500s", err, body)
+		}
+		if r := recs[0]; !r.Acked || r.AckComment != "web test: failover checked" {
+			t.Errorf("the last recovery (%s) after the ack from the page: acked %v, comment %q", r.Kind, r.Acked, r.AckComment)
+		}
+		p.WaitSelector(`button[data-action="ack"][disabled]`, 10*time.Second)
+		p.Screenshot("acked")
+	})
+
+	step("recovery page", func(t *testing.T) {
+		row := `.recovery-row.ok a`
+		p.WaitSelector(row, 10*time.Second)
+		id := p.EvalString(`document.querySelector(".recovery-row.ok")?.getAttribute("data-id") ?? null`)
+		p.Click(row)
+		p.WaitJS(fmt.Sprintf(`location.pathname === "/recoveries/%s"`, id), 10*time.Second)
+		p.WaitSelector(".audit-row", 15*time.Second)
+		if n := p.Count(".audit-row"); n < 2 {
+			t.Errorf("recovery %s shows %d audit steps", id, n)
+		}
+		p.Screenshot("recovery")
+		// The address works on reload.
+		p.Navigate(s.URL + "/recoveries/" + id)
+		p.WaitSelector(".audit-row", 15*time.Second)
+	})
+
+	step("instance page", func(t *testing.T) {
+		c, _ := s.cluster(d.Name)
+		k := fmt.Sprintf("%s:%d", c.Primary.Host, c.Primary.Port)
+		p.Navigate(s.URL + "/instances/" + k)
+		p.WaitSelector("dl.inspect", 15*time.Second)
+		txt := p.Text("main")
+		for _, want := range []string{k, "primary", "gtid_binlog_pos", "semi_sync", "10."} {
+			if !strings.Contains(txt, want) {
+				t.Errorf("the instance page of %s does not show %q", k, want)
+			}
+		}
+		p.WaitSelector(`.chart[data-chart="qps"]`, 15*time.Second)
+		p.Screenshot("instance")
 	})
 }

@@ -373,6 +373,38 @@ func (t *Tab) Drag(from, to string) error {
 	}
 	fx, fy := a.Center()
 	tx, ty := b.Center()
+	if err := t.dragXY(fx, fy, tx, ty); err != nil {
+		return fmt.Errorf("drag %s onto %s: %w", from, to, err)
+	}
+	return nil
+}
+
+// DragAcross drags inside the element matching sel, at half its height,
+// from the fraction x1 of its width to the fraction x2 (a selection on a
+// chart, say).
+func (t *Tab) DragAcross(sel string, x1, x2 float64) error {
+	r, err := t.Rect(sel)
+	if err != nil {
+		return err
+	}
+	y := r.Y + r.Height/2
+	if err := t.dragXY(r.X+r.Width*x1, y, r.X+r.Width*x2, y); err != nil {
+		return fmt.Errorf("drag across %s: %w", sel, err)
+	}
+	return nil
+}
+
+// Hover moves the mouse, no button pressed, to half the height of the
+// element matching sel at the fraction x of its width.
+func (t *Tab) Hover(sel string, x float64) error {
+	r, err := t.Rect(sel)
+	if err != nil {
+		return err
+	}
+	return t.do(t.Timeout, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, r.X+r.Width*x, r.Y+r.Height/2))
+}
+
+func (t *Tab) dragXY(fx, fy, tx, ty float64) error {
 	const steps = 12
 	actions := []chromedp.Action[chromedp.Void]{
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, fx, fy),
@@ -385,10 +417,7 @@ func (t *Tab) Drag(from, to string) error {
 			chromedp.Sleep(10*time.Millisecond))
 	}
 	actions = append(actions, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, tx, ty, chromedp.ButtonLeft, buttons(0), chromedp.ClickCount(1)))
-	if err := t.do(t.Timeout, actions...); err != nil {
-		return fmt.Errorf("drag %s onto %s: %w", from, to, err)
-	}
-	return nil
+	return t.do(t.Timeout, actions...)
 }
 
 func buttons(n int64) chromedp.MouseOption {
@@ -396,7 +425,14 @@ func buttons(n int64) chromedp.MouseOption {
 }
 
 // Screenshot returns a PNG of the whole page.
+// It first waits (up to 2 s) for running CSS transitions and animations to
+// end, so that a picture never shows boxes half-way to where they move.
 func (t *Tab) Screenshot() ([]byte, error) {
+	// A page that keeps animating is still pictured, as it is after 2 s.
+	_ = t.WaitJS(`!document.getAnimations().some((a) => a.playState === "running")`, 2*time.Second)
+	// The whole page from its top: scrolled, a sticky header would be
+	// pictured in the middle.
+	_ = t.Eval(`window.scrollTo(0, 0)`, nil)
 	ctx, cancel := context.WithTimeout(t.ctx, t.Timeout)
 	defer cancel()
 	return chromedp.Run(ctx, chromedp.FullScreenshot(100))

@@ -186,6 +186,24 @@ func (p *Page) Drag(from, to string) {
 	}
 }
 
+// Hover moves the mouse over the element matching sel, at the fraction x of
+// its width.
+func (p *Page) Hover(sel string, x float64) {
+	p.T.Helper()
+	if err := p.Tab.Hover(sel, x); err != nil {
+		p.T.Fatalf("browser: %v", err)
+	}
+}
+
+// DragAcross drags inside the element matching sel from the fraction x1 of
+// its width to x2.
+func (p *Page) DragAcross(sel string, x1, x2 float64) {
+	p.T.Helper()
+	if err := p.Tab.DragAcross(sel, x1, x2); err != nil {
+		p.T.Fatalf("browser: %v", err)
+	}
+}
+
 // ScreenshotDir is where screenshots go: $DBPILOT_SCREENSHOTS, else
 // build/screenshots/ in the repository (the directory holding go.mod).
 func ScreenshotDir() (string, error) {

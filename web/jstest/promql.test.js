@@ -67,3 +67,18 @@ test('promql: refresh period', () => {
   eq(p.refreshEvery(3600), 2000);
   eq(p.refreshEvery(21600), 30000);
 });
+test('promql: the chart range in the address', () => {
+  eq(p.rangeFromQuery(''), { preset: '1h' });
+  eq(p.rangeFromQuery('?range=5m'), { preset: '5m' });
+  eq(p.rangeFromQuery('?range=3y'), { preset: '1h' });
+  eq(p.rangeFromQuery('?range=constructor'), { preset: '1h' });
+  eq(p.rangeFromQuery('?from=1700000000&to=1700003600'), { preset: 'custom', from: 1700000000, to: 1700003600, back: '1h' });
+  eq(p.rangeFromQuery('?from=1700003600&to=1700000000'), { preset: '1h' });
+  eq(p.rangeFromQuery('?from=abc&to=1700000000'), { preset: '1h' });
+  eq(p.rangeFromQuery('?from=1.5&to=3'), { preset: '1h' });
+  for (const r of [{ preset: '1h' }, { preset: '24h' }, { preset: 'custom', from: 1700000000, to: 1700003600, back: '1h' }]) {
+    eq(p.rangeFromQuery(p.rangeToQuery(r)), r);
+  }
+  eq(p.rangeToQuery({ preset: '1h' }), '');
+  eq(p.rangeToQuery({ preset: '7d' }), '?range=7d');
+});

@@ -38,7 +38,8 @@ export function askToken(reason) {
   if (!pendingAsk) {
     pendingAsk = Promise.resolve(hooks.askToken(reason)).then((t) => {
       pendingAsk = null;
-      if (t) setToken(t.trim());
+      // A notice about a missing or wrong token is answered now.
+      if (t) { setToken(t.trim()); hooks.notice(null); }
       return t ? t.trim() : null;
     });
   }

@@ -82,7 +82,7 @@ function TokenButton() {
 
 function App() {
   const [path, setPath] = useState(location.pathname);
-  useEffect(() => onRoute(() => setPath(location.pathname)), []);
+  useEffect(() => onRoute(() => { setPath(location.pathname); notice(null); }), []);
   const r = route(path);
   useEffect(() => {
     document.title = { overview: 'dbpilot — fleet', cluster: `${r.arg} — dbpilot`, instance: `${r.arg} — dbpilot`, recovery: `recovery ${r.arg} — dbpilot`, notfound: 'not found — dbpilot' }[r.view];

@@ -3,7 +3,7 @@
 import { html, useState, useEffect, useRef } from '../vendor/preact-htm/standalone.module.js';
 import uPlot from '../vendor/uplot/uPlot.esm.min.js';
 import * as api from './api.js';
-import { RANGES, chooseStep, alignRange, chartSpecs, wsrepSpec, combine, toColumns, mergeColumns, refreshEvery } from './promql.js';
+import { RANGES, rangeFromQuery, rangeToQuery, chooseStep, alignRange, chartSpecs, wsrepSpec, combine, toColumns, mergeColumns, refreshEvery } from './promql.js';
 import { number, time as fmtTime } from './format.js';
 
 const PALETTE = ['#4e9af1', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#edc948', '#76b7b2', '#ff9da7', '#9c755f', '#bab0ac', '#8cd17d', '#d37295'];
@@ -13,7 +13,9 @@ const toLocalInput = (sec) => { const d = new Date(sec * 1000); const p = (n) =>
 
 /** ChartPanel: the range picker and every chart of a scope ({cluster} or {cluster, instance}). */
 export function ChartPanel({ scope }) {
-  const [range, setRange] = useState({ preset: '1h' }); // or {preset:'custom', from, to, back}
+  // {preset} or {preset:'custom', from, to, back}; read from and written to
+  // the address (?range= or ?from=&to=), so that a link shows the same window.
+  const [range, setRange] = useState(() => rangeFromQuery(location.search));
   const [width, setWidth] = useState(0);
   const [wsrep, setWsrep] = useState(false);
   const [custom, setCustom] = useState(null);
@@ -33,6 +35,11 @@ export function ChartPanel({ scope }) {
     measure();
     return () => ro.disconnect();
   }, []);
+
+  useEffect(() => {
+    const q = rangeToQuery(range);
+    if (q !== location.search) history.replaceState(history.state, '', location.pathname + q);
+  }, [range.preset, range.from, range.to]);
 
   useEffect(() => {
     let live = true;

@@ -11,6 +11,27 @@
 /** Range presets of select#range, in seconds. */
 export const RANGES = { '5m': 300, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
 
+/**
+ * rangeFromQuery reads a chart range from a page address's query string, so
+ * that a link names what it shows: ?range=5m|1h|6h|24h|7d, or
+ * ?from=UNIX&to=UNIX (seconds) for a fixed window. Anything else: def.
+ */
+export function rangeFromQuery(search, def = '1h') {
+  const q = new URLSearchParams(search || '');
+  const from = Number(q.get('from')), to = Number(q.get('to'));
+  if (q.has('from') && q.has('to') && Number.isInteger(from) && Number.isInteger(to) && to > from && from > 0) {
+    return { preset: 'custom', from, to, back: def };
+  }
+  const r = q.get('range');
+  return { preset: r && Object.hasOwn(RANGES, r) ? r : def };
+}
+
+/** rangeToQuery is rangeFromQuery's inverse ("" for the default range). */
+export function rangeToQuery(range, def = '1h') {
+  if (range.preset === 'custom') return `?from=${range.from}&to=${range.to}`;
+  return range.preset === def ? '' : `?range=${range.preset}`;
+}
+
 /** refreshEvery: live refresh period (ms) for a range: 2 s up to 1 h, 30 s beyond. */
 export function refreshEvery(rangeSec) {
   return rangeSec <= 3600 ? 2000 : 30000;
@@ -131,14 +152,17 @@ export function chartSpecs(scope, step) {
 
 // Rows per second: InnoDB row operations where the server reports them
 // (MySQL; MariaDB 10.x before 11), else the handler counters (both).
+// rowsSpec: an instance's rows/s by operation; a cluster's one line per
+// instance (all operations), so that a 50-instance cluster draws 50 series
+// and not 300.
 function rowsSpec(s, step, one) {
-  const by = one ? 'operation' : 'instance, operation';
+  const by = one ? 'operation' : 'instance';
   const innodb = `sum by (${by}) (${rate(s('mysql_global_status_innodb_row_ops_total'), step)})`;
   const handlers = `sum by (${by}) (label_replace(${rate(s('mysql_global_status_handlers_total', [['handler', '=~', 'write|update|delete|read_rnd_next|read_next|read_key']]), step)}, "operation", "$1", "handler", "(.*)"))`;
   return {
-    id: 'rows', title: 'Rows per second', unit: '/s',
+    id: 'rows', title: one ? 'Rows per second' : 'Rows per second (all operations)', unit: '/s',
     queries: [{ id: 'rows', expr: `${innodb} or (${handlers} unless on() ${innodb})` }],
-    name: (mt) => (one ? mt.operation : `${mt.operation} ${mt.instance}`),
+    name: (mt) => (one ? mt.operation : mt.instance),
   };
 }
 

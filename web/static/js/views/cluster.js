@@ -52,7 +52,10 @@ export function ClusterView({ name }) {
 function ClusterActions({ status, state }) {
   const primary = fmtKey(status.primary);
   const candidates = (status.instances || []).filter((i) => i.reachable && fmtKey(i.key) !== primary && (i.channels || []).some((c) => fmtKey(c.source) === primary)).map((i) => fmtKey(i.key));
-  const [to, setTo] = useState('');
+  const [chosen, setTo] = useState('');
+  // A chosen replica that is no longer one (after a switchover): back to
+  // the best candidate, never a blank select.
+  const to = candidates.includes(chosen) ? chosen : '';
   const blocked = state === 'blocked' || (status.last_recovery && !status.last_recovery.acked);
   return html`<div class="actions" role="group" aria-label="cluster actions">
     <label>Switchover to <select id="switchover-to" value=${to} onChange=${(e) => setTo(e.target.value)}>
