@@ -22,7 +22,11 @@ type ClusterStatus struct {
 	AutoFailover bool        `json:"auto_failover"`
 	Instances    []*Instance `json:"instances"`
 	Problems     []Problem   `json:"problems"`
-	ObservedAt   time.Time   `json:"observed_at"`
+	// Detached are instances discovery still sees but that are outside
+	// the cluster: an old primary after a failover (dead, or fenced and
+	// read_only when it returns), a seed that does not replicate.
+	Detached   []*Instance `json:"detached,omitempty"`
+	ObservedAt time.Time   `json:"observed_at"`
 	// BlockedUntil is set while automatic recovery is blocked by a recent
 	// unacknowledged recovery (anti-flapping).
 	BlockedUntil time.Time `json:"blocked_until,omitzero"`

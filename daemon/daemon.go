@@ -403,6 +403,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		cs.status.Primary = primary.Key
 	}
 	cs.status.Instances = members
+	cs.status.Detached = detached
 	cs.status.Problems = problems
 	if problems == nil {
 		cs.status.Problems = []dbpilot.Problem{}

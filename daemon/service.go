@@ -38,6 +38,7 @@ func (d *Daemon) snapshot(ctx context.Context, cs *clusterState) *dbpilot.Cluste
 	st := cs.status
 	st.Instances = append([]*dbpilot.Instance(nil), cs.status.Instances...)
 	st.Problems = append([]dbpilot.Problem(nil), cs.status.Problems...)
+	st.Detached = append([]*dbpilot.Instance(nil), cs.status.Detached...)
 	cs.mu.Unlock()
 	if st.Instances == nil {
 		st.Instances = []*dbpilot.Instance{}

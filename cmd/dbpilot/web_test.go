@@ -547,13 +547,13 @@ hooks:
 		if m := p.EvalString("window.__marker ?? null"); m != "failover" {
 			t.Error("the page reloaded during the failover")
 		}
-		// The old primary, when still drawn, is drawn dead.
-		if p.Has(nodeSel(n2)) {
-			if st := p.Attr(nodeSel(n2), "data-state"); st != "dead" && st != "unreachable" {
-				t.Errorf("the old primary's state is %q, want dead or unreachable", st)
-			}
-		} else {
-			t.Logf("the old primary %s is not drawn after the failover (serve no longer lists it)", n2)
+		// The old primary stays on the picture, outside the cluster and dead.
+		p.WaitJS(fmt.Sprintf(`document.querySelector(%q)?.getAttribute("data-role") === "detached"`, nodeSel(n2)), 10*time.Second)
+		if st := p.Attr(nodeSel(n2), "data-state"); st != "dead" {
+			t.Errorf("the old primary's state is %q after the failover, want dead", st)
+		}
+		if txt := p.Text(nodeSel(n2)); !strings.Contains(txt, "former primary") {
+			t.Errorf("the old primary's box says %q, not that it is the former primary", txt)
 		}
 		t.Logf("new primary %s on the page %s after the kill (figure only; bench/webui.sh measures)", got, onPage.Round(10*time.Millisecond))
 		p.Screenshot("failover-after")

@@ -8,9 +8,16 @@ import * as actions from './actions.js';
 
 export const BOX = { w: 228, h: 136, gapX: 30, gapY: 58 };
 
-/** nodeRole: primary | intermediate | replica | unknown. */
-export function nodeRole(inst, status, hasChildren) {
+/** formerPrimary: the recovery that replaced inst as primary, when the cluster's last one did. */
+export function formerPrimary(inst, status) {
+  const r = status.last_recovery;
+  return r && r.old_primary && fmtKey(r.old_primary) === fmtKey(inst.key) && fmtKey(r.new_primary) !== fmtKey(inst.key) ? r : null;
+}
+
+/** nodeRole: primary | intermediate | replica | detached (seen, outside the cluster) | unknown. */
+export function nodeRole(inst, status, hasChildren, detached = false) {
   const k = fmtKey(inst.key);
+  if (detached) return 'detached';
   if (k === fmtKey(status.primary)) return 'primary';
   if (inst.channels && inst.channels.length) return hasChildren ? 'intermediate' : 'replica';
   return 'unknown';
@@ -20,7 +27,7 @@ export function nodeRole(inst, status, hasChildren) {
 export function nodeState(inst, status, problems) {
   if (!inst.reachable) {
     const k = fmtKey(inst.key);
-    const dead = (k === fmtKey(status.primary) && status.state === 'dead') || problems.some((p) => p.code === 'DeadPrimary');
+    const dead = (k === fmtKey(status.primary) && status.state === 'dead') || problems.some((p) => p.code === 'DeadPrimary') || !!formerPrimary(inst, status);
     return dead ? 'dead' : 'unreachable';
   }
   if ((inst.channels || []).some((c) => c.io_running !== 'Yes' || !c.sql_running)) return 'stopped';
@@ -49,7 +56,13 @@ function channelText(inst) {
  * Topology draws status (ClusterStatus). lag: Map instance → seconds.
  */
 export function Topology({ status, lag }) {
-  const insts = status.instances || [];
+  // Detached instances (an old primary after a failover) are drawn apart,
+  // greyed, as roots of their own.
+  const members = status.instances || [];
+  const memberKeys = new Set(members.map((i) => fmtKey(i.key)));
+  const detached = (status.detached || []).filter((i) => !memberKeys.has(fmtKey(i.key)));
+  const detachedKeys = new Set(detached.map((i) => fmtKey(i.key)));
+  const insts = [...members, ...detached];
   const nodes = insts.map((i) => ({ key: fmtKey(i.key), sources: (i.channels || []).map((c) => fmtKey(c.source)) }));
   const L = layout(nodes, fmtKey(status.primary), { w: BOX.w, h: BOX.h, gapX: BOX.gapX, gapY: BOX.gapY });
   const children = new Map();
@@ -153,7 +166,8 @@ export function Topology({ status, lag }) {
         const p = L.pos.get(k);
         const ps = probs.get(k) || [];
         const kids = children.get(k) || [];
-        const role = nodeRole(i, status, kids.length > 0);
+        const role = nodeRole(i, status, kids.length > 0, detachedKeys.has(k));
+        const former = role === 'detached' ? formerPrimary(i, status) : null;
         const state = nodeState(i, status, ps);
         const lg = lag && lag.get(k);
         const semi = SEMI(i.semi_sync || {});
@@ -173,10 +187,10 @@ export function Topology({ status, lag }) {
           <a href=${instanceHref(k)} onClick=${(e) => { e.preventDefault(); if (!justDragged.current) navigate(instanceHref(k)); }} draggable="false">
             <text class="addr" x="14" y="20">${k}</text>
           </a>
-          <text class="line" x="14" y="38"><tspan class="role">${role}</tspan> · ${shortVersion(i.version) || i.flavor || '?'}</text>
+          <text class="line" x="14" y="38"><tspan class="role">${role}</tspan> · ${shortVersion(i.version) || i.flavor || (i.reachable ? '?' : 'not reachable')}</text>
           <text class="line" x="14" y="55">${i.reachable ? `${i.read_only ? 'ro' : 'RW'} · ${i.log_bin ? i.binlog_format || 'binlog' : 'no binlog'} · ${gtid}` : 'last seen state'}</text>
           <text class="line" x="14" y="72">${semi ? `semi-sync ${semi}${i.semi_sync.primary_enabled ? (i.semi_sync.primary_active ? ' (on)' : ' (fell back)') : ''}` : 'async'}${rule ? ` · promo ${rule}` : ''}</text>
-          <text class="line" x="14" y="89">${channelText(i) || (role === 'primary' ? `${kids.length} replica(s)` : '')}${i.channels && i.channels.length ? html` · lag <tspan class=${`lag lag-${lagLevel(lg)}`}>${fmtLag(lg)}</tspan>` : ''}</text>
+          <text class="line" x="14" y="89">${role === 'detached' ? (former ? `former primary (${former.kind} #${former.id})` : 'outside the cluster') : channelText(i) || (role === 'primary' ? `${kids.length} replica(s)` : '')}${i.channels && i.channels.length ? html` · lag <tspan class=${`lag lag-${lagLevel(lg)}`}>${fmtLag(lg)}</tspan>` : ''}</text>
           ${state !== 'ok' && html`<text class="statemark" x=${BOX.w - 10} y="20" text-anchor="end">${STATE_MARK[state]}</text>`}
           ${ps.slice(0, 2).map((pr, n) => html`<g class=${`pbadge sev-${pr.severity}`} transform=${`translate(${14 + n * 104}, 102)`}>
             <title>${pr.message}</title>
