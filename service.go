@@ -53,6 +53,16 @@ type OperationOptions struct {
 	To InstanceKey `json:"to,omitzero"`
 }
 
+// ClusterWatcher is implemented by a ClusterService that can say when a
+// cluster's status changes (serve's daemon), so that a client is told at
+// once instead of polling: the console's live topology.
+type ClusterWatcher interface {
+	// ClusterChanged returns a channel closed at the cluster's next status
+	// change (state, primary, members, problems, observation, recovery or
+	// ack); it fails with ENOTFOUND for an unknown cluster.
+	ClusterChanged(ctx context.Context, name string) (<-chan struct{}, error)
+}
+
 // ClusterService is what the CLI asks of dbpilot, whether it acts directly
 // or through a running `serve` (httpapi.Client implements it too).
 type ClusterService interface {

@@ -63,6 +63,15 @@ type clusterState struct {
 	// primaryChanged is closed (and replaced) when primary changes: the
 	// liveness session then moves to the new primary.
 	primaryChanged chan struct{}
+	// changed is closed (and replaced) whenever status changes: watchers
+	// (ClusterChanged) are told at once.
+	changed chan struct{}
+}
+
+// touch tells the status's watchers that it changed. The caller holds cs.mu.
+func (cs *clusterState) touch() {
+	close(cs.changed)
+	cs.changed = make(chan struct{})
 }
 
 // setPrimary records the cluster's current primary. The caller holds cs.mu.
@@ -164,7 +173,7 @@ func New(cfg *Config, opt Options) *Daemon {
 	for i := range cfg.Clusters {
 		cl := &cfg.Clusters[i]
 		cs := &clusterState{cfg: cl, fenced: map[dbpilot.InstanceKey]bool{}, fenceNoted: map[dbpilot.InstanceKey]string{},
-			wake: make(chan struct{}, 1), primaryChanged: make(chan struct{}), lastSeen: map[dbpilot.InstanceKey]time.Time{}}
+			wake: make(chan struct{}, 1), primaryChanged: make(chan struct{}), changed: make(chan struct{}), lastSeen: map[dbpilot.InstanceKey]time.Time{}}
 		cs.status = dbpilot.ClusterStatus{Name: cl.Name, State: dbpilot.ClusterUnknown, AutoFailover: cl.AutoFailover}
 		cs.known = append(cs.known, cl.seeds...)
 		d.clusters[cl.Name] = cs
@@ -412,6 +421,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	if comp != nil && len(comp.Primaries) > 1 {
 		cs.status.State = dbpilot.ClusterOK
 	}
+	cs.touch()
 	cs.mu.Unlock()
 	if d.mon != nil && d.running.Load() {
 		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
@@ -524,6 +534,7 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 		d.log.Warn("discovery failed", "cluster", cs.cfg.Name, "err", err)
 		cs.mu.Lock()
 		cs.status.State = dbpilot.ClusterUnknown
+		cs.touch()
 		cs.mu.Unlock()
 		return
 	}
@@ -588,6 +599,7 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 		cs.failingSince = time.Time{}
 		cs.status.State = dbpilot.ClusterOK
 		cs.lastVerdict = ""
+		cs.touch()
 		cs.mu.Unlock()
 		if wasFailing {
 			d.log.Info("primary reachable again", "cluster", cs.cfg.Name, "primary", primary.Key.String())
@@ -631,6 +643,7 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 	v := topology.AssessPrimary(reachable, primary.Key, fresh)
 	cs.mu.Lock()
 	cs.status.State = v.State
+	cs.touch()
 	cs.mu.Unlock()
 	d.note(cs, v.State, v.Reason)
 	return v

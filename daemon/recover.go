@@ -91,6 +91,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 	}
 	cs.mu.Lock()
 	cs.status.State = dbpilot.ClusterRecovering
+	cs.touch()
 	cs.mu.Unlock()
 	detail := map[string]string{"kind": kind}
 	if !detectedAt.IsZero() {
@@ -111,6 +112,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 			cs.failingSince = time.Time{}
 			cs.status.State = dbpilot.ClusterOK
 			cs.status.Primary = rec.NewPrimary
+			cs.touch()
 			cs.mu.Unlock()
 			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: dbpilot.AuditRecovered,
 				Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})
@@ -118,6 +120,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 			d.runHooks(ctx, cs, rec, "post-unsuccessful-failover", hooks.PostUnsuccessfulFailover, hooks)
 			cs.mu.Lock()
 			cs.status.State = dbpilot.ClusterDead
+			cs.touch()
 			cs.mu.Unlock()
 			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditFailed, Message: "recovery failed: " + err.Error()})
 		}

@@ -61,6 +61,18 @@ func (d *Daemon) snapshot(ctx context.Context, cs *clusterState) *dbpilot.Cluste
 	return &st
 }
 
+// ClusterChanged returns a channel closed at the cluster's next status
+// change (dbpilot.ClusterWatcher).
+func (d *Daemon) ClusterChanged(ctx context.Context, name string) (<-chan struct{}, error) {
+	cs, err := d.cluster(name)
+	if err != nil {
+		return nil, err
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.changed, nil
+}
+
 // Clusters returns every cluster's status.
 func (d *Daemon) Clusters(ctx context.Context) ([]*dbpilot.ClusterStatus, error) {
 	out := make([]*dbpilot.ClusterStatus, 0, len(d.order))
@@ -190,6 +202,7 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 		cs.mu.Lock()
 		cs.setPrimary(plan.Candidate)
 		cs.status.Primary = plan.Candidate
+		cs.touch()
 		cs.mu.Unlock()
 	}
 	d.endRecovery(ctx, rec, err)
@@ -289,6 +302,7 @@ func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (n int, err 
 	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Event: dbpilot.AuditAck, Message: fmt.Sprintf("%d recoveries acknowledged by %s: %s", n, by, comment)})
 	cs.mu.Lock()
 	cs.lastVerdict = ""
+	cs.touch() // the block is lifted
 	cs.mu.Unlock()
 	return n, nil
 }
@@ -332,5 +346,10 @@ func (d *Daemon) endRecovery(ctx context.Context, rec *dbpilot.Recovery, err err
 		if uerr := d.store.UpdateRecovery(context.WithoutCancel(ctx), rec); uerr != nil {
 			d.log.Warn("update recovery", "err", uerr)
 		}
+	}
+	if cs := d.clusters[rec.Cluster]; cs != nil { // last_recovery changed
+		cs.mu.Lock()
+		cs.touch()
+		cs.mu.Unlock()
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -40,11 +41,19 @@ type Server struct {
 	tokenHash [sha256.Size]byte
 	log       *slog.Logger
 	mux       *http.ServeMux
+
+	stopStreams     chan struct{} // closed by StopStreams
+	stopStreamsOnce sync.Once
 }
+
+// StopStreams ends every event stream (GET /api/clusters/{name}/events) now
+// and refuses new ones' waiting: serve calls it when it shuts down, as
+// http.Server.Shutdown waits for handlers and a stream never ends by itself.
+func (s *Server) StopStreams() { s.stopStreamsOnce.Do(func() { close(s.stopStreams) }) }
 
 // NewServer returns a Server answering from svc.
 func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
-	s := &Server{svc: svc, opt: opt, log: opt.Logger, mux: http.NewServeMux()}
+	s := &Server{svc: svc, opt: opt, log: opt.Logger, mux: http.NewServeMux(), stopStreams: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -53,6 +62,7 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	s.mux.HandleFunc("GET /api/health", s.read(s.health))
 	s.mux.HandleFunc("GET /api/clusters", s.read(s.clusters))
 	s.mux.HandleFunc("GET /api/clusters/{name}", s.read(s.cluster))
+	s.mux.HandleFunc("GET /api/clusters/{name}/events", s.read(s.clusterEvents))
 	s.mux.HandleFunc("GET /api/recoveries", s.read(s.recoveries))
 	s.mux.HandleFunc("GET /api/recoveries/{id}", s.read(s.recovery))
 	s.mux.HandleFunc("GET /api/audit", s.read(s.audit))

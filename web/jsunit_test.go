@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,17 @@ import (
 // and no network are needed. The runner page sets
 // window.__jstest = {done, passed, failed: [{name, error}]}.
 func TestJSUnit(t *testing.T) {
-	if _, err := os.Stat("jstest/index.html"); err != nil {
+	runner, err := os.ReadFile("jstest/index.html")
+	if err != nil {
 		t.Fatalf("the JavaScript test runner page is missing: %v", err)
+	}
+	// The runner imports a list of files: a test file left off it would
+	// never run.
+	files, _ := filepath.Glob("jstest/*.test.js")
+	for _, f := range files {
+		if name := "'./" + filepath.Base(f) + "'"; !strings.Contains(string(runner), name) {
+			t.Errorf("jstest/index.html does not run %s: add %s to its files", f, name)
+		}
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(".")))
 	t.Cleanup(srv.Close)

@@ -97,7 +97,7 @@ in the sandbox's directory). A configuration file looks like:
 				return err
 			}
 			defer d.Close()
-			api, err := serveHandler(cfg, d, log)
+			api, apiServer, err := serveHandler(cfg, d, log)
 			if err != nil {
 				return err
 			}
@@ -106,6 +106,8 @@ in the sandbox's directory). A configuration file looks like:
 				return dbpilot.WrapError(dbpilot.ECONFLICT, err, "serve: listen on %s", cfg.Listen)
 			}
 			srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+			// Shutdown waits for handlers: end the console's event streams.
+			srv.RegisterOnShutdown(apiServer.StopStreams)
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			errc := make(chan error, 1)
@@ -149,18 +151,20 @@ in the sandbox's directory). A configuration file looks like:
 // serveHandler is everything serve answers on its one address: the JSON API
 // under /api/, the PromQL API under /api/metrics/, the Prometheus exposition
 // at /metrics, and the web console for every other path.
-func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.Handler, error) {
+func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.Handler, *httpapi.Server, error) {
 	ui, err := web.NewHandler()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	api := httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Logger: log, Version: version, ReadRequiresToken: cfg.ReadsNeedToken()})
 	// JSON answers are gzipped when the client accepts it (the console's
 	// range queries of a 50-instance cluster shrink from 5 MB to a tenth);
-	// /metrics and the console's files compress themselves.
-	gz, err := gzhttp.NewWrapper(gzhttp.MinSize(1024), gzhttp.CompressionLevel(gzip.BestSpeed))
+	// /metrics and the console's files compress themselves, and event
+	// streams are sent as they are written.
+	gz, err := gzhttp.NewWrapper(gzhttp.MinSize(1024), gzhttp.CompressionLevel(gzip.BestSpeed),
+		gzhttp.ExceptContentTypes([]string{"text/event-stream"}))
 	if err != nil {
-		return nil, fmt.Errorf("serve: gzip: %w", err)
+		return nil, nil, fmt.Errorf("serve: gzip: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/", gz(api))
@@ -169,7 +173,7 @@ func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.H
 		mux.Handle("/api/metrics/", gz(api.Protect(d.TSDB.APIHandler())))
 	}
 	mux.Handle("/", ui)
-	return mux, nil
+	return mux, api, nil
 }
 
 func logLevel(verbose bool) slog.Level {

@@ -138,12 +138,15 @@ func nodeSel(key string) string { return fmt.Sprintf(`g.node[data-key=%q]`, key)
 
 // TestWebConsole drives the web console in headless Chromium against a real
 // serve watching a real 3-node semi-sync sandbox, as a person would: the
-// overview, the topology picture, charts, alerts (and a script in an alert
-// summary that must not run), a refused write without a token, a
-// drag-and-drop relocation and a refused one, a serve restart under the open
-// page, and last a real kill of the primary. One sandbox, one serve and one
-// browser for all the steps, which run in order; each later step relies on
-// the ones before. Screenshots go to build/screenshots/ (or
+// overview, a page that is not found, the topology picture, charts (hover,
+// shared cursor, range picker, zoom), alerts (and a script in an alert
+// summary that must not run), a write without a token and with a wrong one,
+// a drag-and-drop relocation and a refused one, a switchover, a serve
+// restart under the open page, a real kill of the primary seen live (the
+// status is pushed by serve's event stream), the ack of the blocked
+// cluster, and the recovery and instance pages. One sandbox, one serve and
+// one browser for all the steps, which run in order; each later step relies
+// on the ones before. Screenshots go to build/screenshots/ (or
 // $DBPILOT_SCREENSHOTS).
 func TestWebConsole(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3, SemiSync: true})
@@ -168,10 +171,6 @@ clusters:
     seeds: [%s, %s, %s]
     auto_failover: true
     semi_sync: true
-hooks:
-  # Holds the dead primary on screen for a few polls of the page before
-  # the failover replaces it.
-  pre_failover: ["sleep 4"]
 `, filepath.Join(dir, "state.db"), s.Token, d.Admin.User, d.Admin.Password, d.Repl.User, d.Repl.Password, rules, d.Name, n1, n2, n3)
 	cfgPath := filepath.Join(dir, "dbpilot.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

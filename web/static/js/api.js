@@ -1,6 +1,8 @@
 // Fetch wrapper for serve's JSON API: bearer token (per tab, sessionStorage),
 // the X-Dbpilot-Source header, error bodies {error, code}, connection state.
 
+import { takeEvents } from './sse.js';
+
 const TOKEN_KEY = 'dbpilot.token';
 
 /** APIError is an answer of the API with an error body; message is its "error" text verbatim. */
@@ -106,6 +108,56 @@ export async function post(path, body) {
       throw new APIError(401, `${e.message}: the token was removed from this tab; enter the right one and try again`, 'EAUTH', e.body);
     }
     throw e;
+  }
+}
+
+/**
+ * streamCluster reads serve's event stream of a cluster's status
+ * (GET /api/clusters/NAME/events) and calls onStatus with each status as it
+ * is pushed. It returns when serve ends the stream (stopping) and throws
+ * ConnError when serve does not answer or the connection breaks, APIError
+ * for an answer that is not a stream (404 unknown cluster, 401, a serve
+ * without streams).
+ */
+export async function streamCluster(name, onStatus, signal) {
+  const headers = { 'X-Dbpilot-Source': 'web', Accept: 'text/event-stream' };
+  const tok = getToken();
+  if (tok) headers.Authorization = `Bearer ${tok}`;
+  let resp;
+  try {
+    resp = await fetch(`/api/clusters/${enc(name)}/events`, { headers, signal, cache: 'no-store' });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    hooks.conn(false);
+    throw new ConnError(`dbpilot serve does not answer (${e.message})`);
+  }
+  if (!resp.ok || !(resp.headers.get('Content-Type') || '').startsWith('text/event-stream')) {
+    const text = await resp.text().catch(() => '');
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch { data = null; }
+    if (!data && resp.status >= 502 && resp.status <= 504) { hooks.conn(false); throw new ConnError(`dbpilot serve does not answer (HTTP ${resp.status})`); }
+    hooks.conn(true);
+    throw new APIError(resp.status, (data && data.error) || text.trim() || `HTTP ${resp.status}`, data && data.code, data);
+  }
+  hooks.conn(true);
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      const { events, rest } = takeEvents(buf + value);
+      buf = rest;
+      for (const ev of events) {
+        if (ev.event === 'cluster') onStatus(JSON.parse(ev.data));
+      }
+    }
+  } catch (e) {
+    if (e.name === 'AbortError' || (signal && signal.aborted)) throw e;
+    hooks.conn(false);
+    throw new ConnError(`the connection to dbpilot serve broke (${e.message})`);
+  } finally {
+    reader.releaseLock();
   }
 }
 

@@ -4,6 +4,7 @@ import * as api from '../api.js';
 import * as actions from '../actions.js';
 import { usePoll, useNow, Link, NotFound, ErrorLine, StateBadge, ProblemBadge, SEV_RANK, Section, recoveryHref, instanceHref } from '../ui.js';
 import { Topology } from '../topology.js';
+import { useClusterStatus } from '../live.js';
 import { ChartPanel } from '../charts.js';
 import { cardState } from './overview.js';
 import { key as fmtKey, ago, time as fmtTime, duration, between, isZeroTime } from '../format.js';
@@ -18,16 +19,17 @@ export async function lagMap(matchers, signal) {
 }
 
 export function ClusterView({ name }) {
-  const [st, refresh] = usePoll(async (signal) => {
-    const [status, lag] = await Promise.all([api.cluster(name, { signal }), lagMap({ cluster: name }, signal)]);
-    return { status, lag };
-  }, 1000, [name]);
+  // The status is pushed by serve as it changes; the heartbeat lag comes
+  // from the metrics store every 2 s.
+  const st = useClusterStatus(name);
+  const [lagSt, refresh] = usePoll((signal) => lagMap({ cluster: name }, signal), 2000, [name]);
   useEffect(() => actions.onChanged(refresh), [refresh]);
   const now = useNow(1000);
 
   if (st.error && st.error.status === 404) return html`<${NotFound} what=${`cluster “${name}”`} detail=${st.error.message} />`;
   if (!st.data) return html`<div class="view">${st.error ? html`<${ErrorLine} error=${st.error} />` : html`<p class="muted">loading ${name}…</p>`}</div>`;
-  const { status, lag } = st.data;
+  const status = st.data;
+  const lag = lagSt.data || new Map();
   const state = cardState(status, now);
   const problems = [...(status.problems || [])].sort((a, b) => SEV_RANK[a.severity] - SEV_RANK[b.severity]);
 

@@ -20,12 +20,15 @@ export function InstanceView({ addr }) {
 
   if (!st.data) return html`<div class="view">${st.error ? html`<${ErrorLine} error=${st.error} />` : html`<p class="muted">loading ${addr}…</p>`}</div>`;
   let cluster = null, inst = null;
+  let detached = false;
   for (const c of st.data.all || []) for (const i of c.instances || []) if (norm(fmtKey(i.key)) === norm(addr)) { cluster = c; inst = i; }
+  // Seen outside its cluster (an old primary after a failover).
+  if (!inst) for (const c of st.data.all || []) for (const i of c.detached || []) if (norm(fmtKey(i.key)) === norm(addr)) { cluster = c; inst = i; detached = true; }
   if (!inst) return html`<${NotFound} what=${`instance “${addr}”`} />`;
   const k = fmtKey(inst.key);
   const problems = (cluster.problems || []).filter((p) => fmtKey(p.instance) === k);
   const hasChildren = (cluster.instances || []).some((i) => (i.channels || []).some((c) => fmtKey(c.source) === k));
-  const role = nodeRole(inst, cluster, hasChildren);
+  const role = nodeRole(inst, cluster, hasChildren, detached);
   const state = nodeState(inst, cluster, problems);
   const lg = st.data.lag.get(k);
   const rule = (cluster.promotion_rules || {})[k];
