@@ -730,3 +730,61 @@ func TestOperationAudit(t *testing.T) {
 		t.Errorf("relocation audited as %+v", ops[1])
 	}
 }
+
+// TestClusterChanged: a watcher's channel is closed by every status change
+// (an observation, a failover, an ack), and an unknown cluster is ENOTFOUND.
+func TestClusterChanged(t *testing.T) {
+	w := newWorld(t, 10, 2, 3)
+	d, cs := w.daemon(nil)
+	ctx := context.Background()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	watch := func() <-chan struct{} {
+		t.Helper()
+		ch, err := d.ClusterChanged(ctx, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+
+	ch := watch()
+	if closed(ch) {
+		t.Fatal("closed before any change")
+	}
+	d.tick(ctx, cs, true)
+	if !closed(ch) {
+		t.Error("an observation did not close the channel")
+	}
+
+	ch = watch()
+	w.kill(1)
+	w.advance(time.Second)
+	d.tick(ctx, cs, true)
+	if !closed(ch) {
+		t.Error("a failover did not close the channel")
+	}
+	if st, p := cs.state(); st != dbpilot.ClusterOK || p == wkey(1) {
+		t.Errorf("after the failover: %s, primary %s", st, p)
+	}
+	ch = watch()
+	if closed(ch) {
+		t.Error("a new channel is closed before the next change")
+	}
+	if _, err := d.Ack(ctx, "c", "dba", "seen"); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(ch) {
+		t.Error("an ack (the block lifted) did not close the channel")
+	}
+
+	if _, err := d.ClusterChanged(ctx, "nosuch"); dbpilot.ErrorCode(err) != dbpilot.ENOTFOUND {
+		t.Errorf("unknown cluster: %v", err)
+	}
+}
