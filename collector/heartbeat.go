@@ -148,20 +148,24 @@ func (h *heartbeat) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot
 // write replaces the writer's row, first making the table on a new
 // connection, and again should it have been dropped.
 func (st *hbState) write(ctx context.Context, q Querier, t Target) error {
-	if !st.ensured || !hbSameConn(st.conn, q) {
-		if err := st.ensure(ctx, q, t); err != nil {
-			return err
-		}
-	}
 	// Never write on a read_only server, even when the topology calls it
 	// primary (an account with ALL privileges would bypass read_only and
-	// leave an errant transaction, e.g. on a fenced old primary).
+	// leave an errant transaction, e.g. on a fenced old primary, or on the
+	// old primary of a switchover whose connections were just killed).
+	// Checked before anything else: CREATE ... IF NOT EXISTS is written to
+	// the binary log even when the object exists, so the table's set-up
+	// on a new connection is such a write too.
 	ro, err := q.Query(ctx, "SELECT @@global.read_only")
 	if err != nil {
 		return err
 	}
 	if len(ro.Values) == 1 && len(ro.Values[0]) == 1 && ro.Values[0][0] != nil && strings.TrimSpace(*ro.Values[0][0]) != "0" {
 		return errHBReadOnly
+	}
+	if !st.ensured || !hbSameConn(st.conn, q) {
+		if err := st.ensure(ctx, q, t); err != nil {
+			return err
+		}
 	}
 	stmt := fmt.Sprintf("REPLACE INTO dbpilot.heartbeat (server_id, ts, gtid_domain_id) VALUES (%d, NOW(6), %s)", st.serverID, st.domain)
 	err = q.Exec(ctx, stmt)

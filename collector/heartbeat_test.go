@@ -229,9 +229,12 @@ func TestHeartbeatNeverWritesOnReadOnly(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("Collect on a read_only primary: %v, want the read-only report", err)
 	}
-	for _, e := range r.execs {
-		if strings.Contains(e, "REPLACE") {
-			t.Errorf("heartbeat written on a read_only server: %q", e)
-		}
+	// Nothing at all: CREATE DATABASE/TABLE IF NOT EXISTS are binlogged
+	// even when the objects exist, so they would be errant transactions too
+	// (seen after a switchover: the old primary's monitoring connection,
+	// killed and reopened, made the table again, and the new primary's next
+	// transaction then stopped its replication with error 1950).
+	if len(r.execs) != 0 {
+		t.Errorf("statements run on a read_only server: %q", r.execs)
 	}
 }
