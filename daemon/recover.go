@@ -112,8 +112,15 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 			cs.failingSince = time.Time{}
 			cs.status.State = dbpilot.ClusterOK
 			cs.status.Primary = rec.NewPrimary
-			cs.touch()
 			cs.mu.Unlock()
+			// Observe the new topology now, so that watchers are told of
+			// the new primary together with its replicas moved under it,
+			// not of a new primary over the old tree until the next tick.
+			if _, _, err := d.observe(ctx, cs); err != nil {
+				cs.mu.Lock()
+				cs.touch()
+				cs.mu.Unlock()
+			}
 			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: dbpilot.AuditRecovered,
 				Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})
 		} else {
