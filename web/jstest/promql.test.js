@@ -64,8 +64,10 @@ test('promql: mergeColumns appends a tail and drops old points', () => {
 });
 test('promql: refresh period', () => {
   eq(p.refreshEvery(300), 2000);
-  eq(p.refreshEvery(3600), 2000);
+  eq(p.refreshEvery(300, 1), 2000);
+  eq(p.refreshEvery(3600, 7), 7000);
   eq(p.refreshEvery(21600), 30000);
+  eq(p.refreshEvery(604800, 1009), 1009000);
 });
 test('promql: the chart range in the address', () => {
   eq(p.rangeFromQuery(''), { preset: '1h' });

@@ -137,9 +137,15 @@ function Chart({ spec, range, step, width, onZoom }) {
         setInfo({ points: data.x.length, error: '', empty: data.series.length === 0 });
       } catch (e) {
         if (stop || e.name === 'AbortError') return;
+        if (e instanceof api.ConnError) {
+          // serve is away (the header says "reconnecting"): keep what is
+          // drawn and try again soon, whatever the range.
+          timer = setTimeout(load, 1000);
+          return;
+        }
         setInfo((i) => ({ ...i, error: e.message }));
       }
-      if (live && !stop) timer = setTimeout(load, refreshEvery(span));
+      if (live && !stop) timer = setTimeout(load, refreshEvery(span, step));
     };
     const vis = () => { if (document.visibilityState === 'visible' && live) load(); };
     document.addEventListener('visibilitychange', vis);

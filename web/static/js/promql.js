@@ -32,9 +32,13 @@ export function rangeToQuery(range, def = '1h') {
   return range.preset === def ? '' : `?range=${range.preset}`;
 }
 
-/** refreshEvery: live refresh period (ms) for a range: 2 s up to 1 h, 30 s beyond. */
-export function refreshEvery(rangeSec) {
-  return rangeSec <= 3600 ? 2000 : 30000;
+/**
+ * refreshEvery: live refresh period (ms) for a range drawn at step seconds:
+ * 2 s up to 1 h, 30 s beyond, and never more often than a new point can
+ * appear (1 h at a 7 s step refreshes every 7 s).
+ */
+export function refreshEvery(rangeSec, step = 1) {
+  return Math.max(rangeSec <= 3600 ? 2000 : 30000, Math.ceil(step) * 1000);
 }
 
 /** chooseStep returns the step in whole seconds for a range drawn on width pixels. */

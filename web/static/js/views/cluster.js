@@ -46,7 +46,7 @@ export function ClusterView({ name }) {
     <${Section} title="Metrics"><${ChartPanel} scope=${{ cluster: name }} /></${Section}>
     <div class="two-col">
       <${Alerts} cluster=${name} />
-      <${Recoveries} cluster=${name} />
+      <${Recoveries} cluster=${name} last=${status.last_recovery} />
     </div>
   </div>`;
 }
@@ -93,9 +93,13 @@ export function Alerts({ cluster, instance }) {
 }
 
 /** Recoveries of a cluster as a timeline. */
-export function Recoveries({ cluster }) {
-  const [st] = usePoll((signal) => api.recoveries({ cluster, limit: 50 }, { signal }), 3000, [cluster]);
-  const now = useNow(5000);
+export function Recoveries({ cluster, last }) {
+  const [st, refresh] = usePoll((signal) => api.recoveries({ cluster, limit: 50 }, { signal }), 3000, [cluster]);
+  // The pushed status names the newest recovery: a new or finished one is
+  // listed at once, not at the next poll.
+  const lastKey = last ? `${last.id}|${last.ended}|${last.acked}` : '';
+  useEffect(() => { if (lastKey) refresh(); }, [lastKey]);
+  const now = useNow(1000);
   const list = st.data || [];
   return html`<${Section} title="Recoveries" id="recoveries">
     ${st.error && !(st.error instanceof api.ConnError) && html`<${ErrorLine} error=${st.error} />`}
