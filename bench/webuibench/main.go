@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,8 @@ func main() {
 	tabs := flag.Int("tabs", 5, "tabs kept open for the CPU figure")
 	secs := flag.Int("secs", 60, "seconds of each CPU window")
 	runs := flag.Int("runs", 5, "repetitions of each load")
+	prom := flag.String("prom", "", "a Prometheus server holding the same samples (side-by-side figures)")
+	kill := flag.String("kill", "", "a shell command that kills the small cluster's primary (last: the failover seen on the page)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "webuibench")
 	if err != nil {
@@ -97,13 +100,36 @@ func main() {
 		}
 	}
 
-	fmt.Printf("\n== serve's PromQL time for the qps chart's query (median of %d, 600 points)\n", *runs)
+	fmt.Printf("\n== a cluster page opened at ?range=24h: from navigation to every chart drawn (median of %d)\n", *runs)
+	fmt.Printf("%-22s %9s %9s %8s\n", "page", "drawn", "bytes", "charts")
+	for _, c := range []string{*small, *big} {
+		if c != "" {
+			m.open24h(c)
+		}
+	}
+	if *prom != "" {
+		fmt.Printf("%-22s %9s %9s %8s   (Prometheus %s, the same samples; its classic graph page, one chart)\n", "", "", "", "", *prom)
+		for _, c := range []string{*small, *big} {
+			if c != "" {
+				m.promGraph(*prom, c)
+			}
+		}
+	}
+
+	fmt.Printf("\n== PromQL time for the qps chart's query, 600 points (median of %d; Go client, no browser)\n", *runs)
+	fmt.Printf("%-22s %6s %12s %12s %8s %s\n", "cluster", "range", "dbpilot", "prometheus", "ratio", "(prometheus/dbpilot; > 1: dbpilot faster)")
 	for _, c := range []string{*small, *big} {
 		if c == "" {
 			continue
 		}
 		for _, r := range []time.Duration{time.Hour, 24 * time.Hour} {
-			m.query(c, r)
+			d := m.query(m.base+"/api/metrics/query_range", c, r)
+			if *prom == "" {
+				fmt.Printf("%-22s %6s %10.1fms\n", c, r, d)
+				continue
+			}
+			p := m.query(strings.TrimRight(*prom, "/")+"/api/v1/query_range", c, r)
+			fmt.Printf("%-22s %6s %10.1fms %10.1fms %7.2fx\n", c, r, d, p, p/d)
 		}
 	}
 
@@ -130,6 +156,10 @@ func main() {
 		for _, t := range open {
 			t.Close()
 		}
+	}
+
+	if *kill != "" {
+		m.failover(*small, *kill)
 	}
 }
 
@@ -204,6 +234,12 @@ func (m *bench) load(name, path, ready string) {
 		name, median(ttfb), median(fcp), median(dcl), median(load), median(rdy), median(bytes), median(reqs), fcp[0], rdy[0], bytes[0])
 }
 
+// settled: every chart of the page has points, its range queries are all
+// answered and drawn, and nothing was drawn for 400 ms.
+const settled = `(() => { const b = window.__bench; const charts = document.querySelectorAll('.chart');
+	return charts.length > 0 && b.started > 0 && b.started === b.done && b.last > 0 && performance.now() - b.last > 400 &&
+		Array.from(charts).every((c) => +c.dataset.points > 0); })()`
+
 // chart opens the cluster page, waits for its charts, then chooses the
 // range (through 5m when the range is already shown) and times the redraw.
 func (m *bench) chart(cluster, rng string) {
@@ -212,9 +248,6 @@ func (m *bench) chart(cluster, rng string) {
 	if err := t.Navigate(m.base + "/clusters/" + cluster); err != nil {
 		fail(err)
 	}
-	settled := `(() => { const b = window.__bench; const charts = document.querySelectorAll('.chart');
-		return charts.length > 0 && b.started > 0 && b.started === b.done && b.last > 0 && performance.now() - b.last > 400 &&
-			Array.from(charts).every((c) => +c.dataset.points > 0); })()`
 	if err := t.WaitJS(settled, 60*time.Second); err != nil {
 		fail(fmt.Errorf("%s: %w", cluster, err))
 	}
@@ -280,8 +313,9 @@ func (m *bench) chart(cluster, rng string) {
 	}
 }
 
-// query times the qps chart's PromQL on serve directly (no browser).
-func (m *bench) query(cluster string, span time.Duration) {
+// query times the qps chart's PromQL at endpoint (serve's or Prometheus'
+// query_range) without a browser, and returns the median in ms.
+func (m *bench) query(endpoint, cluster string, span time.Duration) float64 {
 	step := int(span.Seconds()) / 599
 	if step < 1 {
 		step = 1
@@ -292,10 +326,14 @@ func (m *bench) query(cluster string, span time.Duration) {
 	}
 	expr := fmt.Sprintf(`sum by (instance) (rate(mysql_global_status_questions{cluster=%q}[%ds]))`, cluster, w)
 	var took []float64
-	var size int
 	for i := 0; i < m.runs; i++ {
 		end := time.Now().Unix() / int64(step) * int64(step)
-		u := fmt.Sprintf("%s/api/metrics/query_range?%s", m.base, url.Values{"expr": {expr}, "start": {fmt.Sprint(end - int64(span.Seconds()))}, "end": {fmt.Sprint(end)}, "step": {fmt.Sprint(step)}}.Encode())
+		// serve's API names the expression expr, Prometheus' query.
+		param := "expr"
+		if strings.Contains(endpoint, "/api/v1/") {
+			param = "query"
+		}
+		u := fmt.Sprintf("%s?%s", endpoint, url.Values{param: {expr}, "start": {fmt.Sprint(end - int64(span.Seconds()))}, "end": {fmt.Sprint(end)}, "step": {fmt.Sprint(step)}}.Encode())
 		req, _ := http.NewRequest("GET", u, nil)
 		req.Header.Set("Authorization", "Bearer "+m.token)
 		began := time.Now()
@@ -306,16 +344,161 @@ func (m *bench) query(cluster string, span time.Duration) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		took = append(took, float64(time.Since(began).Microseconds())/1000)
-		size = len(body)
 		var d struct {
 			Status string
+			Data   struct{ Result []json.RawMessage }
 		}
 		json.Unmarshal(body, &d)
-		if resp.StatusCode != 200 || d.Status != "success" {
-			fail(fmt.Errorf("query_range %s: %d %.200s", cluster, resp.StatusCode, body))
+		if resp.StatusCode != 200 || d.Status != "success" || len(d.Data.Result) == 0 {
+			fail(fmt.Errorf("query_range %s at %s: %d %.200s", cluster, endpoint, resp.StatusCode, body))
 		}
 	}
-	fmt.Printf("%-22s %6s %7.1fms  step %ds, %d bytes (uncompressed JSON)\n", cluster, span, median(took), step, size)
+	return median(took)
+}
+
+// open24h opens a cluster page at ?range=24h and times it from navigation
+// to every chart drawn (each chart's range query answered and painted).
+func (m *bench) open24h(cluster string) {
+	var drawn, bytes []float64
+	charts := 0
+	for i := 0; i < m.runs; i++ {
+		t := m.tab()
+		if err := t.Navigate(m.base + "/clusters/" + cluster + "?range=24h"); err != nil {
+			fail(err)
+		}
+		if err := t.WaitJS(settled, 120*time.Second); err != nil {
+			fail(fmt.Errorf("%s 24h: %w", cluster, err))
+		}
+		var r struct{ Last, Bytes float64 }
+		if err := t.Eval(`(() => { const res = performance.getEntriesByType('resource'); const n = performance.getEntriesByType('navigation')[0];
+			const size = (e) => e.transferSize || e.encodedBodySize || 0;
+			return {Last: window.__bench.last, Bytes: size(n) + res.reduce((a, e) => a + size(e), 0)}; })()`, &r); err != nil {
+			fail(err)
+		}
+		t.Eval(`document.querySelectorAll('.chart').length`, &charts)
+		drawn, bytes = append(drawn, r.Last), append(bytes, r.Bytes)
+		t.Close()
+	}
+	fmt.Printf("%-22s %7.0fms %9.0f %8d\n", "dbpilot "+cluster, median(drawn), median(bytes), charts)
+}
+
+// promGraph opens Prometheus' own graph page (the classic UI Debian ships:
+// Rickshaw/d3 SVG) on the qps chart's expression over 24 h, with the same
+// step as the console, and times it from navigation to the lines drawn.
+func (m *bench) promGraph(prom, cluster string) {
+	const span = 24 * 3600
+	step := span / 599
+	expr := fmt.Sprintf(`sum by (instance) (rate(mysql_global_status_questions{cluster=%q}[%ds]))`, cluster, step)
+	u := strings.TrimRight(prom, "/") + "/graph?" + url.Values{"g0.expr": {expr}, "g0.tab": {"0"}, "g0.range_input": {"1d"}, "g0.step_input": {fmt.Sprint(step)}}.Encode()
+	var drawn, bytes []float64
+	for i := 0; i < m.runs; i++ {
+		t := m.tab()
+		if err := t.Navigate(u); err != nil {
+			fail(err)
+		}
+		// The lines are SVG paths under .graph_area once the query answered.
+		if err := t.WaitJS(`document.querySelectorAll('.graph_area svg path').length > 0`, 120*time.Second); err != nil {
+			fail(fmt.Errorf("prometheus graph %s: %w", cluster, err))
+		}
+		var r struct{ Drawn, Bytes float64 }
+		if err := t.Eval(`new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(() => {
+			const res = performance.getEntriesByType('resource'); const n = performance.getEntriesByType('navigation')[0];
+			const size = (e) => e.transferSize || e.encodedBodySize || 0;
+			ok({Drawn: performance.now(), Bytes: size(n) + res.reduce((a, e) => a + size(e), 0)}); })))`, &r); err != nil {
+			fail(err)
+		}
+		drawn, bytes = append(drawn, r.Drawn), append(bytes, r.Bytes)
+		t.Close()
+	}
+	fmt.Printf("%-22s %7.0fms %9.0f %8d\n", "prometheus "+cluster, median(drawn), median(bytes), 1)
+}
+
+// failover keeps a tab on the cluster page, runs kill (which kills the
+// primary) and reports when serve's API, then the page, showed the dead
+// primary and the new one, counted from the kill. The page holds a dead
+// primary on screen for 1 s on purpose (live.js HOLD_MS).
+func (m *bench) failover(cluster, kill string) {
+	fmt.Printf("\n== failover seen on the page: %s\n", kill)
+	t := m.tab()
+	defer t.Close()
+	if err := t.Navigate(m.base + "/clusters/" + cluster); err != nil {
+		fail(err)
+	}
+	if err := t.WaitJS(`document.querySelector('g.node[data-role="primary"][data-state="ok"]')`, 30*time.Second); err != nil {
+		fail(err)
+	}
+	var old string
+	t.Eval(`document.querySelector('g.node[data-role="primary"]').getAttribute('data-key')`, &old)
+	// The page notes the first moment each thing is drawn (Date.now()).
+	watch := `(() => { const old = ` + strconv.Quote(old) + `; const seen = window.__fo = {};
+		const look = () => {
+			const o = document.querySelector('g.node[data-key="' + old + '"]');
+			if (!seen.dead && o && ['dead', 'unreachable'].includes(o.getAttribute('data-state'))) seen.dead = Date.now();
+			const p = document.querySelector('g.node[data-role="primary"]:not([data-key="' + old + '"])');
+			if (!seen.primary && p) { seen.primary = Date.now(); seen.key = p.getAttribute('data-key'); }
+		};
+		new MutationObserver(look).observe(document.body, {subtree: true, childList: true, attributes: true}); })()`
+	if err := t.Eval(watch, nil); err != nil {
+		fail(err)
+	}
+	// serve's API, polled every 5 ms, for when serve itself knew.
+	apiSaw := make(chan time.Time, 1)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			req, _ := http.NewRequest("GET", m.base+"/api/clusters/"+url.PathEscape(cluster), nil)
+			req.Header.Set("Authorization", "Bearer "+m.token)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				var st struct {
+					Primary struct {
+						Host string
+						Port int
+					}
+				}
+				json.NewDecoder(resp.Body).Decode(&st)
+				resp.Body.Close()
+				if k := fmt.Sprintf("%s:%d", st.Primary.Host, st.Primary.Port); st.Primary.Port != 0 && k != old {
+					apiSaw <- time.Now()
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	killed := time.Now()
+	if out, err := exec.Command("sh", "-c", kill).CombinedOutput(); err != nil {
+		fail(fmt.Errorf("%s: %v: %s", kill, err, out))
+	}
+	if err := t.WaitJS(`window.__fo.primary`, 60*time.Second); err != nil {
+		fail(err)
+	}
+	var seen struct {
+		Dead, Primary int64
+		Key           string
+	}
+	t.Eval(`window.__fo`, &seen)
+	var api time.Duration
+	select {
+	case at := <-apiSaw:
+		api = at.Sub(killed)
+	case <-time.After(5 * time.Second):
+	}
+	close(stop)
+	ms := func(unixMs int64) string {
+		if unixMs == 0 {
+			return "never"
+		}
+		return fmt.Sprintf("%dms", unixMs-killed.UnixMilli())
+	}
+	fmt.Printf("old primary %s, new primary %s; from the kill:\n", old, seen.Key)
+	fmt.Printf("  serve's API reports the new primary  %6dms\n", api.Milliseconds())
+	fmt.Printf("  the page draws the old primary dead  %8s\n", ms(seen.Dead))
+	fmt.Printf("  the page draws the new primary       %8s   (the dead primary is held on screen >= 1 s)\n", ms(seen.Primary))
 }
 
 // cpu is a process's CPU use over secs seconds, in percent of one core.
