@@ -48,6 +48,7 @@ Prometheus.
 The web console and the HTTP API (JSON) listen on 127.0.0.1:7070 by default:
   GET  /                                                    the web console (topology, charts, alerts, recoveries)
   GET  /api/health, /api/clusters, /api/clusters/{name}, /api/recoveries[/{id}], /api/audit, /api/alerts
+  GET  /api/clusters/{name}/events                          (text/event-stream: the status at each change)
   GET  /api/metrics/query?expr=&time= | &start=&end=&step=   (PromQL), /api/metrics/series?match[]=
   GET  /metrics                                             (Prometheus exposition, mysqld_exporter names)
   POST /api/clusters/{name}/failover|switchover|ack, /api/relocate   (Authorization: Bearer TOKEN)

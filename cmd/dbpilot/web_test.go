@@ -355,7 +355,9 @@ clusters:
 	})
 
 	step("write without a token", func(t *testing.T) {
-		p.Navigate(clusterURL)
+		// From here on the charts show the last 5 minutes (the
+		// screenshots' window), as a shared link would.
+		p.Navigate(clusterURL + "?range=5m")
 		p.WaitJS(`document.querySelectorAll("g.node").length === 3`, 15*time.Second)
 		p.Eval("sessionStorage.clear()", nil)
 		p.Drag(nodeSel(n3), nodeSel(n2))
@@ -469,13 +471,40 @@ clusters:
 		}
 	})
 
+	step("relocate replicas by the handle", func(t *testing.T) {
+		// node2's handle (its replicas: node3) dropped on node1.
+		handle := nodeSel(n2) + " g.handle"
+		p.WaitSelector(handle, 10*time.Second)
+		p.Drag(handle, nodeSel(n1))
+		p.WaitJS(`document.querySelector("dialog#confirm")?.open && document.querySelector("dialog#confirm .plan")`, 15*time.Second)
+		if title := p.Text("dialog#confirm h2"); !strings.Contains(title, "replica(s) of "+n2) {
+			t.Errorf("the dialog of a subtree move says %q", title)
+		}
+		if plan := p.Text("dialog#confirm .plan"); !strings.Contains(plan, n3) {
+			t.Errorf("the plan does not name %s: %q", n3, plan)
+		}
+		p.Screenshot("relocate-replicas-confirm")
+		p.Click(`dialog#confirm button[data-action="confirm"]`)
+		p.WaitSelector("dialog#confirm .result", 30*time.Second)
+		if res := p.Text("dialog#confirm .result"); !strings.Contains(res, "success") {
+			t.Fatalf("relocate-replicas result: %q", res)
+		}
+		p.Click(`dialog#confirm button[data-action="cancel"]`)
+		testutil.WaitFor(t, 30*time.Second, "node3 replicates from node1 again", func() (bool, string) {
+			got := sourcePort(t, d, "node3")
+			return got == d.Nodes[0].Port, fmt.Sprint("Master_Port ", got)
+		})
+		p.WaitSelector(fmt.Sprintf(`path.edge[data-from=%q][data-to=%q]`, n1, n3), 15*time.Second)
+	})
+
 	step("switchover", func(t *testing.T) {
-		// node2 is node1's only direct replica (node3 is below node2):
-		// the one choice in the select after "best candidate".
-		p.WaitJS(fmt.Sprintf(`Array.from(document.querySelectorAll("#switchover-to option"), (o) => o.value).join() === ",%s"`, n2), 15*time.Second)
-		p.Type("#switchover-to", kb.ArrowDown)
+		// Choose node2 in the select with the keyboard, as a person would.
+		p.WaitJS(fmt.Sprintf(`Array.from(document.querySelectorAll("#switchover-to option"), (o) => o.value).includes(%q)`, n2), 15*time.Second)
+		for i := 0; i < 3 && p.EvalString(`document.querySelector("#switchover-to").value`) != n2; i++ {
+			p.Type("#switchover-to", kb.ArrowDown)
+		}
 		if v := p.EvalString(`document.querySelector("#switchover-to").value`); v != n2 {
-			t.Fatalf("the switchover select holds %q after ArrowDown, want %s", v, n2)
+			t.Fatalf("the switchover select holds %q, want %s", v, n2)
 		}
 		p.Click(`button[data-action="switchover"]`)
 		p.WaitJS(`document.querySelector("dialog#confirm")?.open && document.querySelector("dialog#confirm .plan")`, 15*time.Second)
@@ -495,8 +524,31 @@ clusters:
 		if got := sourcePort(t, d, "node2"); got != 0 {
 			t.Errorf("node2 replicates from port %d after the switchover to it", got)
 		}
-		if got := sourcePort(t, d, "node1"); got != d.Nodes[1].Port {
-			t.Errorf("node1 replicates from port %d after the switchover, want node2's %d", got, d.Nodes[1].Port)
+		for _, node := range []string{"node1", "node3"} {
+			if got := sourcePort(t, d, node); got != d.Nodes[1].Port {
+				t.Errorf("%s replicates from port %d after the switchover, want node2's %d", node, got, d.Nodes[1].Port)
+			}
+		}
+		// The demoted primary applies what the new one writes (serve's
+		// heartbeats at least): nothing was written on it after its final
+		// position, which would stop its replication (error 1950).
+		time.Sleep(2 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		rows, err := sandbox.Exec(ctx, d, "node2", "SELECT @@global.gtid_binlog_pos AS pos")
+		if err != nil || len(rows.Maps()) != 1 {
+			t.Fatalf("gtid_binlog_pos of node2: %v", err)
+		}
+		pos := rows.Maps()[0]["pos"]
+		for _, node := range []string{"node1", "node3"} {
+			rows, err := sandbox.Exec(ctx, d, node, fmt.Sprintf("SELECT MASTER_GTID_WAIT('%s', 10) AS w", pos))
+			if err != nil || len(rows.Maps()) != 1 {
+				t.Fatalf("MASTER_GTID_WAIT on %s: %v", node, err)
+			}
+			if w := rows.Maps()[0]["w"]; w != "0" {
+				st, _ := sandbox.Exec(ctx, d, node, "SHOW SLAVE STATUS")
+				t.Errorf("%s did not apply node2's %s after the switchover (MASTER_GTID_WAIT %s): %v", node, pos, w, st.Maps())
+			}
 		}
 		p.WaitJS(fmt.Sprintf(`document.querySelector(%q)?.getAttribute("data-role") === "primary"`, nodeSel(n2)), 15*time.Second)
 		p.WaitSelector(fmt.Sprintf(`path.edge[data-from=%q][data-to=%q]`, n2, n1), 15*time.Second)
@@ -517,6 +569,8 @@ clusters:
 			t.Error("the page reloaded to reconnect")
 		}
 		p.WaitJS(`document.querySelectorAll("g.node").length === 3`, 15*time.Second)
+		// The charts came back without an error of their own.
+		p.WaitJS(`document.querySelectorAll(".chart").length > 0 && !document.querySelector(".chart .error-line")`, 10*time.Second)
 	})
 
 	step("failover", func(t *testing.T) {
@@ -575,15 +629,19 @@ clusters:
 		p.Click(`dialog#confirm button[data-action="cancel"]`)
 		_, body := s.get("/api/recoveries?cluster=" + d.Name)
 		var recs []struct {
-			Kind       string `json:"kind"`
-			Acked      bool   `json:"acked"`
-			AckComment string `json:"ack_comment"`
+			Kind         string            `json:"kind"`
+			Acked        bool              `json:"acked"`
+			AckComment   string            `json:"ack_comment"`
+			LostReplicas []json.RawMessage `json:"lost_replicas"`
 		}
 		if err := json.Unmarshal([]byte(body), &recs); err != nil || len(recs) == 0 {
 			t.Fatalf("recoveries: %v %.500s", err, body)
 		}
 		if r := recs[0]; !r.Acked || r.AckComment != "web test: failover checked" {
 			t.Errorf("the last recovery (%s) after the ack from the page: acked %v, comment %q", r.Kind, r.Acked, r.AckComment)
+		}
+		if r := recs[0]; len(r.LostReplicas) != 0 {
+			t.Errorf("the failover lost replicas: %s", r.LostReplicas)
 		}
 		p.WaitSelector(`button[data-action="ack"][disabled]`, 10*time.Second)
 		p.Screenshot("acked")
