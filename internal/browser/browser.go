@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 )
@@ -392,6 +394,20 @@ func (t *Tab) DragAcross(sel string, x1, x2 float64) error {
 		return fmt.Errorf("drag across %s: %w", sel, err)
 	}
 	return nil
+}
+
+// PreferDark makes the page see prefers-color-scheme: dark (true) or
+// light (false), as a system's theme setting would.
+func (t *Tab) PreferDark(dark bool) error {
+	v := "light"
+	if dark {
+		v = "dark"
+	}
+	return t.do(t.Timeout, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
+		return err
+	}))
 }
 
 // Hover moves the mouse, no button pressed, to half the height of the

@@ -186,6 +186,14 @@ func (p *Page) Drag(from, to string) {
 	}
 }
 
+// PreferDark switches the page's prefers-color-scheme to dark or light.
+func (p *Page) PreferDark(dark bool) {
+	p.T.Helper()
+	if err := p.Tab.PreferDark(dark); err != nil {
+		p.T.Fatalf("browser: %v", err)
+	}
+}
+
 // Hover moves the mouse over the element matching sel, at the fraction x of
 // its width.
 func (p *Page) Hover(sel string, x float64) {
