@@ -30,6 +30,10 @@ test('promql: windows', () => {
   eq(p.windowFor(144), '144s');
   eq(p.rate('x{a="b"}', 30), 'rate(x{a="b"}[30s])');
   eq(p.peak('g', 1), 'max_over_time(g[2s])');
+  eq(p.peak('g', 1, 10), 'max_over_time(g[10s])');
+  eq(p.peak('g', 144, 10), 'max_over_time(g[144s])');
+  const ck = p.chartSpecs({ cluster: 'c' }, 1).find((c) => c.id === 'checkpoint');
+  ok(ck.queries[0].expr.includes('[10s]'), `the InnoDB gauges (sampled every 5 s) keep a line at a 1 s step: ${ck.queries[0].expr}`);
 });
 test('promql: selectors escape label values', () => {
   eq(p.selector('m', { cluster: 'a"b\\c' }), 'm{cluster="a\\"b\\\\c"}');

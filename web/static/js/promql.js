@@ -55,9 +55,13 @@ export function alignRange(start, end, step) {
   return { start: s, end: e, step, points: e >= s ? (e - s) / step + 1 : 0 };
 }
 
-/** windowFor returns the range-vector window for a step: max(2 s, step), as a PromQL duration. */
-export function windowFor(step) {
-  return `${Math.max(2, Math.ceil(step))}s`;
+/**
+ * windowFor returns the range-vector window for a step: max(min, step), as a
+ * PromQL duration; min (default 2 s) is at least the sampling interval of
+ * the series, or steps shorter than it find no sample and the line breaks.
+ */
+export function windowFor(step, min = 2) {
+  return `${Math.max(min, Math.ceil(step))}s`;
 }
 
 /** escapeValue escapes a label value for a double-quoted PromQL string. */
@@ -79,7 +83,11 @@ export function selector(name, matchers = {}) {
 export const rate = (sel, step) => `rate(${sel}[${windowFor(step)}])`;
 
 /** peak of a gauge selector at a step (max_over_time, see the header). */
-export const peak = (sel, step) => `max_over_time(${sel}[${windowFor(step)}])`;
+export const peak = (sel, step, min = 2) => `max_over_time(${sel}[${windowFor(step, min)}])`;
+
+// INNODB_WINDOW covers two runs of the innodb collector (every 5 s): its
+// gauges draw a line even at a 1 s step.
+const INNODB_WINDOW = 10;
 
 /** QLABEL is the label combine() adds to tell the sub-queries apart. */
 export const QLABEL = 'dbp_q';
@@ -133,12 +141,12 @@ export function chartSpecs(scope, step) {
     },
     {
       id: 'checkpoint', title: 'InnoDB checkpoint age', unit: '%',
-      queries: [{ id: 'ckpt', expr: `max by (instance) (${peak(s('dbpilot_innodb_checkpoint_age_percent'), step)})` }],
+      queries: [{ id: 'ckpt', expr: `max by (instance) (${peak(s('dbpilot_innodb_checkpoint_age_percent'), step, INNODB_WINDOW)})` }],
       name: inst,
     },
     {
       id: 'dirty', title: 'Buffer pool dirty pages', unit: '%',
-      queries: [{ id: 'dirty', expr: `max by (instance) (${peak(s('dbpilot_innodb_buffer_pool_dirty_percent'), step)})` }],
+      queries: [{ id: 'dirty', expr: `max by (instance) (${peak(s('dbpilot_innodb_buffer_pool_dirty_percent'), step, INNODB_WINDOW)})` }],
       name: inst,
     },
     rowsSpec(s, step, one),
