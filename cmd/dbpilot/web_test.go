@@ -232,6 +232,13 @@ clusters:
 			t.Errorf(".not-found says %q, which does not name nosuch", txt)
 		}
 		p.Screenshot("not-found")
+		for path, name := range map[string]string{"/instances/10.255.255.1:1": "10.255.255.1:1", "/recoveries/999999": "999999", "/recoveries/abc": "abc", "/nosuch/page": "/nosuch/page"} {
+			p.Navigate(s.URL + path)
+			p.WaitSelector(".not-found", 15*time.Second)
+			if txt := p.Text(".not-found"); !strings.Contains(txt, name) {
+				t.Errorf("%s: .not-found says %q, which does not name %s", path, txt, name)
+			}
+		}
 	})
 
 	step("topology", func(t *testing.T) {
@@ -471,6 +478,24 @@ clusters:
 		}
 	})
 
+	step("relocate by keyboard", func(t *testing.T) {
+		// Focus a box, m, focus the new source, Enter: the same dry run.
+		p.Eval(fmt.Sprintf(`document.querySelector(%q).focus()`, nodeSel(n3)), nil)
+		p.Key("m")
+		p.WaitJS(`/moving/.test(document.querySelector("#notice")?.textContent ?? "")`, 5*time.Second)
+		p.Eval(fmt.Sprintf(`document.querySelector(%q).focus()`, nodeSel(n1)), nil)
+		p.Key(kb.Enter)
+		p.WaitJS(`document.querySelector("dialog#confirm")?.open && document.querySelector("dialog#confirm .plan")`, 15*time.Second)
+		if title := p.Text("dialog#confirm h2"); !strings.Contains(title, n3) || !strings.Contains(title, n1) {
+			t.Errorf("the keyboard relocation's dialog says %q", title)
+		}
+		p.Click(`dialog#confirm button[data-action="cancel"]`)
+		p.WaitJS(`!document.querySelector("dialog#confirm")?.open`, 10*time.Second)
+		if got := sourcePort(t, d, "node3"); got != d.Nodes[1].Port {
+			t.Errorf("node3 replicates from port %d after a cancelled relocation, want node2's %d", got, d.Nodes[1].Port)
+		}
+	})
+
 	step("relocate replicas by the handle", func(t *testing.T) {
 		// node2's handle (its replicas: node3) dropped on node1.
 		handle := nodeSel(n2) + " g.handle"
@@ -676,5 +701,19 @@ clusters:
 		}
 		p.WaitSelector(`.chart[data-chart="qps"]`, 15*time.Second)
 		p.Screenshot("instance")
+	})
+	step("dark theme", func(t *testing.T) {
+		// The system's dark preference: dark page, text still readable.
+		p.PreferDark(true)
+		defer p.PreferDark(false)
+		p.Navigate(clusterURL + "?range=5m")
+		p.WaitJS(`document.querySelectorAll("g.node").length >= 2`, 15*time.Second)
+		var lum struct{ Bg, Fg float64 }
+		p.Eval(`(() => { const l = (c) => { const [r, g, b] = c.match(/\d+(\.\d+)?/g).map(Number); return (0.2126*r + 0.7152*g + 0.0722*b) / 255; };
+			const st = getComputedStyle(document.body); return {Bg: l(st.backgroundColor), Fg: l(st.color)}; })()`, &lum)
+		if lum.Bg > 0.3 || lum.Fg < 0.6 {
+			t.Errorf("dark theme: background luminance %.2f, text %.2f", lum.Bg, lum.Fg)
+		}
+		p.Screenshot("dark")
 	})
 }
