@@ -26,8 +26,11 @@ export class NeedToken extends Error {
 export function getToken() {
   try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch { return ''; }
 }
+/** TOKEN_EVENT is dispatched on window whenever the tab's token is set or removed. */
+export const TOKEN_EVENT = 'dbpilot-token';
 export function setToken(t) {
   try { if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY); } catch { /* private mode */ }
+  window.dispatchEvent(new Event(TOKEN_EVENT));
 }
 
 // Listeners: connection state and notices, set by app.js.

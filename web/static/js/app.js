@@ -71,7 +71,11 @@ function TokenDialog() {
 
 function TokenButton() {
   const [has, setHas] = useState(!!api.getToken());
-  useEffect(() => { const t = setInterval(() => setHas(!!api.getToken()), 1000); return () => clearInterval(t); }, []);
+  useEffect(() => {
+    const f = () => setHas(!!api.getToken());
+    window.addEventListener(api.TOKEN_EVENT, f);
+    return () => window.removeEventListener(api.TOKEN_EVENT, f);
+  }, []);
   const click = async () => {
     if (has) { api.setToken(''); setHas(false); notice('the API token was removed from this tab', 'info'); return; }
     const t = await api.askToken('Writes need the API token.');

@@ -9,6 +9,16 @@ import { number, time as fmtTime } from './format.js';
 const PALETTE = ['#4e9af1', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#edc948', '#76b7b2', '#ff9da7', '#9c755f', '#bab0ac', '#8cd17d', '#d37295'];
 const HEIGHT = 170;
 
+// yAxisSize fits the y axis to its longest label (uPlot's fixed default cuts
+// "0.0005%"); uPlot calls it again until the size settles.
+function yAxisSize(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  const longest = (values || []).reduce((a, v) => (String(v).length > a.length ? String(v) : a), '');
+  u.ctx.font = axis.font[0];
+  return Math.max(40, Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / devicePixelRatio + 4));
+}
+
 const toLocalInput = (sec) => { const d = new Date(sec * 1000); const p = (n) => String(n).padStart(2, '0'); return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`; };
 
 /** ChartPanel: the range picker and every chart of a scope ({cluster} or {cluster, instance}). */
@@ -175,7 +185,7 @@ function Chart({ spec, range, step, width, onZoom }) {
       scales: { x: { time: true }, y: { range: (u2, min, max) => [Math.min(0, min ?? 0), max > 0 ? max * 1.08 : 1] } },
       axes: [
         { stroke: fg, grid: { stroke: gridc, width: 1 }, ticks: { stroke: gridc } },
-        { stroke: fg, grid: { stroke: gridc, width: 1 }, ticks: { stroke: gridc }, size: 54, values: (u2, vals) => vals.map((v) => `${number(v)}${unit === '%' ? '%' : ''}`) },
+        { stroke: fg, grid: { stroke: gridc, width: 1 }, ticks: { stroke: gridc }, size: yAxisSize, values: (u2, vals) => vals.map((v) => `${number(v)}${unit === '%' ? '%' : ''}`) },
       ],
       series: [{ value: (u2, v) => (v == null ? '—' : fmtTime(v * 1000)) }, ...names.map((n, i) => ({ label: n, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: false, points: { show: false }, value: fmtv }))],
       hooks: {
