@@ -55,6 +55,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{minimal + "hooks: {on_timeout: maybe}\n", "hooks.on_timeout"},
 		{strings.Replace(minimal, "seeds: [127.0.0.1:3306]", "seeds: [127.0.0.1:3306]\n    promotion_rules: {127.0.0.1:3307: never}", 1), `promotion_rules[127.0.0.1:3307]: "never"`},
 		{minimal + "  - name: main\n    seeds: [h:1]\n", `"main" is used twice`},
+		// Markup never becomes a cluster name (the web console escapes
+		// names anyway).
+		{minimal + "  - name: \"<script>alert(1)</script>\"\n    seeds: [h:1]\n", "use letters, digits"},
 		{"credentials: {user: x}\nreplication: {user: r}\n", "clusters: at least one"},
 	}
 	for _, tt := range tests {

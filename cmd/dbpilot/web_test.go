@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,6 +25,10 @@ import (
 // payload is put into an alert's summary: the page must show it as text
 // and never run it.
 const payload = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>`
+
+// ackComment is the ack's comment typed in the page, with markup that must
+// stay text wherever the comment is shown.
+const ackComment = `web test: failover checked <img src=x onerror="window.__pwned=5">`
 
 // webRules are serve's alert rules for the web test: ReplicationIOStopped
 // fires after 2 s (the built-in rule waits 10 s), with the payload in its
@@ -232,6 +237,19 @@ clusters:
 			t.Errorf(".not-found says %q, which does not name nosuch", txt)
 		}
 		p.Screenshot("not-found")
+		// Markup in the address is shown as text, never run.
+		p.Eval("delete window.__pwned", nil)
+		p.Navigate(s.URL + "/clusters/" + url.PathEscape(`<img src=x onerror="window.__pwned=3"><script>window.__pwned=4</script>`))
+		p.WaitSelector(".not-found", 15*time.Second)
+		if txt := p.Text(".not-found"); !strings.Contains(txt, `<img src=x onerror="window.__pwned=3">`) {
+			t.Errorf("the not-found page does not show the name as text: %q", txt)
+		}
+		if pwned := p.EvalString(`window.__pwned === undefined ? null : String(window.__pwned)`); pwned != "" {
+			t.Errorf("a cluster name in the address ran as script: window.__pwned = %s", pwned)
+		}
+		if n := p.Count(`main img, main script`); n != 0 {
+			t.Errorf("%d elements made from the address", n)
+		}
 		for path, name := range map[string]string{"/instances/10.255.255.1:1": "10.255.255.1:1", "/recoveries/999999": "999999", "/recoveries/abc": "abc", "/nosuch/page": "/nosuch/page"} {
 			p.Navigate(s.URL + path)
 			p.WaitSelector(".not-found", 15*time.Second)
@@ -645,7 +663,9 @@ clusters:
 		if p.Has(`dialog#confirm button[data-action="confirm"]:not([disabled])`) {
 			t.Error("an ack without a comment can be confirmed")
 		}
-		p.Type("dialog#confirm input[name=comment]", "web test: failover checked")
+		// The comment carries markup: shown as text in the timeline, never run.
+		p.Eval("delete window.__pwned", nil)
+		p.Type("dialog#confirm input[name=comment]", ackComment)
 		p.Click(`dialog#confirm button[data-action="confirm"]`)
 		p.WaitSelector("dialog#confirm .result", 15*time.Second)
 		if res := p.Text("dialog#confirm .result"); !strings.Contains(res, "acknowledged") {
@@ -662,13 +682,17 @@ clusters:
 		if err := json.Unmarshal([]byte(body), &recs); err != nil || len(recs) == 0 {
 			t.Fatalf("recoveries: %v %.500s", err, body)
 		}
-		if r := recs[0]; !r.Acked || r.AckComment != "web test: failover checked" {
+		if r := recs[0]; !r.Acked || r.AckComment != ackComment {
 			t.Errorf("the last recovery (%s) after the ack from the page: acked %v, comment %q", r.Kind, r.Acked, r.AckComment)
 		}
 		if r := recs[0]; len(r.LostReplicas) != 0 {
 			t.Errorf("the failover lost replicas: %s", r.LostReplicas)
 		}
 		p.WaitSelector(`button[data-action="ack"][disabled]`, 10*time.Second)
+		p.WaitJS(`Array.from(document.querySelectorAll(".recovery-row")).some((r) => r.textContent.includes("<img src=x onerror="))`, 10*time.Second)
+		if pwned := p.EvalString(`window.__pwned === undefined ? null : String(window.__pwned)`); pwned != "" {
+			t.Errorf("the ack comment ran as script: window.__pwned = %s", pwned)
+		}
 		p.Screenshot("acked")
 	})
 
