@@ -176,7 +176,10 @@ clusters:
     seeds: [%s, %s, %s]
     auto_failover: true
     semi_sync: true
-`, filepath.Join(dir, "state.db"), s.Token, d.Admin.User, d.Admin.Password, d.Repl.User, d.Repl.Password, rules, d.Name, n1, n2, n3)
+  # A cluster whose only seed does not answer: the overview shows it first.
+  - name: zz-offline
+    seeds: [127.0.0.1:%d]
+`, filepath.Join(dir, "state.db"), s.Token, d.Admin.User, d.Admin.Password, d.Repl.User, d.Repl.Password, rules, d.Name, n1, n2, n3, closedPort(t))
 	cfgPath := filepath.Join(dir, "dbpilot.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -217,8 +220,14 @@ clusters:
 		card := fmt.Sprintf(`.cluster-card[data-cluster=%q]`, d.Name)
 		p.WaitSelector(card, 15*time.Second)
 		p.WaitJS(fmt.Sprintf(`document.querySelector(%q)?.getAttribute("data-state") === "ok"`, card), 15*time.Second)
-		if n := p.Count(".cluster-card"); n != 1 {
-			t.Errorf("%d cluster cards, want 1", n)
+		if n := p.Count(".cluster-card"); n != 2 {
+			t.Errorf("%d cluster cards, want 2", n)
+		}
+		// Trouble first: the cluster nobody answers for, though its name
+		// sorts last.
+		p.WaitJS(`document.querySelector(".cluster-card")?.getAttribute("data-cluster") === "zz-offline"`, 15*time.Second)
+		if st := p.Attr(`.cluster-card[data-cluster="zz-offline"]`, "data-state"); st == "ok" {
+			t.Errorf("the offline cluster's card says %q", st)
 		}
 		href := p.EvalString(fmt.Sprintf(`(document.querySelector(%q)?.closest("a") ?? document.querySelector(%q + " a"))?.getAttribute("href") ?? null`, card, card))
 		if href != "/clusters/"+d.Name {
@@ -228,6 +237,15 @@ clusters:
 			t.Errorf("#conn data-state %q, want ok", p.Attr("#conn", "data-state"))
 		}
 		p.Screenshot("overview")
+		// The filter, kept in the address.
+		p.Type("input#filter", d.Name)
+		p.WaitJS(`document.querySelectorAll(".cluster-card").length === 1`, 5*time.Second)
+		if q := p.EvalString("location.search"); q != "?q="+d.Name {
+			t.Errorf("the filter is %q in the address", q)
+		}
+		if got := p.Attr(".cluster-card", "data-cluster"); got != d.Name {
+			t.Errorf("the filter %q shows %q", d.Name, got)
+		}
 	})
 
 	step("not found", func(t *testing.T) {
