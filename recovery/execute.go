@@ -275,17 +275,29 @@ func (r *execRun) waitApplied(ctx context.Context, key dbpilot.InstanceKey, pos 
 // primary side as Opt.SemiSync says (before writes are allowed, so that none
 // escapes it), read_only off. It returns when key became writable.
 func (r *execRun) promote(ctx context.Context, key dbpilot.InstanceKey, why string) (time.Time, error) {
+	if err := r.takePrimaryRole(ctx, key); err != nil {
+		return time.Time{}, err
+	}
+	return r.makeWritable(ctx, key, why)
+}
+
+// takePrimaryRole removes key's replication and sets its semi-sync sides
+// for a primary; it stays read-only.
+func (r *execRun) takePrimaryRole(ctx context.Context, key dbpilot.InstanceKey) error {
 	ctl := r.e.Ctl
 	if err := ctl.StopReplica(ctx, key); err != nil {
-		return time.Time{}, err
+		return err
 	}
 	if err := ctl.ResetReplicaAll(ctx, key); err != nil {
-		return time.Time{}, err
+		return err
 	}
-	if err := ctl.SetSemiSync(ctx, key, r.opt.SemiSync, false); err != nil {
-		return time.Time{}, err
-	}
-	if err := ctl.SetReadOnly(ctx, key, false); err != nil {
+	return ctl.SetSemiSync(ctx, key, r.opt.SemiSync, false)
+}
+
+// makeWritable turns read_only off on the new primary key and records it
+// as the run's new primary; it returns when key became writable.
+func (r *execRun) makeWritable(ctx context.Context, key dbpilot.InstanceKey, why string) (time.Time, error) {
+	if err := r.e.Ctl.SetReadOnly(ctx, key, false); err != nil {
 		return time.Time{}, err
 	}
 	writable := time.Now()
@@ -327,32 +339,48 @@ func (r *execRun) repointAll(ctx context.Context, primary, oldSource dbpilot.Ins
 // repoint moves one replica's channel from oldSource to primary and verifies
 // it; it returns why it failed, or "".
 func (r *execRun) repoint(ctx context.Context, key, primary, oldSource dbpilot.InstanceKey) string {
-	ctl := r.e.Ctl
 	start := time.Now()
+	channel, reason := r.attach(ctx, key, primary, oldSource)
+	if reason != "" {
+		return reason
+	}
+	return r.confirmRepoint(ctx, key, channel, primary, oldSource, start)
+}
+
+// attach points key's channel from oldSource at primary and starts it
+// (semi-sync replica side on when the cluster uses semi-sync); it returns
+// the channel's name, or why it failed.
+func (r *execRun) attach(ctx context.Context, key, primary, oldSource dbpilot.InstanceKey) (channel, reason string) {
+	ctl := r.e.Ctl
 	inst, err := ctl.Inspect(ctx, key)
 	if err != nil {
-		return "unreachable: " + err.Error()
+		return "", "unreachable: " + err.Error()
 	}
-	channel := ""
 	if ch := execSourceChannel(inst, oldSource); ch != nil {
 		channel = ch.Name
 	} else if len(inst.Channels) > 1 {
-		return fmt.Sprintf("none of its %d channels replicates from %s", len(inst.Channels), oldSource)
+		return "", fmt.Sprintf("none of its %d channels replicates from %s", len(inst.Channels), oldSource)
 	}
 	if err := ctl.StopReplica(ctx, key); err != nil {
-		return "stop replication: " + err.Error()
+		return "", "stop replication: " + err.Error()
 	}
 	if err := ctl.ChangeSource(ctx, key, primary, dbpilot.ChangeSourceOptions{Channel: channel}); err != nil {
-		return "change source: " + err.Error()
+		return "", "change source: " + err.Error()
 	}
 	if r.opt.SemiSync {
 		if err := ctl.SetSemiSync(ctx, key, inst.SemiSync.PrimaryEnabled, true); err != nil {
-			return "enable semi-sync: " + err.Error()
+			return "", "enable semi-sync: " + err.Error()
 		}
 	}
 	if err := ctl.StartReplica(ctx, key); err != nil {
-		return "start replication: " + err.Error()
+		return "", "start replication: " + err.Error()
 	}
+	return channel, ""
+}
+
+// confirmRepoint verifies an attached replica and audits it; it returns
+// why it failed, or "".
+func (r *execRun) confirmRepoint(ctx context.Context, key dbpilot.InstanceKey, channel string, primary, oldSource dbpilot.InstanceKey, start time.Time) string {
 	if reason := r.verify(ctx, key, channel, primary); reason != "" {
 		return reason
 	}

@@ -358,6 +358,12 @@ func TestExecutorSwitchover(t *testing.T) {
 	done := r.ev.named("done")
 	window, _ := strconv.Atoi(done[len(done)-1].Detail["write_unavailable_ms"])
 	t.Logf("write-unavailable window: %d ms (KillGrace 100 ms)", window)
+	// node2 had a semi-sync replica before it took writes.
+	for _, e := range r.ev.named("repoint") {
+		if strings.Contains(e.Message, "no semi-sync replica connected") {
+			t.Errorf("the candidate became writable without an acknowledger: %s", e.Message)
+		}
+	}
 	if window < 100 || window > 5000 {
 		t.Errorf("write-unavailable window %d ms", window)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -14,10 +15,13 @@ import (
 // primary turns read-only and, after Opt.KillGrace, its client connections
 // are killed; the candidate reaches the old primary's final position (else
 // the old primary is made writable again and the switchover fails); the
-// candidate is promoted; the other replicas and the old primary (read-only)
-// replicate from it. The write-unavailable window, from read_only on the
-// old primary to the new one writable, is audited (detail
-// "write_unavailable_ms" of "promote" and "done").
+// candidate takes the primary role still read-only, the other replicas and
+// the old primary (read-only) start replicating from it, and only then,
+// with a semi-sync acknowledger connected, it becomes writable: its first
+// commits never wait rpl_semi_sync_master_timeout for a replica that is
+// not there yet. The replicas are verified after. The write-unavailable
+// window, from read_only on the old primary to the new one writable, is
+// audited (detail "write_unavailable_ms" of "promote" and "done").
 func (e *Executor) Switchover(ctx context.Context, p *Plan, rec *dbpilot.Recovery) error {
 	r := e.newPlanRun(p, "switchover", rec)
 	detail := map[string]string{}
@@ -64,21 +68,141 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 	// From here on writes are refused: the window is measured from t0.
 	t0 := time.Now()
 	if err := r.stopWrites(ctx, p.OldPrimary); err != nil {
-		return r.rollbackSwitchover(ctx, p, t0, err, false)
+		return r.rollbackSwitchover(ctx, p, t0, err, false, false)
 	}
 	if err := r.reachFinalPosition(ctx, p, candChannel); err != nil {
-		return r.rollbackSwitchover(ctx, p, t0, err, false)
+		return r.rollbackSwitchover(ctx, p, t0, err, false, false)
 	}
+	if err := r.takePrimaryRole(ctx, p.Candidate); err != nil {
+		return r.rollbackSwitchover(ctx, p, t0, err, true, false)
+	}
+	joined := r.attachAll(ctx, p, old)
+	r.waitAcknowledger(ctx, p.Candidate, joined)
 	if err := r.promoteCandidate(ctx, p, t0, detail); err != nil {
-		return r.rollbackSwitchover(ctx, p, t0, err, true)
+		return r.rollbackSwitchover(ctx, p, t0, err, true, joined.hasFormer())
 	}
-
-	r.repointAll(ctx, p.Candidate, p.OldPrimary, p.Repoint, func() {
-		if reason := r.demote(ctx, old, p.Candidate); reason != "" {
-			r.lose(ctx, p.OldPrimary, reason)
-		}
-	})
+	r.confirmAll(ctx, p.Candidate, p.OldPrimary, joined)
 	return nil
+}
+
+// joinedSet is what attachAll attached to the candidate before it became
+// writable.
+type joinedSet []joined
+
+type joined struct {
+	key     dbpilot.InstanceKey
+	channel string
+	former  bool              // the old primary
+	detail  map[string]string // the former primary's repoint detail
+	start   time.Time
+}
+
+func (js joinedSet) hasFormer() bool {
+	for _, j := range js {
+		if j.former {
+			return true
+		}
+	}
+	return false
+}
+
+// attachAll points the other replicas and the old primary at the candidate
+// in parallel; each that fails is lost.
+func (r *execRun) attachAll(ctx context.Context, p *Plan, old *dbpilot.Instance) joinedSet {
+	var (
+		mu  sync.Mutex
+		out joinedSet
+		wg  sync.WaitGroup
+	)
+	sem := make(chan struct{}, execMaxParallel)
+	add := func(j joined) { mu.Lock(); out = append(out, j); mu.Unlock() }
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		detail, reason := r.demoteAttach(ctx, old, p.Candidate)
+		if reason != "" {
+			r.lose(ctx, p.OldPrimary, reason)
+			return
+		}
+		add(joined{key: p.OldPrimary, former: true, detail: detail, start: start})
+	}()
+	for _, k := range p.Repoint {
+		if k.Equal(p.Candidate) || k.Equal(p.OldPrimary) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			start := time.Now()
+			channel, reason := r.attach(ctx, k, p.Candidate, p.OldPrimary)
+			if reason != "" {
+				r.lose(ctx, k, reason)
+				return
+			}
+			add(joined{key: k, channel: channel, start: start})
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// execAckWait bounds the wait for a semi-sync acknowledger before the
+// candidate becomes writable; execAckPoll is how often it looks.
+const (
+	execAckWait = time.Second
+	execAckPoll = 10 * time.Millisecond
+)
+
+// waitAcknowledger waits, on a semi-sync cluster, until a replica is
+// connected to the candidate as a semi-sync replica (or execAckWait passed:
+// the candidate is made writable anyway, and the audit says its first
+// commits may wait for an acknowledgement).
+func (r *execRun) waitAcknowledger(ctx context.Context, cand dbpilot.InstanceKey, js joinedSet) {
+	if !r.opt.SemiSync || len(js) == 0 {
+		return
+	}
+	deadline := time.Now().Add(execAckWait)
+	for {
+		inst, err := r.e.Ctl.Inspect(ctx, cand)
+		if err == nil && inst.SemiSync.PrimaryClients > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.audit(ctx, cand, dbpilot.AuditRepoint, fmt.Sprintf("no semi-sync replica connected to %s within %s; it becomes writable anyway, and its first commits may wait rpl_semi_sync_master_timeout for an acknowledgement", cand, execAckWait), nil)
+			return
+		}
+		if err := execSleep(ctx, execAckPoll); err != nil {
+			return
+		}
+	}
+}
+
+// confirmAll verifies, in parallel, every replica attached before the
+// candidate became writable; each that does not replicate is lost.
+func (r *execRun) confirmAll(ctx context.Context, primary, oldPrimary dbpilot.InstanceKey, js joinedSet) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, execMaxParallel)
+	for _, j := range js {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			reason := ""
+			if j.former {
+				reason = r.demoteConfirm(ctx, j.key, primary, j.detail, j.start)
+			} else {
+				reason = r.confirmRepoint(ctx, j.key, j.channel, primary, oldPrimary, j.start)
+			}
+			if reason != "" {
+				r.lose(ctx, j.key, reason)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // switchoverPreflight checks, before anything changes, that the old primary
@@ -170,7 +294,7 @@ func (r *execRun) reachFinalPosition(ctx context.Context, p *Plan, candChannel s
 // promotion fails the run has no new primary.
 func (r *execRun) promoteCandidate(ctx context.Context, p *Plan, t0 time.Time, detail map[string]string) error {
 	oldKey, candKey := p.OldPrimary, p.Candidate
-	writable, err := r.promote(ctx, candKey, "switchover")
+	writable, err := r.makeWritable(ctx, candKey, "switchover")
 	if err != nil {
 		r.rec.NewPrimary = dbpilot.InstanceKey{}
 		return err
@@ -183,15 +307,24 @@ func (r *execRun) promoteCandidate(ctx context.Context, p *Plan, t0 time.Time, d
 }
 
 // rollbackSwitchover undoes a switchover that failed with cause after
-// writes stopped at t0: the old primary becomes writable again and, when
+// writes stopped at t0: the old primary becomes writable again (first
+// leaving the candidate's replication when oldAttached) and, when
 // candReset (the candidate lost its channel), the candidate, read-only,
-// replicates from it again. The rollback outlives a cancelled ctx. The
-// error returned carries cause's code and says whether the rollback worked.
-func (r *execRun) rollbackSwitchover(ctx context.Context, p *Plan, t0 time.Time, cause error, candReset bool) error {
+// replicates from it again; replicas already attached to the candidate stay
+// below it. The rollback outlives a cancelled ctx. The error returned
+// carries cause's code and says whether the rollback worked.
+func (r *execRun) rollbackSwitchover(ctx context.Context, p *Plan, t0 time.Time, cause error, candReset, oldAttached bool) error {
 	ctl := r.e.Ctl
 	oldKey, candKey := p.OldPrimary, p.Candidate
 	rctx := context.WithoutCancel(ctx)
 	var errs []error
+	if oldAttached {
+		if err := ctl.StopReplica(rctx, oldKey); err != nil {
+			errs = append(errs, err)
+		} else if err := ctl.ResetReplicaAll(rctx, oldKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if candReset {
 		// The candidate lost its channel: put it back under the old primary.
 		if err := ctl.SetReadOnly(rctx, candKey, true); err != nil {
@@ -217,42 +350,47 @@ func (r *execRun) rollbackSwitchover(ctx context.Context, p *Plan, t0 time.Time,
 	return dbpilot.WrapError(dbpilot.ErrorCode(cause), cause, "switchover to %s failed; rolled back, %s is the primary again", candKey, oldKey)
 }
 
-// demote makes the former primary (read-only already) replicate from the
-// new one. It returns why it failed, or "".
-func (r *execRun) demote(ctx context.Context, old *dbpilot.Instance, primary dbpilot.InstanceKey) string {
+// demoteAttach makes the former primary (read-only already) replicate from
+// the new one. It returns the repoint's audit detail, or why it failed.
+func (r *execRun) demoteAttach(ctx context.Context, old *dbpilot.Instance, primary dbpilot.InstanceKey) (map[string]string, string) {
 	ctl := r.e.Ctl
 	key := old.Key
-	start := time.Now()
 	if err := ctl.StopReplica(ctx, key); err != nil {
-		return "stop replication: " + err.Error()
+		return nil, "stop replication: " + err.Error()
 	}
 	detail := map[string]string{"source": primary.String()}
 	if pos, ok := ctl.(dbpilot.ReplicaPositioner); ok && old.Flavor == dbpilot.FlavorMariaDB {
 		// Its own transactions are in its binlog, not in gtid_slave_pos.
 		now, err := ctl.Inspect(ctx, key)
 		if err != nil {
-			return "unreachable: " + err.Error()
+			return nil, "unreachable: " + err.Error()
 		}
 		sp, err := posMax(now.GTID.BinlogPos, now.GTID.SlavePos)
 		if err != nil {
-			return "read GTID position: " + err.Error()
+			return nil, "read GTID position: " + err.Error()
 		}
 		if sp != now.GTID.SlavePos {
 			if err := pos.SetReplicaPosition(ctx, key, sp); err != nil {
-				return "set replica position: " + err.Error()
+				return nil, "set replica position: " + err.Error()
 			}
 			detail["slave_pos"] = sp
 		}
 	}
 	if err := ctl.ChangeSource(ctx, key, primary, dbpilot.ChangeSourceOptions{}); err != nil {
-		return "change source: " + err.Error()
+		return nil, "change source: " + err.Error()
 	}
 	if err := ctl.SetSemiSync(ctx, key, false, r.opt.SemiSync); err != nil {
-		return "set semi-sync: " + err.Error()
+		return nil, "set semi-sync: " + err.Error()
 	}
 	if err := ctl.StartReplica(ctx, key); err != nil {
-		return "start replication: " + err.Error()
+		return nil, "start replication: " + err.Error()
 	}
+	return detail, ""
+}
+
+// demoteConfirm verifies the former primary attached by demoteAttach and
+// audits it; it returns why it failed, or "".
+func (r *execRun) demoteConfirm(ctx context.Context, key, primary dbpilot.InstanceKey, detail map[string]string, start time.Time) string {
 	if reason := r.verify(ctx, key, "", primary); reason != "" {
 		return reason
 	}

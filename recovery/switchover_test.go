@@ -56,3 +56,58 @@ func TestSwitchoverRollbackFails(t *testing.T) {
 		t.Errorf("candidate calls: %v", got)
 	}
 }
+
+// TestSwitchoverWritableLast: the replicas and the old primary are pointed
+// at the candidate before it becomes writable, so a semi-sync primary's
+// first commits find an acknowledger.
+func TestSwitchoverWritableLast(t *testing.T) {
+	old := exMaria(1, "0-1-20", "")
+	f := exNewFake(old, exMaria(2, "0-1-20", "0-1-20", exOld), exMaria(3, "0-1-20", "0-1-20", exOld))
+	rec := &dbpilot.Recovery{}
+	p := &Plan{Kind: dbpilot.RecoverySwitchover, OldPrimary: exOld, Candidate: exCand, Repoint: []dbpilot.InstanceKey{exR1}}
+	if err := (&Executor{Ctl: exPositioning{f}, Opt: exOptions()}).Switchover(context.Background(), p, rec); err != nil {
+		t.Fatal(err)
+	}
+	at := func(line string) int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, c := range f.calls {
+			if c == line {
+				return i
+			}
+		}
+		t.Fatalf("no call %q in %v", line, f.calls)
+		return -1
+	}
+	writable := at("SetReadOnly " + exCand.String() + " false")
+	for _, started := range []string{"StartReplica " + exR1.String(), "StartReplica " + exOld.String()} {
+		if at(started) > writable {
+			t.Errorf("%s after the candidate became writable: %v", started, f.calls)
+		}
+	}
+	if !rec.Success || len(rec.LostReplicas) != 0 {
+		t.Errorf("rec = %+v", rec)
+	}
+}
+
+// TestSwitchoverWritableFailsRollsBack: the candidate cannot be made
+// writable after the old primary started replicating from it: the old
+// primary leaves that replication and is the primary again, the candidate
+// goes back below it.
+func TestSwitchoverWritableFailsRollsBack(t *testing.T) {
+	f := exNewFake(exMaria(1, "0-1-20", ""), exMaria(2, "0-1-20", "0-1-20", exOld))
+	f.fail["SetReadOnly "+exCand.String()] = dbpilot.Errorf(dbpilot.EUNAVAIL, "mysql: set read_only on %s: lost connection", exCand)
+	rec := &dbpilot.Recovery{}
+	err := (&Executor{Ctl: exPositioning{f}, Opt: exOptions()}).Switchover(context.Background(), &Plan{OldPrimary: exOld, Candidate: exCand}, rec)
+	if err == nil || !strings.Contains(err.Error(), "failed and the rollback failed too") && !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("error = %v", err)
+	}
+	got := strings.Join(f.callsOf(exOld), "|")
+	want := "SetReadOnly true|KillClientConnections|StopReplica|SetReplicaPosition 0-1-20|ChangeSource 10.0.0.1:2 channel= ignore=[]|SetSemiSync false false|StartReplica|StopReplica|ResetReplicaAll|SetReadOnly false"
+	if got != want {
+		t.Errorf("old primary calls:\n got %s\nwant %s", got, want)
+	}
+	if rec.Success || !rec.NewPrimary.IsZero() {
+		t.Errorf("rec = %+v", rec)
+	}
+}
