@@ -292,18 +292,21 @@ func TestSemiSyncSQL(t *testing.T) {
 }
 
 func TestKillClients(t *testing.T) {
-	pl := rows([]string{"ID", "USER", "COMMAND"},
-		[]string{"5", "dbpilot", "Query"},    // ourselves
-		[]string{"6", "app", "Sleep"},        // a client
-		[]string{"7", "dbpilot", "Sleep"},    // another admin connection
-		[]string{"8", "repl", "Binlog Dump"}, // a replica's dump thread
-		[]string{"9", "repl", "Binlog Dump GTID"},
-		[]string{"10", "system user", "Slave_IO"},
-		[]string{"11", "system user", "Slave_worker"},
-		[]string{"12", "event_scheduler", "Daemon"},
-		[]string{"13", "system user", "Connect"}, // MySQL replica IO thread
-		[]string{"14", "unauthenticated user", "Connect"},
-		[]string{"15", "app", "Query"}, // gone before the kill
+	pl := rows([]string{"ID", "USER", "COMMAND", "INFO"},
+		[]string{"5", "dbpilot", "Query", processlistAllSQL}, // ourselves
+		[]string{"6", "app", "Sleep", ""},                    // a client
+		[]string{"7", "dbpilot", "Sleep", ""},                // another admin connection
+		[]string{"8", "repl", "Binlog Dump", ""},             // a replica's dump thread
+		[]string{"9", "repl", "Binlog Dump GTID", ""},
+		[]string{"10", "system user", "Slave_IO", ""},
+		[]string{"11", "system user", "Slave_worker", ""},
+		[]string{"12", "event_scheduler", "Daemon", ""},
+		[]string{"13", "system user", "Connect", ""}, // MySQL replica IO thread
+		[]string{"14", "unauthenticated user", "Connect", ""},
+		[]string{"15", "app", "Query", ""}, // gone before the kill
+		// dbpilot's liveness session: never killed (a KILL of it blocked
+		// the server for 2 s now and then).
+		[]string{"16", "dbpilot", "Query", "SELECT /* " + LivenessMarker + " */ SLEEP(30)"},
 	)
 	r := &recorder{
 		results: map[string]*Rows{"SELECT CONNECTION_ID()": rows([]string{"id"}, []string{"5"}), processlistAllSQL: pl},
