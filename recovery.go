@@ -124,6 +124,22 @@ type RecoveryFilter struct {
 	Limit int // 0: a default of 100
 }
 
+// Pruner is a StateStore that can forget history: serve prunes by age
+// (config retention).
+type Pruner interface {
+	// Prune deletes audit events, recoveries and resolved alerts older than
+	// before; the newest recovery of each cluster is always kept (its
+	// acknowledgement and the anti-flapping block depend on it).
+	Prune(ctx context.Context, before time.Time) (Pruned, error)
+}
+
+// Pruned counts what one Prune deleted.
+type Pruned struct {
+	Audit      int `json:"audit"`
+	Recoveries int `json:"recoveries"`
+	Alerts     int `json:"alerts"`
+}
+
 // StateStore keeps what serve knows across restarts: instances seen,
 // recoveries and the audit log. The sqlite package implements it.
 type StateStore interface {

@@ -43,7 +43,14 @@ type Config struct {
 	ForgetAfter    Duration          `yaml:"forget_after"`
 	DiscoveryBound int               `yaml:"discovery_concurrency"`
 	UI             UIConfig          `yaml:"ui"`
+	// Retention is how long the state file keeps the audit log, recoveries
+	// and resolved alerts (default 90 days; pruned every hour). The newest
+	// recovery of each cluster is always kept.
+	Retention Duration `yaml:"retention"`
 }
+
+// DefaultRetention is Config.Retention's default.
+const DefaultRetention = 90 * 24 * time.Hour
 
 // UIConfig configures the web console and, with it, reading the API.
 type UIConfig struct {
@@ -217,6 +224,7 @@ const (
 // Example is a commented configuration, printed by `dbpilot serve --help`.
 const Example = `listen: 127.0.0.1:7070          # HTTP API; keep it on loopback or behind TLS
 state: ~/.dbpilot/state.db       # SQLite: instances, recoveries, audit log
+retention: 2160h                 # audit log, recoveries, resolved alerts kept 90 days (pruned hourly)
 token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600)
 ui: {read_requires_token: false} # reads (API, web console data, /metrics) need the token too; default: true off-loopback
 credentials: {user: dbpilot, file: ~/.dbpilot/admin.cnf}   # admin account ([client] user=, password=)
@@ -354,6 +362,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ForgetAfter == 0 {
 		c.ForgetAfter = Duration(time.Hour)
+	}
+	if c.Retention == 0 {
+		c.Retention = Duration(DefaultRetention)
+	}
+	if c.Retention.D() < 24*time.Hour {
+		return fmt.Errorf("retention: %s is below 24h (the audit log of a recovery must outlive its investigation)", c.Retention.D())
 	}
 	if c.DiscoveryBound == 0 {
 		c.DiscoveryBound = 8

@@ -49,6 +49,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{strings.Replace(minimal, "seeds: [127.0.0.1:3306]", "seeds: []", 1), "clusters[0].seeds: at least one"},
 		{minimal + "poll_interval: 10ms\n", "poll_interval: 10ms is outside"},
 		{minimal + "poll_interval: fast\n", `"fast" is not a duration`},
+		{minimal + "retention: 1h\n", "retention: 1h0m0s is below 24h"},
 		{minimal + "detection: {probe_timeout: 2s}\n", "detection.probe_timeout: 2s must be below poll_interval"},
 		{strings.Replace(minimal, "replication: {user: repl, password: rpw}", "", 1), "replication.user: required"},
 		{minimal + "listen: nowhere\n", `listen: "nowhere" is not HOST:PORT`},

@@ -221,6 +221,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			ev.Run(ctx)
 		}()
 	}
+	if _, ok := d.store.(dbpilot.Pruner); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.pruneLoop(ctx)
+		}()
+	}
 	for _, name := range d.order {
 		cs := d.clusters[name]
 		wg.Add(1)
@@ -238,6 +245,42 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// pruneEvery is how often the state is pruned by age.
+const pruneEvery = time.Hour
+
+// pruneLoop deletes, at start and every pruneEvery, the history older than
+// the configured retention.
+func (d *Daemon) pruneLoop(ctx context.Context) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		d.prune(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// prune deletes the history older than the retention once.
+func (d *Daemon) prune(ctx context.Context) {
+	p, ok := d.store.(dbpilot.Pruner)
+	if !ok {
+		return
+	}
+	before := d.now().Add(-d.cfg.Retention.D())
+	n, err := p.Prune(ctx, before)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			d.log.Warn("prune state", "err", err)
+		}
+	case n != (dbpilot.Pruned{}):
+		d.log.Info("state pruned", "before", before.Format(time.RFC3339), "audit", n.Audit, "recoveries", n.Recoveries, "alerts", n.Alerts)
+	}
 }
 
 // watch ticks one cluster. A tick that overruns the interval delays the

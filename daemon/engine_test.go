@@ -788,3 +788,32 @@ func TestClusterChanged(t *testing.T) {
 		t.Errorf("unknown cluster: %v", err)
 	}
 }
+
+// pruningStore is the world's store that can prune (dbpilot.Pruner).
+type pruningStore struct {
+	*mock.StateStore
+	before []time.Time
+}
+
+func (p *pruningStore) Prune(_ context.Context, before time.Time) (dbpilot.Pruned, error) {
+	p.before = append(p.before, before)
+	return dbpilot.Pruned{Audit: 3}, nil
+}
+
+// TestPruneByRetention: the daemon prunes what is older than the
+// configured retention, by its own clock.
+func TestPruneByRetention(t *testing.T) {
+	w := newWorld(t, 10, 2)
+	d, _ := w.daemon(func(c *Config) { c.Retention = Duration(48 * time.Hour) })
+	ps := &pruningStore{StateStore: w.store()}
+	d.store = ps
+	d.prune(context.Background())
+	if len(ps.before) != 1 || !ps.before[0].Equal(w.clock().Add(-48*time.Hour)) {
+		t.Errorf("pruned before %v, want %s", ps.before, w.clock().Add(-48*time.Hour))
+	}
+	// Without a retention set, the default keeps 90 days.
+	d2, _ := w.daemon(nil)
+	if got := d2.cfg.Retention.D(); got != DefaultRetention {
+		t.Errorf("default retention %s", got)
+	}
+}

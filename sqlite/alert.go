@@ -4,10 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/dbpilot/dbpilot"
 )
@@ -165,23 +163,3 @@ func scanAlert(rows *sql.Rows) (*dbpilot.Alert, error) {
 	return &a, nil
 }
 
-// PruneAlerts deletes the alerts resolved before before and returns how many
-// it deleted.
-func (d *DB) PruneAlerts(ctx context.Context, before time.Time) (int, error) {
-	const op = "prune alerts"
-	if err := d.writable(op); err != nil {
-		return 0, err
-	}
-	if before.IsZero() {
-		return 0, errors.New("sqlite: prune alerts: no time given")
-	}
-	res, err := d.db.ExecContext(ctx, `DELETE FROM alerts WHERE state = 'resolved' AND resolved_at < ?`, sinceArg(before))
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	return int(n), nil
-}

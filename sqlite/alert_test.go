@@ -115,9 +115,9 @@ func TestAlertFilters(t *testing.T) {
 	_, err := d.Alerts(ctx, dbpilot.AlertFilter{State: "burning"})
 	wantCode(t, err, dbpilot.EINVALID)
 
-	n, err := d.PruneAlerts(ctx, ts(100, 0))
-	if err != nil || n != 1 {
-		t.Errorf("PruneAlerts: %d, %v; want 1", n, err)
+	p, err := d.Prune(ctx, ts(100, 0))
+	if err != nil || p.Alerts != 1 {
+		t.Errorf("Prune: %+v, %v; want 1 alert", p, err)
 	}
 	if got, _ := d.Alerts(ctx, dbpilot.AlertFilter{}); len(got) != 4 {
 		t.Errorf("after prune: %d alerts, want 4", len(got))

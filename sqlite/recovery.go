@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 )
@@ -206,4 +207,47 @@ func (d *DB) AckRecoveries(ctx context.Context, cluster, by, comment string) (in
 		return 0, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	return int(n), nil
+}
+
+// Prune deletes audit events, recoveries and resolved alerts older than
+// before, in one transaction; the newest recovery of each cluster stays
+// (dbpilot.Pruner).
+func (d *DB) Prune(ctx context.Context, before time.Time) (dbpilot.Pruned, error) {
+	const op = "prune"
+	var p dbpilot.Pruned
+	if err := d.writable(op); err != nil {
+		return p, err
+	}
+	if before.IsZero() {
+		return p, errors.New("sqlite: prune: no time given")
+	}
+	t := sinceArg(before)
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return p, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	defer tx.Rollback()
+	for _, s := range []struct {
+		n    *int
+		stmt string
+	}{
+		{&p.Audit, `DELETE FROM audit WHERE time < ?`},
+		{&p.Recoveries, `DELETE FROM recoveries WHERE started < ?
+			AND id NOT IN (SELECT MAX(id) FROM recoveries GROUP BY cluster)`},
+		{&p.Alerts, `DELETE FROM alerts WHERE state = 'resolved' AND resolved_at < ?`},
+	} {
+		res, err := tx.ExecContext(ctx, s.stmt, t)
+		if err != nil {
+			return p, fmt.Errorf("sqlite: %s: %w", op, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return p, fmt.Errorf("sqlite: %s: %w", op, err)
+		}
+		*s.n = int(n)
+	}
+	if err := tx.Commit(); err != nil {
+		return p, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	return p, nil
 }

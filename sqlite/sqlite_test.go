@@ -737,3 +737,58 @@ func TestMigrationAtomic(t *testing.T) {
 		t.Errorf("version %d (%v), want %d", v, err, len(ms)+1)
 	}
 }
+
+// TestPrune: audit events, recoveries and resolved alerts older than the
+// cut are deleted; the newest recovery of each cluster stays, whatever its
+// age, and so do firing alerts.
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	d, _ := openTest(t)
+	for _, r := range []*dbpilot.Recovery{
+		{Cluster: "a", Kind: dbpilot.RecoveryFailoverAuto, Started: ts(10, 0)},
+		{Cluster: "a", Kind: dbpilot.RecoverySwitchover, Started: ts(20, 0)},
+		{Cluster: "a", Kind: dbpilot.RecoverySwitchover, Started: ts(200, 0)},
+		{Cluster: "b", Kind: dbpilot.RecoveryFailoverAuto, Started: ts(30, 0)}, // b's newest: kept
+	} {
+		if err := d.CreateRecovery(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sec := range []int64{5, 50, 150, 250} {
+		if err := d.Audit(ctx, dbpilot.AuditEvent{Time: ts(sec, 0), Cluster: "a", Event: "detect", Message: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range []*dbpilot.Alert{
+		{Rule: "old", State: dbpilot.AlertResolved, ActiveAt: ts(1, 0), ResolvedAt: ts(2, 0)},
+		{Rule: "firing", State: dbpilot.AlertFiring, ActiveAt: ts(1, 0), FiredAt: ts(2, 0)},
+		{Rule: "new", State: dbpilot.AlertResolved, ActiveAt: ts(110, 0), ResolvedAt: ts(120, 0)},
+	} {
+		if err := d.SaveAlert(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := d.Prune(ctx, ts(100, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (dbpilot.Pruned{Audit: 2, Recoveries: 2, Alerts: 1}); p != want {
+		t.Errorf("pruned %+v, want %+v", p, want)
+	}
+	recs, _ := d.Recoveries(ctx, dbpilot.RecoveryFilter{})
+	var left []string
+	for _, r := range recs {
+		left = append(left, r.Cluster+"@"+r.Started.Sub(ts(0, 0)).String())
+	}
+	if got := strings.Join(left, ","); got != "a@3m20s,b@30s" {
+		t.Errorf("recoveries left: %s", got)
+	}
+	ev, _ := d.AuditEvents(ctx, dbpilot.AuditFilter{})
+	alerts, _ := d.Alerts(ctx, dbpilot.AlertFilter{})
+	if len(ev) != 2 || len(alerts) != 2 {
+		t.Errorf("left %d audit events and %d alerts, want 2 and 2", len(ev), len(alerts))
+	}
+	if _, err := d.Prune(ctx, time.Time{}); err == nil {
+		t.Error("a prune without a time was accepted")
+	}
+}
