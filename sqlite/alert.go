@@ -162,4 +162,3 @@ func scanAlert(rows *sql.Rows) (*dbpilot.Alert, error) {
 	a.ActiveAt, a.FiredAt, a.ResolvedAt = timeOf(active), timeOf(fired), timeOf(resolvedAt)
 	return &a, nil
 }
-
