@@ -1,6 +1,8 @@
 package dbpilot
 
 import (
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,15 +16,17 @@ type Instance struct {
 	LastError  string      `json:"last_error,omitempty"`
 	ObservedAt time.Time   `json:"observed_at"`
 
-	Flavor         Flavor        `json:"flavor,omitempty"`
-	Version        Version       `json:"version"`
-	VersionComment string        `json:"version_comment,omitempty"`
-	ServerID       uint32        `json:"server_id"`
-	ServerUUID     string        `json:"server_uuid,omitempty"` // MySQL; empty on MariaDB
-	Hostname       string        `json:"hostname,omitempty"`
-	ReportHost     string        `json:"report_host,omitempty"`
-	ReportPort     int           `json:"report_port,omitempty"`
-	Uptime         time.Duration `json:"uptime_ns"`
+	Flavor         Flavor  `json:"flavor,omitempty"`
+	Version        Version `json:"version"`
+	VersionComment string  `json:"version_comment,omitempty"`
+	ServerID       uint32  `json:"server_id"`
+	ServerUUID     string  `json:"server_uuid,omitempty"` // MySQL; empty on MariaDB
+	Hostname       string  `json:"hostname,omitempty"`
+	// Port is the server's own @@port, whatever address reached it.
+	Port       int           `json:"port,omitempty"`
+	ReportHost string        `json:"report_host,omitempty"`
+	ReportPort int           `json:"report_port,omitempty"`
+	Uptime     time.Duration `json:"uptime_ns"`
 
 	ReadOnly      bool `json:"read_only"`
 	SuperReadOnly bool `json:"super_read_only"` // MySQL only; false on MariaDB
@@ -41,6 +45,22 @@ type Instance struct {
 	// Replicas are the servers this instance reports as connected to it
 	// (SHOW SLAVE HOSTS / SHOW REPLICAS, or Binlog Dump threads).
 	Replicas []InstanceKey `json:"replicas,omitempty"`
+}
+
+// Identity names the server itself, whatever address reached it: MySQL's
+// server_uuid, else (MariaDB has none) its server_id with its own hostname
+// and port, which no two running servers share. "" when not known (an
+// unreachable instance).
+func (i *Instance) Identity() string {
+	switch {
+	case !i.Reachable:
+		return ""
+	case i.ServerUUID != "":
+		return "uuid:" + i.ServerUUID
+	case i.Hostname != "" && i.Port > 0:
+		return fmt.Sprintf("id:%d@%s:%d", i.ServerID, strings.ToLower(i.Hostname), i.Port)
+	}
+	return ""
 }
 
 // IsReplica reports whether the instance has at least one replication channel.

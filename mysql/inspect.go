@@ -264,6 +264,7 @@ func buildInstance(key dbpilot.InstanceKey, id serverIdent, vars, status map[str
 	inst.ServerID = uint32(f.uint("server_id", 32))
 	inst.ServerUUID = f.str("server_uuid")
 	inst.Hostname = f.str("hostname")
+	inst.Port = int(f.uint("port", 16))
 	inst.ReportHost = f.str("report_host")
 	inst.ReportPort = int(f.uint("report_port", 16))
 	inst.ReadOnly = f.bool("read_only")

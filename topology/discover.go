@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -97,6 +98,11 @@ func Discover(ctx context.Context, in dbpilot.Inspector, seeds []dbpilot.Instanc
 	results := make(chan result, opt.Concurrency)
 	var out []*dbpilot.Instance
 	inflight, interrupted := 0, 0
+	// One server reached under two addresses (a hostname and its IP, a
+	// report_host) is one instance: the first address it was reached by
+	// (the seeds come first), the others its aliases.
+	byIdentity := map[string]dbpilot.InstanceKey{}
+	alias := map[dbpilot.InstanceKey]dbpilot.InstanceKey{}
 	for {
 		for len(queue) > 0 && inflight < opt.Concurrency && crawlCtx.Err() == nil {
 			k := queue[0]
@@ -118,6 +124,13 @@ func Discover(ctx context.Context, in dbpilot.Inspector, seeds []dbpilot.Instanc
 			continue
 		}
 		inst := observed(r.key, r.inst, r.err, opt.Now)
+		if id := inst.Identity(); id != "" {
+			if first, ok := byIdentity[id]; ok {
+				alias[inst.Key.Normalized()] = first
+				continue
+			}
+			byIdentity[id] = inst.Key
+		}
 		out = append(out, inst)
 		if !inst.Reachable {
 			continue
@@ -129,6 +142,9 @@ func Discover(ctx context.Context, in dbpilot.Inspector, seeds []dbpilot.Instanc
 			enqueue(k)
 		}
 	}
+	if len(alias) > 0 {
+		unalias(out, alias)
+	}
 	sortInstances(out)
 
 	if missed := len(queue) + interrupted; missed > 0 {
@@ -138,6 +154,37 @@ func Discover(ctx context.Context, in dbpilot.Inspector, seeds []dbpilot.Instanc
 		return out, dbpilot.Errorf(dbpilot.EUNAVAIL, "discovery did not finish within %s: %d instances inspected, %d not (raise the timeout)", opt.Timeout, len(out), missed)
 	}
 	return out, nil
+}
+
+// unalias rewrites the channels' sources and the replica lists that name a
+// server by an alias to the address it is known by, so that the topology
+// sees one server.
+func unalias(out []*dbpilot.Instance, alias map[dbpilot.InstanceKey]dbpilot.InstanceKey) {
+	canon := func(k dbpilot.InstanceKey) dbpilot.InstanceKey {
+		if c, ok := alias[k.Normalized()]; ok {
+			return c
+		}
+		return k
+	}
+	for _, inst := range out {
+		inst.Channels = slices.Clone(inst.Channels) // the inspector's may be shared
+		for i := range inst.Channels {
+			inst.Channels[i].Source = canon(inst.Channels[i].Source)
+		}
+		if len(inst.Replicas) == 0 {
+			continue
+		}
+		seen := map[dbpilot.InstanceKey]bool{}
+		reps := inst.Replicas[:0:0]
+		for _, r := range inst.Replicas {
+			r = canon(r)
+			if !seen[r.Normalized()] {
+				seen[r.Normalized()] = true
+				reps = append(reps, r)
+			}
+		}
+		inst.Replicas = reps
+	}
 }
 
 // observed turns one inspection's outcome into the instance Discover reports.

@@ -265,3 +265,44 @@ func TestDiscoverInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoverAliases: one server reached under two addresses (its IP from
+// the seed, a hostname in its replica's CHANGE MASTER) is one instance, and
+// the replica's channel names it by the address it is known by. Servers
+// that only share a server_id (two sandboxes on one host) stay apart.
+func TestDiscoverAliases(t *testing.T) {
+	alias := dbpilot.InstanceKey{Host: "db1.example", Port: 30000}
+	primary := &dbpilot.Instance{Key: k(30000), Reachable: true, Flavor: dbpilot.FlavorMariaDB, ServerID: 1, Hostname: "db1", Port: 30000,
+		Replicas: []dbpilot.InstanceKey{k(30001), k(30002)}}
+	sameServer := *primary
+	sameServer.Key = alias
+	r1 := &dbpilot.Instance{Key: k(30001), Reachable: true, Flavor: dbpilot.FlavorMariaDB, ServerID: 2, Hostname: "db1", Port: 30001, ReadOnly: true,
+		Channels: []dbpilot.ReplicationChannel{{Source: alias, IORunning: dbpilot.IORunning, SQLRunning: true}}}
+	// Same server_id and host as the primary, another port: another server.
+	r2 := &dbpilot.Instance{Key: k(30002), Reachable: true, Flavor: dbpilot.FlavorMariaDB, ServerID: 1, Hostname: "db1", Port: 30002, ReadOnly: true,
+		Channels: []dbpilot.ReplicationChannel{{Source: k(30000), IORunning: dbpilot.IORunning, SQLRunning: true}}}
+	f := newFake([]*dbpilot.Instance{primary, &sameServer, r1, r2})
+	got, err := Discover(context.Background(), f, []dbpilot.InstanceKey{k(30000)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keysOf(got) != "127.0.0.1:30000 127.0.0.1:30001 127.0.0.1:30002" {
+		t.Fatalf("instances: %s", keysOf(got))
+	}
+	for _, i := range got {
+		if i.Key == k(30001) && i.Channels[0].Source != k(30000) {
+			t.Errorf("the replica's source is %s, want the primary's address %s", i.Channels[0].Source, k(30000))
+		}
+	}
+	if f.instances[alias.Normalized()] == nil || sameServer.Key != alias {
+		t.Fatal("fixture changed")
+	}
+	if r1.Channels[0].Source != alias {
+		t.Error("the inspector's instance was changed")
+	}
+	// The cluster is one primary with two replicas.
+	cl := Clusters(got)
+	if len(cl) != 1 || len(cl[0].Instances) != 3 || len(cl[0].Primaries) != 1 || cl[0].Primaries[0] != k(30000) {
+		t.Errorf("clusters: %+v", cl)
+	}
+}
