@@ -5,20 +5,21 @@ type ProblemCode string
 
 // Problems found by analysis. Names follow orchestrator's where one exists.
 const (
-	ProblemDeadPrimary           ProblemCode = "DeadPrimary"
-	ProblemUnreachablePrimary    ProblemCode = "UnreachablePrimary"
-	ProblemUnreachable           ProblemCode = "Unreachable"
-	ProblemReplicationIOStopped  ProblemCode = "ReplicationIOStopped"
-	ProblemReplicationSQLStopped ProblemCode = "ReplicationSQLStopped"
-	ProblemReplicaLagging        ProblemCode = "ReplicaLagging"
-	ProblemErrantGTID            ProblemCode = "ErrantGTID"
-	ProblemReplicaNotReadOnly    ProblemCode = "ReplicaNotReadOnly"
-	ProblemPrimaryReadOnly       ProblemCode = "PrimaryReadOnly"
-	ProblemNoBinlog              ProblemCode = "NoBinlog"
-	ProblemNoLogReplicaUpdates   ProblemCode = "NoLogReplicaUpdates"
-	ProblemSemiSyncNoReplicas    ProblemCode = "SemiSyncNoReplicas"
-	ProblemSlowFailureDetection  ProblemCode = "SlowFailureDetection"
-	ProblemNoGTID                ProblemCode = "NoGTID"
+	ProblemDeadPrimary              ProblemCode = "DeadPrimary"
+	ProblemUnreachablePrimary       ProblemCode = "UnreachablePrimary"
+	ProblemUnreachable              ProblemCode = "Unreachable"
+	ProblemReplicationIOStopped     ProblemCode = "ReplicationIOStopped"
+	ProblemReplicationSQLStopped    ProblemCode = "ReplicationSQLStopped"
+	ProblemReplicaLagging           ProblemCode = "ReplicaLagging"
+	ProblemErrantGTID               ProblemCode = "ErrantGTID"
+	ProblemReplicaNotReadOnly       ProblemCode = "ReplicaNotReadOnly"
+	ProblemPrimaryReadOnly          ProblemCode = "PrimaryReadOnly"
+	ProblemNoBinlog                 ProblemCode = "NoBinlog"
+	ProblemNoLogReplicaUpdates      ProblemCode = "NoLogReplicaUpdates"
+	ProblemSemiSyncNoReplicas       ProblemCode = "SemiSyncNoReplicas"
+	ProblemSemiSyncPrimaryOnReplica ProblemCode = "SemiSyncPrimaryOnReplica"
+	ProblemSlowFailureDetection     ProblemCode = "SlowFailureDetection"
+	ProblemNoGTID                   ProblemCode = "NoGTID"
 )
 
 // Severity ranks problems.

@@ -406,3 +406,69 @@ func TestExecutorSwitchover(t *testing.T) {
 		t.Errorf("relocate of the primary: %v", err)
 	}
 }
+
+// TestExecutorFailoverSemiSyncBothSides: every node has both semi-sync
+// sides on (DBAs do, so that any can be promoted) and the candidate has a
+// relay log to apply while its primary side is active (status ON) with no
+// replica of its own: its first applied commit would wait
+// rpl_semi_sync_master_timeout (10 s here, beyond the 5 s ApplyTimeout) for
+// an acknowledgement nobody sends. The failover turns that side off first,
+// applies, and the promotion turns it on again.
+func TestExecutorFailoverSemiSyncBothSides(t *testing.T) {
+	r := newRig(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3, SemiSync: true})
+	for _, n := range []string{"node1", "node2", "node3"} {
+		// A short timeout while the test sets up: the replicas' first
+		// applied commits wait it once, then their primary side falls back.
+		r.exec(n, "SET GLOBAL rpl_semi_sync_master_timeout=300", "SET GLOBAL rpl_semi_sync_master_enabled=ON", "SET GLOBAL rpl_semi_sync_slave_enabled=ON")
+	}
+	r.exec("node1", "SET GLOBAL rpl_semi_sync_master_timeout=10000")
+	r.exec("node1", "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)")
+	r.waitValue("node2", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app'", "1")
+	r.exec("node2", "STOP SLAVE SQL_THREAD")
+	// node2's primary side active again, as on a server just demoted or
+	// just configured: the state the failover meets.
+	r.exec("node2", "SET GLOBAL rpl_semi_sync_master_enabled=OFF", "SET GLOBAL rpl_semi_sync_master_timeout=10000", "SET GLOBAL rpl_semi_sync_master_enabled=ON")
+	if st := r.value("node2", "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='RPL_SEMI_SYNC_MASTER_STATUS'"); st != "ON" {
+		t.Fatalf("node2 Rpl_semi_sync_master_status = %s, want ON", st)
+	}
+	for i := 1; i <= 20; i++ {
+		r.exec("node1", fmt.Sprintf("INSERT INTO app.t VALUES (%d)", i))
+	}
+	pos := r.value("node1", "SELECT @@gtid_binlog_pos")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		inst, err := r.ctl.Inspect(context.Background(), r.key("node2"))
+		if err == nil && len(inst.Channels) == 1 && inst.Channels[0].GTIDIOPos == pos {
+			if !inst.SemiSync.PrimaryEnabled || inst.SemiSync.PrimaryClients != 0 {
+				t.Fatalf("node2 semi-sync: %+v, want the primary side on without clients", inst.SemiSync)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node2 did not receive %s: %v", pos, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := sandbox.Kill(r.d, "node1"); err != nil {
+		t.Fatal(err)
+	}
+	plan := &recovery.Plan{Kind: dbpilot.RecoveryFailoverManual, Cluster: "c", OldPrimary: r.key("node1"), Candidate: r.key("node2"),
+		Repoint: []dbpilot.InstanceKey{r.key("node3")}}
+	rec := &dbpilot.Recovery{ID: 1, Cluster: "c", Kind: plan.Kind, OldPrimary: plan.OldPrimary, Started: time.Now()}
+	start := time.Now()
+	err := r.executor(recovery.Options{SemiSync: true, ApplyTimeout: 5 * time.Second, RepointVerify: 3 * time.Second}).Failover(context.Background(), plan, rec)
+	t.Logf("failover took %s (figure only)", time.Since(start))
+	if err != nil {
+		t.Fatalf("failover: %v", err)
+	}
+	if r.eventCount(dbpilot.AuditSemiSync) != 1 {
+		t.Errorf("no %q audit event for the candidate", dbpilot.AuditSemiSync)
+	}
+	if got := r.value("node2", "SELECT COUNT(*) FROM app.t"); got != "20" {
+		t.Errorf("node2 has %s rows, want 20", got)
+	}
+	if got := r.value("node2", "SELECT @@rpl_semi_sync_master_enabled"); got != "1" {
+		t.Errorf("node2 semi-sync primary side after the promotion = %s", got)
+	}
+	r.replicatesFrom("node3", "node2")
+}

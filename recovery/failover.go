@@ -55,6 +55,9 @@ func (r *execRun) failover(ctx context.Context, p *Plan) error {
 	if err != nil {
 		return r.notPromoted(p, "inspect candidate", err)
 	}
+	if _, err := r.quietSemiSyncPrimary(ctx, cand); err != nil {
+		return r.notPromoted(p, "turn the candidate's semi-sync primary side off", err)
+	}
 	if err := r.applyRelayLog(ctx, p, cand); err != nil {
 		return r.notPromoted(p, "apply relay log", err)
 	}
@@ -68,6 +71,27 @@ func (r *execRun) failover(ctx context.Context, p *Plan) error {
 	}
 	r.repointAll(ctx, p.Candidate, p.OldPrimary, p.Repoint, nil)
 	return nil
+}
+
+// quietSemiSyncPrimary turns the candidate's semi-sync primary side off
+// while no semi-sync replica is connected to it (DBAs enable both sides on
+// every server so that any can be promoted): each transaction its SQL
+// thread applies into its binary log would otherwise wait
+// rpl_semi_sync_master_timeout for an acknowledgement nobody sends (MariaDB
+// rpl_semi_sync_master_wait_no_slave=ON), and the recovery would wait with
+// it. The promotion sets the side as the cluster wants it. It reports
+// whether it changed anything.
+func (r *execRun) quietSemiSyncPrimary(ctx context.Context, cand *dbpilot.Instance) (bool, error) {
+	ss := cand.SemiSync
+	if !ss.PrimaryEnabled || ss.PrimaryClients > 0 {
+		return false, nil
+	}
+	if err := r.e.Ctl.SetSemiSync(ctx, cand.Key, false, ss.ReplicaEnabled); err != nil {
+		return false, err
+	}
+	r.audit(ctx, cand.Key, dbpilot.AuditSemiSync, fmt.Sprintf("%s had its semi-sync primary side on with no semi-sync replica: turned off until it has replicas, so that what it applies does not wait %s for an acknowledgement", cand.Key, ss.PrimaryTimeout),
+		map[string]string{"timeout": ss.PrimaryTimeout.String()})
+	return true, nil
 }
 
 // applyRelayLog waits for the candidate to apply everything it received

@@ -60,9 +60,21 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 	if err := r.validate(p); err != nil {
 		return err
 	}
-	old, candChannel, err := r.switchoverPreflight(ctx, p)
+	old, cand, candChannel, err := r.switchoverPreflight(ctx, p)
 	if err != nil {
 		return err
+	}
+	quieted, err := r.quietSemiSyncPrimary(ctx, cand)
+	if err != nil {
+		return err
+	}
+	if quieted {
+		// A switchover that fails gives the candidate its primary side back.
+		defer func() {
+			if r.rec.NewPrimary.IsZero() {
+				_ = r.e.Ctl.SetSemiSync(context.WithoutCancel(ctx), cand.Key, true, cand.SemiSync.ReplicaEnabled)
+			}
+		}()
 	}
 
 	// From here on writes are refused: the window is measured from t0.
@@ -209,16 +221,16 @@ func (r *execRun) confirmAll(ctx context.Context, primary, oldPrimary dbpilot.In
 // and the candidate are reachable and that the candidate replicates from
 // the old primary in good health. It returns the old primary and the name
 // of the candidate's channel from it.
-func (r *execRun) switchoverPreflight(ctx context.Context, p *Plan) (*dbpilot.Instance, string, error) {
+func (r *execRun) switchoverPreflight(ctx context.Context, p *Plan) (old, cand *dbpilot.Instance, channel string, err error) {
 	ctl := r.e.Ctl
 	oldKey, candKey := p.OldPrimary, p.Candidate
-	old, err := ctl.Inspect(ctx, oldKey)
+	old, err = ctl.Inspect(ctx, oldKey)
 	if err != nil {
-		return nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: old primary %s unreachable, nothing changed (use failover for a dead primary)", oldKey)
+		return nil, nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: old primary %s unreachable, nothing changed (use failover for a dead primary)", oldKey)
 	}
-	cand, err := ctl.Inspect(ctx, candKey)
+	cand, err = ctl.Inspect(ctx, candKey)
 	if err != nil {
-		return nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: candidate %s unreachable, nothing changed", candKey)
+		return nil, nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: candidate %s unreachable, nothing changed", candKey)
 	}
 	ch := cand.Channel(oldKey)
 	if ch == nil || !ch.Healthy() {
@@ -226,9 +238,9 @@ func (r *execRun) switchoverPreflight(ctx context.Context, p *Plan) (*dbpilot.In
 		if ch != nil {
 			state = execDescribeChannel(ch)
 		}
-		return nil, "", dbpilot.Errorf(dbpilot.EINVALID, "switchover: candidate %s does not replicate from %s (%s), nothing changed", candKey, oldKey, state)
+		return nil, nil, "", dbpilot.Errorf(dbpilot.EINVALID, "switchover: candidate %s does not replicate from %s (%s), nothing changed", candKey, oldKey, state)
 	}
-	return old, ch.Name, nil
+	return old, cand, ch.Name, nil
 }
 
 // stopWrites makes the old primary read-only and, after Opt.KillGrace for

@@ -71,6 +71,12 @@ func (o AnalyzeOptions) withDefaults() AnalyzeOptions {
 //     (they miss its sources' transactions).
 //   - SemiSyncNoReplicas (warning): an instance with replicas or without
 //     channels, semi-sync primary side enabled and 0 semi-sync clients.
+//   - SemiSyncPrimaryOnReplica (warning): a replica without replicas of its
+//     own that writes what it applies to its binary log, with the semi-sync
+//     primary side enabled: each commit it applies may wait the semi-sync
+//     timeout for an acknowledgement nobody sends (MariaDB with
+//     rpl_semi_sync_master_wait_no_slave=ON), which slows a failover that
+//     waits for it to apply its relay log.
 //   - SlowFailureDetection (warning), per channel: slave_net_timeout exceeds
 //     MaxDetection, or the heartbeat is off or not below slave_net_timeout (an
 //     idle, healthy link then times out too).
@@ -542,10 +548,19 @@ func (a *analyzer) binlog(i int) {
 func (a *analyzer) semiSync(i int) {
 	in := a.g.nodes[i]
 	ss := in.SemiSync
-	if !ss.PrimaryEnabled || ss.PrimaryClients > 0 || (in.IsReplica() && !a.g.hasReplicas(i)) {
+	if !ss.PrimaryEnabled || ss.PrimaryClients > 0 {
 		return
 	}
 	v := vocab{in}
+	if in.IsReplica() && !a.g.hasReplicas(i) {
+		if in.LogBin && in.LogReplicaUpdates {
+			a.add(in, dbpilot.ProblemSemiSyncPrimaryOnReplica, dbpilot.SeverityWarning, "",
+				map[string]string{v.semiPrimary() + "_enabled": "ON", v.semiPrimary() + "_timeout": seconds(ss.PrimaryTimeout)},
+				"replica with the semi-sync primary side enabled (%s_enabled=ON) and no replica of its own: each transaction it applies into its binary log may wait %s_timeout=%s for an acknowledgement no replica sends; a failover waiting for it to apply its relay log pays that wait (dbpilot turns the side off on a candidate until its replicas follow it, and enables it at promotion when the cluster uses semi-sync); disable it here unless you rely on that",
+				v.semiPrimary(), v.semiPrimary(), seconds(ss.PrimaryTimeout))
+		}
+		return
+	}
 	d := map[string]string{
 		v.semiPrimary() + "_enabled":       "ON",
 		v.semiPrimaryStatus() + "_clients": "0",

@@ -221,12 +221,26 @@ func TestAnalyzeRules(t *testing.T) {
 			want: []string{"21001:SemiSyncNoReplicas:warning"},
 		},
 		{
-			name: "semi-sync primary side on a leaf replica (ready for promotion) is fine",
+			// "Ready for promotion", as DBAs do: each applied commit may
+			// wait the semi-sync timeout (issue 10: 5 s of a 5.1 s failover).
+			name: "semi-sync primary side on a leaf replica is SemiSyncPrimaryOnReplica",
 			base: "healthy",
 			modify: func(in []*dbpilot.Instance) []*dbpilot.Instance {
 				find(in, 21002).SemiSync.PrimaryEnabled = true
 				return in
 			},
+			want: []string{"21002:SemiSyncPrimaryOnReplica:warning"},
+		},
+		{
+			name: "semi-sync primary side on a leaf replica without log_slave_updates waits for nothing",
+			base: "healthy",
+			modify: func(in []*dbpilot.Instance) []*dbpilot.Instance {
+				r := find(in, 21002)
+				r.SemiSync.PrimaryEnabled = true
+				r.LogReplicaUpdates = false
+				return in
+			},
+			want: []string{"21002:NoLogReplicaUpdates:warning"},
 		},
 		{
 			name: "unreachable replica known only from its source",

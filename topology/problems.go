@@ -29,6 +29,7 @@ var ProblemKinds = []ProblemKind{
 	{dbpilot.ProblemNoBinlog, 12, "alert"},
 	{dbpilot.ProblemNoGTID, 13, "alert"},
 	{dbpilot.ProblemSlowFailureDetection, 14, "alert"},
+	{dbpilot.ProblemSemiSyncPrimaryOnReplica, 15, "alert; a failover or switchover turns the candidate's primary side off until it has replicas"},
 }
 
 // Priority returns the priority of a problem code (ProblemKinds), or a number

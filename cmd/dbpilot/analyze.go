@@ -32,6 +32,7 @@ func (a *app) analyzeCommand() *cobra.Command {
   NoLogReplicaUpdates    a replica without log_slave_updates (its replicas would
                          miss transactions after a promotion)
   SemiSyncNoReplicas     semi-sync is on at a primary but no replica acknowledges
+  SemiSyncPrimaryOnReplica  a leaf replica's semi-sync primary side is on: applied commits may wait its timeout
   SlowFailureDetection   heartbeat / slave_net_timeout settings that delay
                          noticing a dead source beyond --max-detection
   NoGTID                 a channel that does not replicate with GTID` + exitHelp,
