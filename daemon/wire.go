@@ -21,6 +21,7 @@ import (
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/sandbox"
 	"github.com/dbpilot/dbpilot/sqlite"
+	"go.yaml.in/yaml/v3"
 )
 
 // This file is the only place where the daemon meets concrete adapters:
@@ -246,3 +247,71 @@ func ConfigFromSandbox(d *sandbox.Descriptor) (*Config, error) {
 
 // TokenFile returns where ConfigFromSandbox keeps a sandbox's API token.
 func TokenFile(d *sandbox.Descriptor) string { return filepath.Join(d.Dir, "api-token") }
+
+// SandboxConfigYAML is the configuration ConfigFromSandbox builds, as a
+// YAML file serve --config reads, to be extended (coordination, more
+// clusters, alert rules) rather than rebuilt. Secrets stay out of it: the
+// token and the accounts' passwords are referenced by files in the
+// sandbox's directory (mode 0600, written when missing).
+func SandboxConfigYAML(d *sandbox.Descriptor) ([]byte, error) {
+	c, err := ConfigFromSandbox(d)
+	if err != nil {
+		return nil, err
+	}
+	adminFile, err := sandboxCredentialsFile(d, "admin.cnf", c.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	replFile, err := sandboxCredentialsFile(d, "replication.cnf", c.Replication)
+	if err != nil {
+		return nil, err
+	}
+	type creds struct {
+		User string `yaml:"user"`
+		File string `yaml:"file"`
+	}
+	type cluster struct {
+		Name         string   `yaml:"name"`
+		Seeds        []string `yaml:"seeds,flow"`
+		AutoFailover bool     `yaml:"auto_failover"`
+		SemiSync     bool     `yaml:"semi_sync"`
+	}
+	out := struct {
+		Listen      string    `yaml:"listen"`
+		State       string    `yaml:"state"`
+		TokenFile   string    `yaml:"token_file"`
+		Credentials creds     `yaml:"credentials,flow"`
+		Replication creds     `yaml:"replication,flow"`
+		Clusters    []cluster `yaml:"clusters"`
+	}{
+		Listen:      DefaultListen,
+		State:       c.State,
+		TokenFile:   TokenFile(d),
+		Credentials: creds{User: c.Credentials.User, File: adminFile},
+		Replication: creds{User: c.Replication.User, File: replFile},
+	}
+	for _, cl := range c.Clusters {
+		out.Clusters = append(out.Clusters, cluster{Name: cl.Name, Seeds: cl.Seeds, AutoFailover: cl.AutoFailover, SemiSync: cl.SemiSync})
+	}
+	b, err := yaml.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	head := fmt.Sprintf("# dbpilot serve configuration of sandbox %s (dbpilot serve --sandbox %s --print-config).\n# Extend it (see dbpilot serve --help) and run: dbpilot serve --config FILE\n", d.Name, d.Name)
+	return append([]byte(head), b...), nil
+}
+
+// sandboxCredentialsFile writes, when missing, a [client] file with the
+// account's user and password in the sandbox's directory (mode 0600) and
+// returns its path.
+func sandboxCredentialsFile(d *sandbox.Descriptor, name string, c CredentialsConfig) (string, error) {
+	path := filepath.Join(d.Dir, name)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	body := fmt.Sprintf("[client]\nuser=%s\npassword=%s\n", c.User, c.Password)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		return "", fmt.Errorf("write credentials file %s: %w", path, err)
+	}
+	return path, nil
+}

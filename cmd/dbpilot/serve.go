@@ -24,6 +24,7 @@ import (
 func (a *app) serveCommand() *cobra.Command {
 	var sf serviceFlags
 	var listen string
+	var printConfig bool
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE | --sandbox NAME]",
 		Short: "Run the daemon: discovery, 1 s failure detection, automated failover, HTTP API",
@@ -59,13 +60,30 @@ etcd-based coordination arrives, do not point two serve processes with
 different state files at the same cluster.
 
 --sandbox NAME builds the configuration from a sandbox (state and API token
-in the sandbox's directory). A configuration file looks like:
+in the sandbox's directory); --print-config prints it as a file to extend.
+A configuration file looks like:
 
 ` + daemon.Example,
 		Example: `  dbpilot serve --sandbox demo
+  dbpilot serve --sandbox demo --print-config > dbpilot.yaml
   dbpilot serve --config /etc/dbpilot/dbpilot.yaml`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printConfig {
+				if sf.sandbox == "" || sf.config != "" {
+					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --print-config prints the configuration built from a sandbox: give --sandbox NAME")
+				}
+				d, err := sandbox.Load(sf.sandbox)
+				if err != nil {
+					return err
+				}
+				b, err := daemon.SandboxConfigYAML(d)
+				if err != nil {
+					return err
+				}
+				_, err = a.stdout.Write(b)
+				return err
+			}
 			cfg, err := sf.loadConfig()
 			if err != nil {
 				return err
@@ -146,6 +164,7 @@ in the sandbox's directory). A configuration file looks like:
 	}
 	sf.registerConfigOnly(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "", "API address (overrides the config; default "+daemon.DefaultListen+")")
+	cmd.Flags().BoolVar(&printConfig, "print-config", false, "with --sandbox: print the YAML configuration built from the sandbox (secrets as 0600 files beside it) and exit, to extend it and run serve --config")
 	return cmd
 }
 
