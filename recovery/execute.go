@@ -310,6 +310,27 @@ func (r *execRun) makeWritable(ctx context.Context, key dbpilot.InstanceKey, why
 // repointAll moves replicas under primary in parallel; each that fails is
 // lost. extra, when not nil, runs alongside (a former primary joining).
 func (r *execRun) repointAll(ctx context.Context, primary, oldSource dbpilot.InstanceKey, replicas []dbpilot.InstanceKey, extra func()) {
+	execEach(otherThan(replicas, primary, oldSource), extra, func(k dbpilot.InstanceKey) {
+		if reason := r.repoint(ctx, k, primary, oldSource); reason != "" {
+			r.lose(ctx, k, reason)
+		}
+	})
+}
+
+// otherThan is keys without those equal to any of skip.
+func otherThan(keys []dbpilot.InstanceKey, skip ...dbpilot.InstanceKey) []dbpilot.InstanceKey {
+	var out []dbpilot.InstanceKey
+	for _, k := range keys {
+		if !slices.ContainsFunc(skip, k.Equal) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// execEach runs f for every item, execMaxParallel at a time, and extra
+// (when not nil) alongside them, and returns when all are done.
+func execEach[T any](items []T, extra func(), f func(T)) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, execMaxParallel)
 	if extra != nil {
@@ -319,18 +340,13 @@ func (r *execRun) repointAll(ctx context.Context, primary, oldSource dbpilot.Ins
 			extra()
 		}()
 	}
-	for _, k := range replicas {
-		if k.Equal(primary) || k.Equal(oldSource) {
-			continue
-		}
+	for _, it := range items {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if reason := r.repoint(ctx, k, primary, oldSource); reason != "" {
-				r.lose(ctx, k, reason)
-			}
+			f(it)
 		}()
 	}
 	wg.Wait()

@@ -124,13 +124,9 @@ func (r *execRun) attachAll(ctx context.Context, p *Plan, old *dbpilot.Instance)
 	var (
 		mu  sync.Mutex
 		out joinedSet
-		wg  sync.WaitGroup
 	)
-	sem := make(chan struct{}, execMaxParallel)
 	add := func(j joined) { mu.Lock(); out = append(out, j); mu.Unlock() }
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	former := func() {
 		start := time.Now()
 		detail, reason := r.demoteAttach(ctx, old, p.Candidate)
 		if reason != "" {
@@ -138,26 +134,16 @@ func (r *execRun) attachAll(ctx context.Context, p *Plan, old *dbpilot.Instance)
 			return
 		}
 		add(joined{key: p.OldPrimary, former: true, detail: detail, start: start})
-	}()
-	for _, k := range p.Repoint {
-		if k.Equal(p.Candidate) || k.Equal(p.OldPrimary) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			start := time.Now()
-			channel, reason := r.attach(ctx, k, p.Candidate, p.OldPrimary)
-			if reason != "" {
-				r.lose(ctx, k, reason)
-				return
-			}
-			add(joined{key: k, channel: channel, start: start})
-		}()
 	}
-	wg.Wait()
+	execEach(otherThan(p.Repoint, p.Candidate, p.OldPrimary), former, func(k dbpilot.InstanceKey) {
+		start := time.Now()
+		channel, reason := r.attach(ctx, k, p.Candidate, p.OldPrimary)
+		if reason != "" {
+			r.lose(ctx, k, reason)
+			return
+		}
+		add(joined{key: k, channel: channel, start: start})
+	})
 	return out
 }
 
@@ -195,26 +181,17 @@ func (r *execRun) waitAcknowledger(ctx context.Context, cand dbpilot.InstanceKey
 // confirmAll verifies, in parallel, every replica attached before the
 // candidate became writable; each that does not replicate is lost.
 func (r *execRun) confirmAll(ctx context.Context, primary, oldPrimary dbpilot.InstanceKey, js joinedSet) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, execMaxParallel)
-	for _, j := range js {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			reason := ""
-			if j.former {
-				reason = r.demoteConfirm(ctx, j.key, primary, j.detail, j.start)
-			} else {
-				reason = r.confirmRepoint(ctx, j.key, j.channel, primary, oldPrimary, j.start)
-			}
-			if reason != "" {
-				r.lose(ctx, j.key, reason)
-			}
-		}()
-	}
-	wg.Wait()
+	execEach(js, nil, func(j joined) {
+		reason := ""
+		if j.former {
+			reason = r.demoteConfirm(ctx, j.key, primary, j.detail, j.start)
+		} else {
+			reason = r.confirmRepoint(ctx, j.key, j.channel, primary, oldPrimary, j.start)
+		}
+		if reason != "" {
+			r.lose(ctx, j.key, reason)
+		}
+	})
 }
 
 // switchoverPreflight checks, before anything changes, that the old primary

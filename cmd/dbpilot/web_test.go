@@ -93,6 +93,29 @@ func (s *webServe) stop() {
 	}
 }
 
+// startWebServe starts a serve for the test on a free port with a fresh
+// state, a random token, the sandbox's accounts and the YAML in more
+// (clusters and the rest), stopped when the test ends.
+func startWebServe(t *testing.T, d *sandbox.Descriptor, more string) *webServe {
+	t.Helper()
+	dir := t.TempDir()
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	s := &webServe{t: t, Token: hex.EncodeToString(tok)}
+	cfg := fmt.Sprintf("state: %s\ntoken: %s\ncredentials: {user: %q, password: %q}\nreplication: {user: %q, password: %q}\n",
+		filepath.Join(dir, "state.db"), s.Token, d.Admin.User, d.Admin.Password, d.Repl.User, d.Repl.Password) + more
+	cfgPath := filepath.Join(dir, "dbpilot.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := closedPort(t)
+	s.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	s.args = []string{"serve", "--config", cfgPath, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
 // get reads the API with the token.
 func (s *webServe) get(path string) (int, string) {
 	req, _ := http.NewRequest("GET", s.URL+path, nil)
@@ -158,19 +181,11 @@ func TestWebConsole(t *testing.T) {
 	page := browser.New(t)
 	n1, n2, n3 := d.Nodes[0].Key().String(), d.Nodes[1].Key().String(), d.Nodes[2].Key().String()
 
-	dir := t.TempDir()
-	tok := make([]byte, 16)
-	rand.Read(tok)
-	s := &webServe{t: t, Token: hex.EncodeToString(tok)}
-	rules := filepath.Join(dir, "rules.yaml")
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	if err := os.WriteFile(rules, []byte(webRules), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`state: %s
-token: %s
-credentials: {user: %q, password: %q}
-replication: {user: %q, password: %q}
-alerts: {rules: %s}
+	s := startWebServe(t, d, fmt.Sprintf(`alerts: {rules: %s}
 clusters:
   - name: %s
     seeds: [%s, %s, %s]
@@ -179,16 +194,7 @@ clusters:
   # A cluster whose only seed does not answer: the overview shows it first.
   - name: zz-offline
     seeds: [127.0.0.1:%d]
-`, filepath.Join(dir, "state.db"), s.Token, d.Admin.User, d.Admin.Password, d.Repl.User, d.Repl.Password, rules, d.Name, n1, n2, n3, closedPort(t))
-	cfgPath := filepath.Join(dir, "dbpilot.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := closedPort(t)
-	s.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	s.args = []string{"serve", "--config", cfgPath, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}
-	s.start()
-	t.Cleanup(s.stop)
+`, rules, d.Name, n1, n2, n3, closedPort(t)))
 	testutil.WaitFor(t, 15*time.Second, "serve sees the cluster ok with node1 primary", func() (bool, string) {
 		c, body := s.cluster(d.Name)
 		return c.State == "ok" && c.Primary.Port == d.Nodes[0].Port, body
@@ -769,29 +775,12 @@ clusters:
 func TestWebConsoleRingReadsNeedToken(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyRing, Nodes: 3})
 	page := browser.New(t)
-	dir := t.TempDir()
-	tok := make([]byte, 16)
-	rand.Read(tok)
-	s := &webServe{t: t, Token: hex.EncodeToString(tok)}
 	keys := []string{d.Nodes[0].Key().String(), d.Nodes[1].Key().String(), d.Nodes[2].Key().String()}
-	cfg := fmt.Sprintf(`state: %s
-token: %s
-ui: {read_requires_token: true}
-credentials: {user: %q, password: %q}
-replication: {user: %q, password: %q}
+	s := startWebServe(t, d, fmt.Sprintf(`ui: {read_requires_token: true}
 clusters:
   - name: %s
     seeds: [%s]
-`, filepath.Join(dir, "state.db"), s.Token, d.Admin.User, d.Admin.Password, d.Repl.User, d.Repl.Password, d.Name, strings.Join(keys, ", "))
-	cfgPath := filepath.Join(dir, "dbpilot.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := closedPort(t)
-	s.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	s.args = []string{"serve", "--config", cfgPath, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}
-	s.start()
-	t.Cleanup(s.stop)
+`, d.Name, strings.Join(keys, ", ")))
 
 	// The API refuses a read without the token.
 	resp, err := http.Get(s.URL + "/api/clusters")
