@@ -74,6 +74,14 @@ func (cs *clusterState) touch() {
 	cs.changed = make(chan struct{})
 }
 
+// notify is touch for a caller that does not hold cs.mu (a change outside
+// the status itself: the last recovery, an observation that failed).
+func (cs *clusterState) notify() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.touch()
+}
+
 // setPrimary records the cluster's current primary. The caller holds cs.mu.
 func (cs *clusterState) setPrimary(k dbpilot.InstanceKey) {
 	if cs.primary == k {

@@ -117,9 +117,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 			// the new primary together with its replicas moved under it,
 			// not of a new primary over the old tree until the next tick.
 			if _, _, err := d.observe(ctx, cs); err != nil {
-				cs.mu.Lock()
-				cs.touch()
-				cs.mu.Unlock()
+				cs.notify()
 			}
 			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: dbpilot.AuditRecovered,
 				Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})

@@ -348,8 +348,6 @@ func (d *Daemon) endRecovery(ctx context.Context, rec *dbpilot.Recovery, err err
 		}
 	}
 	if cs := d.clusters[rec.Cluster]; cs != nil { // last_recovery changed
-		cs.mu.Lock()
-		cs.touch()
-		cs.mu.Unlock()
+		cs.notify()
 	}
 }

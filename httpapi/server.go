@@ -46,8 +46,8 @@ type Server struct {
 	stopStreamsOnce sync.Once
 }
 
-// StopStreams ends every event stream (GET /api/clusters/{name}/events) now
-// and refuses new ones' waiting: serve calls it when it shuts down, as
+// StopStreams ends every event stream (GET /api/clusters/{name}/events),
+// open or opened later: serve calls it when it shuts down, as
 // http.Server.Shutdown waits for handlers and a stream never ends by itself.
 func (s *Server) StopStreams() { s.stopStreamsOnce.Do(func() { close(s.stopStreams) }) }
 

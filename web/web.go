@@ -118,9 +118,9 @@ func newAsset(name string, b []byte) *asset {
 	return a
 }
 
-// IsPage reports whether p is one of the page's addresses (served the
-// index), so that a caller can route everything else elsewhere.
-func IsPage(p string) bool {
+// isPage reports whether p is one of the page's addresses (answered with
+// the page and status 200).
+func isPage(p string) bool {
 	if p == "/" {
 		return true
 	}
@@ -160,7 +160,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Cache-Control", "no-cache")
 	status := http.StatusOK
-	if !IsPage(r.URL.Path) {
+	if !isPage(r.URL.Path) {
 		status = http.StatusNotFound
 	}
 	h.send(w, r, h.index, status)
