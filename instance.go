@@ -108,6 +108,8 @@ const (
 	IORunning    IOState = "Yes"
 	IOStopped    IOState = "No"
 	IOConnecting IOState = "Connecting"
+	// IOPreparing is MariaDB's state between START SLAVE and the connect.
+	IOPreparing IOState = "Preparing"
 )
 
 // ReplicationChannel is one row of SHOW ALL SLAVES STATUS (MariaDB) or
@@ -160,6 +162,12 @@ type ReplicationChannel struct {
 
 // Healthy reports whether both threads run.
 func (c *ReplicationChannel) Healthy() bool { return c.IORunning == IORunning && c.SQLRunning }
+
+// Starting reports an IO thread that was just started and is still
+// connecting, without an error yet: it is about to be healthy or to fail.
+func (c *ReplicationChannel) Starting() bool {
+	return (c.IORunning == IOConnecting || c.IORunning == IOPreparing) && c.LastIOErrno == 0 && c.SQLRunning
+}
 
 // SemiSyncState is the semi-synchronous replication state of a server. Both
 // sides may be enabled on one server (a replica ready to be promoted).

@@ -234,6 +234,8 @@ func ioState(v string) dbpilot.IOState {
 		return dbpilot.IOStopped
 	case "connecting":
 		return dbpilot.IOConnecting
+	case "preparing":
+		return dbpilot.IOPreparing
 	}
 	return dbpilot.IOState(v) // a state dbpilot does not know; keep the server's word
 }

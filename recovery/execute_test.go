@@ -418,6 +418,31 @@ func TestSwitchoverSteps(t *testing.T) {
 	}
 }
 
+// TestSwitchoverWaitsForConnectingCandidate: a candidate whose IO thread was
+// just started (Preparing, then Yes) is waited for, not refused; one whose
+// IO thread failed to connect is refused with nothing changed.
+func TestSwitchoverWaitsForConnectingCandidate(t *testing.T) {
+	cand := exMaria(2, "0-1-20", "0-1-20", exOld)
+	cand.Channels[0].IORunning = dbpilot.IOPreparing
+	f := exNewFake(exMaria(1, "0-1-20", ""), cand)
+	time.AfterFunc(150*time.Millisecond, func() {
+		f.setChannels(exCand, func(ch *dbpilot.ReplicationChannel) { ch.IORunning = dbpilot.IORunning })
+	})
+	rec := &dbpilot.Recovery{}
+	p := &Plan{Kind: dbpilot.RecoverySwitchover, OldPrimary: exOld, Candidate: exCand}
+	if err := (&Executor{Ctl: exPositioning{f}, Opt: exOptions()}).Switchover(context.Background(), p, rec); err != nil || !rec.Success {
+		t.Fatalf("switchover to a connecting candidate: %v, %+v", err, rec)
+	}
+
+	cand = exMaria(2, "0-1-20", "0-1-20", exOld)
+	cand.Channels[0].IORunning, cand.Channels[0].LastIOErrno, cand.Channels[0].LastIOError = dbpilot.IOConnecting, 2003, "Can't connect"
+	f = exNewFake(exMaria(1, "0-1-20", ""), cand)
+	err := (&Executor{Ctl: exPositioning{f}, Opt: exOptions()}).Switchover(context.Background(), p, &dbpilot.Recovery{})
+	if dbpilot.ErrorCode(err) != dbpilot.EINVALID || !strings.Contains(err.Error(), "IO error 2003") || len(f.callsOf(exOld)) != 0 {
+		t.Errorf("candidate failing to connect: %v, calls %v", err, f.callsOf(exOld))
+	}
+}
+
 func TestSwitchoverRollsBack(t *testing.T) {
 	f := exNewFake(exMaria(1, "0-1-20", ""), exMaria(2, "0-1-18", "0-1-18", exOld))
 	f.waitErr[exCand] = dbpilot.Errorf(dbpilot.EUNAVAIL, "mysql: wait for GTID on %s: position 0-1-20 not reached within 1s; reached 0-1-18", exCand)

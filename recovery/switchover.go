@@ -194,6 +194,10 @@ func (r *execRun) confirmAll(ctx context.Context, primary, oldPrimary dbpilot.In
 	})
 }
 
+// preflightConnectWait is how long the preflight waits for a candidate
+// whose IO thread is still connecting.
+const preflightConnectWait = 3 * time.Second
+
 // switchoverPreflight checks, before anything changes, that the old primary
 // and the candidate are reachable and that the candidate replicates from
 // the old primary in good health. It returns the old primary and the name
@@ -210,6 +214,16 @@ func (r *execRun) switchoverPreflight(ctx context.Context, p *Plan) (old, cand *
 		return nil, nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: candidate %s unreachable, nothing changed", candKey)
 	}
 	ch := cand.Channel(oldKey)
+	// A channel just started (IO Connecting or Preparing) gets a moment to
+	// connect rather than a refusal.
+	for deadline := time.Now().Add(preflightConnectWait); ch != nil && ch.Starting() && time.Now().Before(deadline); ch = cand.Channel(oldKey) {
+		if err = execSleep(ctx, 50*time.Millisecond); err != nil {
+			return nil, nil, "", err
+		}
+		if cand, err = ctl.Inspect(ctx, candKey); err != nil {
+			return nil, nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: candidate %s unreachable, nothing changed", candKey)
+		}
+	}
 	if ch == nil || !ch.Healthy() {
 		state := "no channel from it"
 		if ch != nil {
