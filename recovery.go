@@ -87,6 +87,7 @@ const (
 	AuditForget          = "forget"           // an instance not seen for long left the cluster
 	AuditAck             = "ack"              // recoveries acknowledged
 	AuditOperation       = "operation"        // a person's request (failover, switchover, relocate, ack) and its outcome, refusals included
+	AuditCoordination    = "coordination"     // serves' coordination: a recovery taken over, a leadership lost, a forced action
 
 	// Steps of a recovery (the executor).
 	AuditApplyRelayLog = "apply-relay-log" // a candidate applied what it received

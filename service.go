@@ -51,6 +51,13 @@ type OperationOptions struct {
 	// To is the switchover target or the relocation target (--below). A
 	// switchover chooses when it is zero; a failover ignores it.
 	To InstanceKey `json:"to,omitzero"`
+	// ForceWithoutCoordination lets a failover run while the serves'
+	// coordination (etcd) is unavailable: audited, and at the risk that
+	// another serve acts too.
+	ForceWithoutCoordination bool `json:"force_without_coordination,omitempty"`
+	// Forwarded marks a request another serve forwarded to this one (the
+	// cluster's leader); it is not forwarded again.
+	Forwarded bool `json:"forwarded,omitempty"`
 }
 
 // ClusterWatcher is implemented by a ClusterService that can say when a

@@ -17,6 +17,15 @@ type MetricsBackend interface {
 
 var _ dbpilot.AlertService = (*Daemon)(nil)
 
+// unqueryable reports why the metrics backend cannot answer queries (serve
+// keeps no local store and has no metrics.query_url), or nil.
+func (d *Daemon) unqueryable() error {
+	if u, ok := d.metrics.(interface{ Unqueryable() error }); ok {
+		return u.Unqueryable()
+	}
+	return nil
+}
+
 // LoadAlertRules returns the configured rules, or the built-in ones.
 func (c *Config) LoadAlertRules() ([]alert.Rule, error) {
 	if c.Alerts.Rules == "" {

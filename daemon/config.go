@@ -47,6 +47,9 @@ type Config struct {
 	// and resolved alerts (default 90 days; pruned every hour). The newest
 	// recovery of each cluster is always kept.
 	Retention Duration `yaml:"retention"`
+	// Coordination, with etcd, makes this serve one of several watching the
+	// same clusters; only each cluster's leader changes its topology.
+	Coordination CoordinationConfig `yaml:"coordination"`
 }
 
 // DefaultRetention is Config.Retention's default.
@@ -151,6 +154,16 @@ type MetricsConfig struct {
 	Intervals map[string]Duration `yaml:"intervals"`
 	// Collectors, when set, lists the only collectors to run.
 	Collectors []string `yaml:"collectors"`
+	// Local keeps samples in the embedded store (default true). With
+	// false, samples only go to RemoteWrite, and the PromQL API, the
+	// console's charts and alerts query QueryURL.
+	Local *bool `yaml:"local"`
+	// RemoteWrite are Prometheus remote-write receivers every sample is
+	// sent to, besides the embedded store.
+	RemoteWrite []RemoteWriteConfig `yaml:"remote_write"`
+	// QueryURL is a Prometheus-compatible HTTP API (the base, under which
+	// /api/v1/query lives), queried when Local is false.
+	QueryURL string `yaml:"query_url"`
 }
 
 // AlertsConfig configures alerting.
@@ -239,9 +252,21 @@ hooks:
 metrics:
   retention: 168h                # 7 days at full resolution
   intervals: {innodb: 5s, processlist: 5s}
+  # remote_write:                # also send every sample to Prometheus (--web.enable-remote-write-receiver) or VictoriaMetrics
+  #   - url: http://vm:8428/api/v1/write
+  #     basic_auth: {username: dbpilot, password_file: /etc/dbpilot/rw.pass}   # or bearer_token_file; headers: {...}
+  #     timeout: 10s
+  #     queue: {capacity: 500000, max_samples_per_send: 2000, batch_send_deadline: 1s}   # samples; oldest dropped when full
+  # local: false                 # no embedded store: samples only go to remote_write ...
+  # query_url: http://vm:8428    # ... and the PromQL API, charts and alerts query this API
 alerts:
   rules: /etc/dbpilot/alerts.yaml   # default: the built-in rules
   webhook: http://127.0.0.1:9099/dbpilot
+coordination:                    # several serves, one recovery leader per cluster (omit: serve acts alone)
+  id: dbpilot-a                  # unique per serve (serve --id); default HOSTNAME:PORT
+  advertise: http://10.0.0.5:7070   # where the other serves forward write requests
+  etcd: {endpoints: [http://10.0.0.1:2379, http://10.0.0.2:2379, http://10.0.0.3:2379], prefix: /dbpilot, lease_ttl: 5s,
+         username: dbpilot, password_file: ~/.dbpilot/etcd.pw, ca_file: /etc/dbpilot/etcd-ca.pem}
 clusters:
   - name: main
     seeds: [db1:3306, db2:3306]
@@ -312,6 +337,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("token_file: %w", err)
 		}
 		c.Token = tok
+	}
+	if err := c.Coordination.validate(); err != nil {
+		return err
 	}
 	if c.ReadsNeedToken() && c.Token == "" {
 		return fmt.Errorf("token: serve listens on %s (not loopback), where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", c.Listen)
@@ -398,6 +426,9 @@ func (c *Config) Validate() error {
 		if !known[name] {
 			return fmt.Errorf("metrics.collectors: unknown collector %q (collectors: %s)", name, strings.Join(collectorNames, ", "))
 		}
+	}
+	if err := c.Metrics.validateRemote(); err != nil {
+		return err
 	}
 	if c.Alerts.Interval == 0 {
 		c.Alerts.Interval = Duration(time.Second)

@@ -38,6 +38,10 @@ type Daemon struct {
 	metrics    MetricsBackend
 	alertStore dbpilot.AlertStore
 	mon        *monitor
+
+	// Several serves (nil: this serve acts alone).
+	coord   dbpilot.Coordinator
+	forward func(api string) dbpilot.ClusterService
 }
 
 // clusterState is what the daemon knows of one cluster.
@@ -57,6 +61,7 @@ type clusterState struct {
 	failingSince time.Time           // first failed probe of the primary in this failure
 	lastVerdict  string
 	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
+	resumedToken int64                        // the leadership (fence token) whose takeover check ran
 	fenceNoted   map[dbpilot.InstanceKey]string
 	// wake asks the watch loop for a tick now (a failed liveness ping).
 	wake chan struct{}
@@ -113,6 +118,12 @@ type Options struct {
 	Metrics    MetricsBackend
 	AlertStore dbpilot.AlertStore
 
+	// Coordinator, when set, makes this serve one of several: it changes a
+	// cluster only as its leader, under a fencing check. Forward returns a
+	// client of the serve at api, to pass it a request for a cluster it leads.
+	Coordinator dbpilot.Coordinator
+	Forward     func(api string) dbpilot.ClusterService
+
 	// Now is the clock (nil: time.Now); tests drive time with it.
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -165,6 +176,8 @@ func New(cfg *Config, opt Options) *Daemon {
 		log:      opt.Logger,
 		version:  opt.Version,
 		clusters: map[string]*clusterState{},
+		coord:    opt.Coordinator,
+		forward:  opt.Forward,
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -174,6 +187,12 @@ func New(cfg *Config, opt Options) *Daemon {
 		d.log = slog.New(slog.DiscardHandler)
 	}
 	d.alertStore = opt.AlertStore
+	if m, ok := d.coord.(interface {
+		OnRecovery(func(*dbpilot.SharedRecovery))
+	}); ok {
+		// Recoveries other serves record are copied into our state store.
+		m.OnRecovery(d.mirror)
+	}
 	if opt.Metrics != nil && opt.Collectors != nil && !cfg.Metrics.Disabled {
 		d.metrics = opt.Metrics
 		d.mon = &monitor{d: d, start: opt.Collectors, forget: opt.Metrics.Forget, runners: map[dbpilot.InstanceKey]*runnerEntry{}}
@@ -222,12 +241,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		ev := d.newEvaluator(rules)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ev.Run(ctx)
-		}()
+		if err := d.unqueryable(); err != nil {
+			d.log.Warn("alert evaluation and the PromQL API are off", "reason", err)
+		} else {
+			ev := d.newEvaluator(rules)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ev.Run(ctx)
+			}()
+		}
 	}
 	if _, ok := d.store.(dbpilot.Pruner); ok {
 		wg.Add(1)
@@ -405,6 +428,7 @@ func appendKey(keys []dbpilot.InstanceKey, k dbpilot.InstanceKey) []dbpilot.Inst
 // observe crawls the cluster once and updates its state; it returns the
 // cluster's instances and its primary.
 func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Instance, *dbpilot.Instance, error) {
+	defer d.noteDiscovery(cs, time.Now())
 	cs.mu.Lock()
 	seeds := append([]dbpilot.InstanceKey(nil), cs.known...)
 	if !cs.primary.IsZero() {
@@ -589,12 +613,23 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 		cs.mu.Unlock()
 		return
 	}
-	d.fence(ctx, cs)
+	// With coordination only the cluster's leader fences, rejoins and
+	// recovers; it first takes over a recovery its predecessor left running.
+	fence, leader := d.autoLeader(cs, "coordination")
+	if leader && fence != nil && auto && d.resume(ctx, cs, *fence) {
+		return
+	}
+	if leader {
+		d.fence(ctx, cs, fence)
+	}
 	if primary == nil {
 		return
 	}
 	v := d.assess(ctx, cs, primary, members)
-	if !auto || v.State != dbpilot.ClusterDead || !cs.cfg.AutoFailover {
+	if !auto || v.State != dbpilot.ClusterDead || !cs.cfg.AutoFailover || !leader {
+		return
+	}
+	if fence != nil && d.recoveredAlready(ctx, cs, primary.Key) {
 		return
 	}
 	if cs.multiPrimary() {
@@ -609,7 +644,7 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 		return
 	}
 	defer cs.op.Unlock()
-	if _, err := d.failover(ctx, cs, dbpilot.RecoveryFailoverAuto, false); err != nil {
+	if _, err := d.failover(ctx, cs, dbpilot.RecoveryFailoverAuto, false, fence); err != nil {
 		d.log.Error("automatic failover failed", "cluster", cs.cfg.Name, "err", err)
 	}
 }

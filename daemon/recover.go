@@ -17,8 +17,10 @@ import (
 // fails before it is promoted.
 const maxCandidates = 3
 
-func (d *Daemon) executor() *recovery.Executor {
-	return &recovery.Executor{Ctl: d.ctl, Audit: auditor{d}, Opt: recovery.Options{
+// executor returns the recovery executor acting through the controller
+// for fence (see controller).
+func (d *Daemon) executor(fence *dbpilot.Fence) *recovery.Executor {
+	return &recovery.Executor{Ctl: d.controller(fence), Audit: auditor{d}, Opt: recovery.Options{
 		ApplyTimeout:  d.cfg.Recovery.ApplyTimeout.D(),
 		RepointVerify: d.cfg.Recovery.RepointVerify.D(),
 		KillGrace:     d.cfg.Recovery.KillGrace.D(),
@@ -62,7 +64,21 @@ func keysOf(in []*dbpilot.Instance) []dbpilot.InstanceKey {
 
 // failover recovers the cluster's dead primary. The caller holds cs.op.
 // With dryRun it only plans.
-func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dryRun bool) (*dbpilot.Recovery, error) {
+func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dryRun bool, fence *dbpilot.Fence) (*dbpilot.Recovery, error) {
+	if dryRun {
+		return d.failoverPlan(ctx, cs, kind, true, fence, nil)
+	}
+	return d.failoverRun(ctx, cs, kind, fence, nil)
+}
+
+// failoverRun is failover under fence (nil: a serve alone or a forced
+// failover); resumed is the shared recovery of a previous leader this one
+// takes over (its ID is kept).
+func (d *Daemon) failoverRun(ctx context.Context, cs *clusterState, kind string, fence *dbpilot.Fence, resumed *dbpilot.SharedRecovery) (*dbpilot.Recovery, error) {
+	return d.failoverPlan(ctx, cs, kind, false, fence, resumed)
+}
+
+func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string, dryRun bool, fence *dbpilot.Fence, resumed *dbpilot.SharedRecovery) (*dbpilot.Recovery, error) {
 	cs.mu.Lock()
 	old := cs.primary
 	members := append([]*dbpilot.Instance(nil), cs.instances...)
@@ -84,8 +100,20 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 		}
 		return rec, nil
 	}
+	if resumed != nil {
+		rec.Started, rec.DetectedAt = resumed.Started, time.Time{}
+	}
+	shared, err := d.sharedBegin(ctx, fence, rec, resumed)
+	if err != nil {
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Instance: old, Event: dbpilot.AuditCoordination,
+			Message: fmt.Sprintf("%s of %s not started: %v", kind, old, err)})
+		return nil, err
+	}
 	if d.store != nil {
-		if err := d.store.CreateRecovery(ctx, rec); err != nil {
+		if resumed != nil {
+			local := d.sharedLocal(ctx, resumed)
+			rec.Started = local.Started
+		} else if err := d.store.CreateRecovery(ctx, rec); err != nil {
 			return nil, err
 		}
 	}
@@ -102,6 +130,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 
 	finish := func(err error) (*dbpilot.Recovery, error) {
 		d.endRecovery(ctx, rec, err)
+		d.sharedUpdate(ctx, fence, shared, rec, "")
 		hooks := d.cfg.HooksFor(cs.cfg)
 		if err == nil {
 			d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
@@ -138,7 +167,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 	if err := d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks); err != nil {
 		return finish(err)
 	}
-	exec := d.executor()
+	exec := d.executor(fence)
 	exec.Opt.SemiSync = cs.cfg.SemiSync
 	for attempt := 1; ; attempt++ {
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditPlan, Message: plan.Reason, Detail: map[string]string{"plan": plan.String()}})
@@ -148,7 +177,7 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 			return finish(nil)
 		}
 		// A candidate that died before promotion: plan again without it.
-		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || attempt >= maxCandidates || ctx.Err() != nil {
+		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || attempt >= maxCandidates || ctx.Err() != nil || errors.Is(err, dbpilot.ErrLeadershipLost) {
 			return finish(err)
 		}
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditCandidateFailed,
@@ -161,7 +190,9 @@ func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dr
 		}
 		plan = next
 		rec.Plan = plan.String()
+		rec.NewPrimary = plan.Candidate
 		rec.LostReplicas = nil
+		d.sharedUpdate(ctx, fence, shared, rec, "replanned")
 	}
 }
 
@@ -223,7 +254,7 @@ func (d *Daemon) runHooks(ctx context.Context, cs *clusterState, rec *dbpilot.Re
 // at once, its errant transactions (GTIDs the new primary lacks) are
 // reported, and with rejoin it becomes a replica of the new primary when it
 // has none.
-func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
+func (d *Daemon) fence(ctx context.Context, cs *clusterState, fence *dbpilot.Fence) {
 	cs.mu.Lock()
 	var back []*dbpilot.Instance
 	for _, i := range cs.detached {
@@ -239,9 +270,10 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
 		}
 	}
 	cs.mu.Unlock()
+	ctl := d.controller(fence)
 	for _, old := range back {
 		if !old.ReadOnly {
-			if err := d.ctl.SetReadOnly(ctx, old.Key, true); err != nil {
+			if err := ctl.SetReadOnly(ctx, old.Key, true); err != nil {
 				d.log.Warn("fence: set read_only", "instance", old.Key.String(), "err", err)
 				continue
 			}
@@ -265,7 +297,7 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState) {
 			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has no errant transactions; rejoin is off, so it stays read_only and detached", old.Key), nil)
 			continue
 		}
-		if err := d.rejoin(ctx, old.Key, newPrimary.Key, cs.cfg.SemiSync); err != nil {
+		if err := d.rejoin(ctx, ctl, old.Key, newPrimary.Key, cs.cfg.SemiSync); err != nil {
 			d.log.Warn("rejoin failed", "instance", old.Key.String(), "err", err)
 			continue
 		}
@@ -288,19 +320,19 @@ func (d *Daemon) fenceNote(ctx context.Context, cs *clusterState, k dbpilot.Inst
 	}
 }
 
-func (d *Daemon) rejoin(ctx context.Context, old, primary dbpilot.InstanceKey, semiSync bool) error {
-	if err := d.ctl.StopReplica(ctx, old); err != nil {
+func (d *Daemon) rejoin(ctx context.Context, ctl dbpilot.ReplicationController, old, primary dbpilot.InstanceKey, semiSync bool) error {
+	if err := ctl.StopReplica(ctx, old); err != nil {
 		return err
 	}
 	// A replica that does not acknowledge would make every commit on a
 	// semi-sync primary wait for the timeout.
-	if err := d.ctl.SetSemiSync(ctx, old, false, semiSync); err != nil {
+	if err := ctl.SetSemiSync(ctx, old, false, semiSync); err != nil {
 		return err
 	}
-	if err := d.ctl.ChangeSource(ctx, old, primary, dbpilot.ChangeSourceOptions{}); err != nil {
+	if err := ctl.ChangeSource(ctx, old, primary, dbpilot.ChangeSourceOptions{}); err != nil {
 		return err
 	}
-	return d.ctl.StartReplica(ctx, old)
+	return ctl.StartReplica(ctx, old)
 }
 
 // errantAgainst returns the GTIDs old has that primary lacks.

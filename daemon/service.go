@@ -131,6 +131,14 @@ func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.Operatio
 	if err != nil {
 		return nil, err
 	}
+	fence, fwd, err := d.leadership(ctx, cs, "failover of "+name, opt)
+	if err != nil {
+		return nil, err
+	}
+	if fwd != nil {
+		opt.Forwarded = true
+		return fwd.Failover(ctx, name, opt)
+	}
 	if err := lockOp(cs); err != nil {
 		return nil, err
 	}
@@ -146,7 +154,7 @@ func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.Operatio
 	if v.State != dbpilot.ClusterDead && !opt.DryRun {
 		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: not failing over: %s; for a planned change use 'dbpilot switchover %s'", name, v.Reason, name)
 	}
-	rec, err = d.failover(ctx, cs, dbpilot.RecoveryFailoverManual, opt.DryRun)
+	rec, err = d.failover(ctx, cs, dbpilot.RecoveryFailoverManual, opt.DryRun, fence)
 	if err == nil && opt.DryRun && v.State != dbpilot.ClusterDead {
 		rec.Plan = fmt.Sprintf("note: the primary is not dead (%s): a real failover would be refused\n", v.Reason) + rec.Plan
 	}
@@ -159,6 +167,14 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	cs, err := d.cluster(name)
 	if err != nil {
 		return nil, err
+	}
+	fence, fwd, err := d.leadership(ctx, cs, "switchover of "+name, dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun})
+	if err != nil {
+		return nil, err
+	}
+	if fwd != nil {
+		opt.Forwarded = true
+		return fwd.Switchover(ctx, name, opt)
 	}
 	if err := lockOp(cs); err != nil {
 		return nil, err
@@ -189,13 +205,17 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	if opt.DryRun {
 		return rec, nil
 	}
+	shared, err := d.sharedBegin(ctx, fence, rec, nil)
+	if err != nil {
+		return nil, err
+	}
 	if d.store != nil {
 		if err := d.store.CreateRecovery(ctx, rec); err != nil {
 			return nil, err
 		}
 	}
 	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditPlan, Message: plan.Reason, Detail: map[string]string{"plan": rec.Plan}})
-	exec := d.executor()
+	exec := d.executor(fence)
 	exec.Opt.SemiSync = cs.cfg.SemiSync
 	err = exec.Switchover(ctx, plan, rec)
 	if err == nil {
@@ -206,6 +226,7 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 		cs.mu.Unlock()
 	}
 	d.endRecovery(ctx, rec, err)
+	d.sharedUpdate(ctx, fence, shared, rec, "")
 	return rec, err
 }
 
@@ -239,6 +260,14 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 	if cs == nil {
 		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: %s is not part of any watched cluster", replica)
 	}
+	fence, fwd, err := d.leadership(ctx, cs, fmt.Sprintf("relocate %s", replica), dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun})
+	if err != nil {
+		return nil, err
+	}
+	if fwd != nil {
+		opt.Forwarded = true
+		return fwd.Relocate(ctx, replica, opt)
+	}
 	if err := lockOp(cs); err != nil {
 		return nil, err
 	}
@@ -271,13 +300,18 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 	if opt.DryRun {
 		return rec, nil
 	}
+	shared, err := d.sharedBegin(ctx, fence, rec, nil)
+	if err != nil {
+		return nil, err
+	}
 	if d.store != nil {
 		if err := d.store.CreateRecovery(ctx, rec); err != nil {
 			return nil, err
 		}
 	}
-	err = d.executor().Relocate(ctx, replica, opt.To, rec)
+	err = d.executor(fence).Relocate(ctx, replica, opt.To, rec)
 	d.endRecovery(ctx, rec, err)
+	d.sharedUpdate(ctx, fence, shared, rec, "")
 	return rec, err
 }
 
@@ -298,6 +332,12 @@ func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (n int, err 
 	n, err = d.store.AckRecoveries(ctx, name, by, comment)
 	if err != nil {
 		return 0, err
+	}
+	if d.coord != nil {
+		// Every serve blocks on the shared recovery: lift it for all.
+		if err := d.coord.Ack(ctx, name, by, comment); err != nil {
+			return n, err
+		}
 	}
 	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Event: dbpilot.AuditAck, Message: fmt.Sprintf("%d recoveries acknowledged by %s: %s", n, by, comment)})
 	cs.mu.Lock()

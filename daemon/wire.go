@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,15 +20,20 @@ import (
 	"github.com/dbpilot/dbpilot/collector"
 	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/mysql"
+	"github.com/dbpilot/dbpilot/remotewrite"
 	"github.com/dbpilot/dbpilot/sandbox"
 	"github.com/dbpilot/dbpilot/sqlite"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.yaml.in/yaml/v3"
 )
 
 // This file is the only place where the daemon meets concrete adapters:
 // mysql (probes, replication control, liveness sessions, credential files),
-// collector (metrics), sqlite (state), metrics (the embedded TSDB) and
-// sandbox (configuration from a sandbox). Everything else in the package
+// collector (metrics), sqlite (state), metrics (the embedded TSDB),
+// remotewrite (remote-write targets and a remote query API) and sandbox
+// (configuration from a sandbox). Everything else in the package
 // works on the interfaces of Options.
 
 // Wiring says how Open builds a daemon from its configuration.
@@ -52,14 +58,25 @@ type Wiring struct {
 	Version            string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Coordinator and Forward: see Options (serve builds them with
+	// NewCoordinator when coordination.etcd is configured).
+	Coordinator dbpilot.Coordinator
+	Forward     func(api string) dbpilot.ClusterService
 }
 
 // Wired is a daemon built by Open, with the embedded metrics store it
-// opened (nil when metrics are off or given), whose HTTP handlers serve
-// mounts.
+// opened (nil when metrics are off, given, or metrics.local is false), the
+// remote-write targets it started, and the metrics handlers serve mounts.
 type Wired struct {
 	*Daemon
-	TSDB *metrics.Store
+	TSDB   *metrics.Store
+	Remote []*remotewrite.Sink
+	// Exposition serves /metrics: the embedded store's (latest values and
+	// dbpilot's own metrics), or without it only dbpilot's own metrics.
+	// QueryAPI serves /api/metrics/: the embedded store's PromQL API, or
+	// metrics.query_url's, or a 503 naming what is missing. Both are nil
+	// when metrics are off.
+	Exposition, QueryAPI http.Handler
 }
 
 // Open builds a daemon from cfg (already validated): the state store, the
@@ -92,7 +109,7 @@ func Open(cfg *Config, w Wiring) (*Wired, error) {
 		if w.AlertStore == nil {
 			w.AlertStore, _ = w.Store.(dbpilot.AlertStore)
 		}
-		if w.MetricsStore == nil {
+		if w.MetricsStore == nil && cfg.Metrics.LocalStore() {
 			log := w.TSDBLogger
 			if log == nil {
 				log = w.Logger
@@ -105,6 +122,14 @@ func Open(cfg *Config, w Wiring) (*Wired, error) {
 			out.TSDB = ms
 			w.MetricsStore = ms
 		}
+		backend, err := out.wireRemote(cfg, w.MetricsStore, w.Logger, w.Version)
+		for _, r := range out.Remote {
+			closers = append(closers, r) // closed first: their last sends
+		}
+		if err != nil {
+			return fail(err)
+		}
+		w.MetricsStore = backend
 	} else {
 		w.MetricsStore = nil
 	}
@@ -131,12 +156,113 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 		Now:        w.Now,
 		Logger:     w.Logger,
 		Version:    w.Version,
+
+		Coordinator: w.Coordinator,
+		Forward:     w.Forward,
 	}
 	if w.MetricsStore != nil {
 		opt.Metrics = w.MetricsStore
 		opt.Collectors = newCollectorStarter(cfg, probe, w.MetricsStore, w.Logger)
 	}
 	return New(cfg, opt)
+}
+
+// wireRemote starts the remote-write targets and returns the metrics
+// backend: local (nil when metrics.local is false) fanned out to them,
+// queried from local, metrics.query_url or nothing; it sets the metrics
+// handlers.
+func (out *Wired) wireRemote(cfg *Config, local MetricsBackend, log *slog.Logger, version string) (MetricsBackend, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if local != nil && len(cfg.Metrics.RemoteWrite) == 0 {
+		if out.TSDB != nil {
+			out.Exposition, out.QueryAPI = out.TSDB.Handler(), out.TSDB.APIHandler()
+		}
+		return local, nil
+	}
+	f := &fanout{local: local}
+	for i := range cfg.Metrics.RemoteWrite {
+		opt := cfg.Metrics.RemoteWrite[i].options()
+		opt.Logger, opt.UserAgent = log.With("component", "remote_write"), strings.TrimSuffix("dbpilot/"+version, "/")
+		sink, err := remotewrite.New(opt)
+		if err != nil {
+			return nil, err
+		}
+		out.Remote = append(out.Remote, sink)
+		f.remote = append(f.remote, sink)
+	}
+	var api http.Handler
+	switch {
+	case local != nil:
+		f.MetricsQuerier = local
+	case cfg.Metrics.QueryURL != "":
+		q, err := remotewrite.NewQuerier(remotewrite.QueryOptions{URL: cfg.Metrics.QueryURL})
+		if err != nil {
+			return nil, err
+		}
+		f.MetricsQuerier, api = q, q.APIHandler()
+	default:
+		u := remotewrite.Unqueryable{Reason: errNoQuerier.Error()}
+		f.MetricsQuerier, api = u, u.APIHandler()
+	}
+	if out.TSDB != nil {
+		for _, r := range out.Remote {
+			if err := out.TSDB.Register(r); err != nil {
+				return nil, fmt.Errorf("metrics: remote write self-metrics: %w", err)
+			}
+		}
+		out.Exposition, out.QueryAPI = out.TSDB.Handler(), out.TSDB.APIHandler()
+		return f, nil
+	}
+	if local == nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		for _, r := range out.Remote {
+			reg.MustRegister(r)
+		}
+		out.Exposition = promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+		out.QueryAPI = api
+	}
+	return f, nil
+}
+
+// fanout is the metrics backend with remote-write targets: every batch
+// goes to the local store (when there is one) and is queued for each
+// target, which never blocks; queries go to MetricsQuerier.
+type fanout struct {
+	local  MetricsBackend // nil: metrics.local is false
+	remote []*remotewrite.Sink
+	dbpilot.MetricsQuerier
+}
+
+func (f *fanout) Write(ctx context.Context, b dbpilot.Batch) error {
+	var errs []error
+	if f.local != nil {
+		errs = append(errs, f.local.Write(ctx, b))
+	}
+	for _, r := range f.remote {
+		errs = append(errs, r.Write(ctx, b))
+	}
+	return errors.Join(errs...)
+}
+
+func (f *fanout) Forget(k dbpilot.InstanceKey) {
+	if f.local != nil {
+		f.local.Forget(k)
+	}
+	for _, r := range f.remote {
+		r.Forget(k)
+	}
+}
+
+// Unqueryable reports why queries cannot be answered (no local store and
+// no metrics.query_url), or nil.
+func (f *fanout) Unqueryable() error {
+	if u, ok := f.MetricsQuerier.(interface{ Unqueryable() error }); ok {
+		return u.Unqueryable()
+	}
+	return nil
 }
 
 // adminOptions returns the admin connection options with the probe timeouts.

@@ -181,7 +181,7 @@ func (c *Client) Failover(ctx context.Context, cluster string, opt dbpilot.Opera
 	if err := checkCluster(cluster); err != nil {
 		return nil, err
 	}
-	req := operationRequest{DryRun: opt.DryRun}
+	req := operationRequest{DryRun: opt.DryRun, ForceWithoutCoordination: opt.ForceWithoutCoordination, Forwarded: opt.Forwarded}
 	if !opt.To.IsZero() {
 		req.To = opt.To.String()
 	}
@@ -193,7 +193,7 @@ func (c *Client) Switchover(ctx context.Context, cluster string, opt dbpilot.Ope
 	if err := checkCluster(cluster); err != nil {
 		return nil, err
 	}
-	req := operationRequest{DryRun: opt.DryRun}
+	req := operationRequest{DryRun: opt.DryRun, ForceWithoutCoordination: opt.ForceWithoutCoordination, Forwarded: opt.Forwarded}
 	if !opt.To.IsZero() {
 		req.To = opt.To.String()
 	}
@@ -202,7 +202,7 @@ func (c *Client) Switchover(ctx context.Context, cluster string, opt dbpilot.Ope
 
 // Relocate implements dbpilot.ClusterService.
 func (c *Client) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
-	req := relocateRequest{DryRun: opt.DryRun}
+	req := relocateRequest{DryRun: opt.DryRun, Forwarded: opt.Forwarded}
 	if !replica.IsZero() {
 		req.Replica = replica.String()
 	}

@@ -58,6 +58,9 @@ type errorBody struct {
 type operationRequest struct {
 	DryRun bool   `json:"dry_run"`
 	To     string `json:"to,omitempty"`
+	// ForceWithoutCoordination: failover only (see dbpilot.OperationOptions).
+	ForceWithoutCoordination bool `json:"force_without_coordination,omitempty"`
+	Forwarded                bool `json:"forwarded,omitempty"`
 }
 
 // relocateRequest is the body of relocate.
@@ -65,6 +68,8 @@ type relocateRequest struct {
 	Replica string `json:"replica"`
 	Below   string `json:"below"`
 	DryRun  bool   `json:"dry_run"`
+	// Forwarded: see dbpilot.OperationOptions.
+	Forwarded bool `json:"forwarded,omitempty"`
 }
 
 // ackRequest is the body of ack.

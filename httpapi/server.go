@@ -66,6 +66,7 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	s.mux.HandleFunc("GET /api/recoveries", s.read(s.recoveries))
 	s.mux.HandleFunc("GET /api/recoveries/{id}", s.read(s.recovery))
 	s.mux.HandleFunc("GET /api/audit", s.read(s.audit))
+	s.mux.HandleFunc("GET /api/coordination", s.read(s.coordination))
 	s.mux.HandleFunc("POST /api/clusters/{name}/failover", s.authorized(s.failover))
 	s.mux.HandleFunc("POST /api/clusters/{name}/switchover", s.authorized(s.switchover))
 	s.mux.HandleFunc("POST /api/relocate", s.authorized(s.relocate))
@@ -242,6 +243,16 @@ func bearer(h string) (string, bool) {
 	return token, token != ""
 }
 
+// coordination answers GET /api/coordination: the serves, the leader of
+// each cluster and the lease; "single" for a serve that acts alone.
+func (s *Server) coordination(w http.ResponseWriter, r *http.Request) {
+	st := &dbpilot.CoordinationStatus{State: dbpilot.CoordinationSingle, Members: []dbpilot.CoordMember{}, Leaders: []dbpilot.ClusterLeader{}}
+	if c, ok := s.svc.(dbpilot.CoordinationReporter); ok {
+		st = c.CoordinationStatus(r.Context())
+	}
+	s.writeJSON(w, http.StatusOK, st)
+}
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	h, err := s.svc.Health(r.Context())
 	if err != nil {
@@ -393,7 +404,7 @@ func (s *Server) operationOptions(w http.ResponseWriter, r *http.Request) (dbpil
 	if !s.decode(w, r, &req) {
 		return dbpilot.OperationOptions{}, false
 	}
-	opt := dbpilot.OperationOptions{DryRun: req.DryRun}
+	opt := dbpilot.OperationOptions{DryRun: req.DryRun, ForceWithoutCoordination: req.ForceWithoutCoordination, Forwarded: req.Forwarded}
 	if req.To != "" {
 		var err error
 		if opt.To, err = parseKey("to", req.To); err != nil {
@@ -419,7 +430,7 @@ func (s *Server) relocate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err, nil)
 		return
 	}
-	rec, err := s.svc.Relocate(r.Context(), replica, dbpilot.OperationOptions{DryRun: req.DryRun, To: below})
+	rec, err := s.svc.Relocate(r.Context(), replica, dbpilot.OperationOptions{DryRun: req.DryRun, To: below, Forwarded: req.Forwarded})
 	s.writeRecovery(w, rec, err)
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -213,3 +214,7 @@ func appendFloat(dst []byte, v float64) []byte {
 	}
 	return strconv.AppendFloat(dst, v, 'g', -1, 64)
 }
+
+// Register adds a collector of dbpilot's own metrics (such as the
+// remote-write targets' dbpilot_remote_write_*) to those /metrics exposes.
+func (s *Store) Register(c prometheus.Collector) error { return s.reg.Register(c) }

@@ -39,7 +39,8 @@ func recoveryArgs(r *dbpilot.Recovery) ([]any, error) {
 	return args, ta.err
 }
 
-// CreateRecovery stores a new recovery and sets r.ID.
+// CreateRecovery stores a new recovery and sets r.ID; a recovery that has
+// an ID already (assigned by the serves' coordination) keeps it.
 func (d *DB) CreateRecovery(ctx context.Context, r *dbpilot.Recovery) error {
 	const op = "create recovery"
 	if err := d.writable(op); err != nil {
@@ -56,6 +57,15 @@ func (d *DB) CreateRecovery(ctx context.Context, r *dbpilot.Recovery) error {
 	args = append(args, r.Acked, ta.arg(r.AckedAt), r.AckedBy, r.AckComment)
 	if ta.err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, ta.err)
+	}
+	if r.ID != 0 {
+		// An ID given by the serves' coordination (shared by every serve).
+		_, err := d.db.ExecContext(ctx, `INSERT INTO recoveries (`+recoveryColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append([]any{r.ID}, args...)...)
+		if err != nil {
+			return fmt.Errorf("sqlite: %s %d: %w", op, r.ID, err)
+		}
+		return nil
 	}
 	res, err := d.db.ExecContext(ctx, `INSERT INTO recoveries (`+strings.TrimPrefix(recoveryColumns, "id, ")+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)

@@ -44,6 +44,7 @@ plan with the reason for each decision and changes nothing.` + exitHelp,
 	}
 	sf.register(cmd)
 	cmd.Flags().BoolVar(&opt.DryRun, "dry-run", false, "print the plan; change nothing")
+	cmd.Flags().BoolVar(&opt.ForceWithoutCoordination, "force-without-coordination", false, "with coordinated serves (--server): fail over even though etcd is unavailable (audited; another serve might act too)")
 	return cmd
 }
 

@@ -23,7 +23,7 @@ import (
 
 func (a *app) serveCommand() *cobra.Command {
 	var sf serviceFlags
-	var listen string
+	var listen, memberID string
 	var printConfig bool
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE | --sandbox NAME]",
@@ -44,7 +44,9 @@ It also collects metrics from every instance (global status and variables,
 replication with heartbeat lag, InnoDB, processlist, binlog, Galera,
 semi-sync; 1 s for status and replication), stores them in an embedded
 time-series store, evaluates alert rules, and exposes everything to
-Prometheus.
+Prometheus. metrics.remote_write also sends every sample to Prometheus or
+VictoriaMetrics by remote write; with metrics.local: false serve keeps no
+store and queries metrics.query_url instead.
 
 The web console and the HTTP API (JSON) listen on 127.0.0.1:7070 by default:
   GET  /                                                    the web console (topology, charts, alerts, recoveries)
@@ -55,9 +57,17 @@ The web console and the HTTP API (JSON) listen on 127.0.0.1:7070 by default:
   POST /api/clusters/{name}/failover|switchover|ack, /api/relocate   (Authorization: Bearer TOKEN)
 Reads need the token too when serve listens off-loopback (ui.read_requires_token).
 
-Only one serve may use a state file: a second one is refused. Until
-etcd-based coordination arrives, do not point two serve processes with
-different state files at the same cluster.
+Only one serve may use a state file: a second one is refused. Several
+serves (each with its own state file) may watch the same clusters only with
+coordination through etcd (coordination.etcd in the config, a distinct
+--id per serve): all of them watch, collect and alert; the leader of each
+cluster (an etcd election per cluster) alone fails over, switches over,
+relocates and fences, and checks its fencing token with etcd before every
+statement that changes a server. Requests for a cluster another serve leads
+are forwarded to it. With etcd unreachable every serve keeps monitoring and
+none recovers automatically (failover --force-without-coordination acts
+anyway, audited); the primary is never demoted because etcd is gone.
+GET /api/coordination shows members, leaders and leases.
 
 --sandbox NAME builds the configuration from a sandbox (state and API token
 in the sandbox's directory); --print-config prints it as a file to extend.
@@ -94,6 +104,15 @@ A configuration file looks like:
 					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --listen %s is not loopback, where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", listen)
 				}
 			}
+			if memberID != "" {
+				if !cfg.Coordinated() {
+					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --id names this serve among coordinated serves: configure coordination.etcd")
+				}
+				if err := daemon.ValidMemberID(memberID); err != nil {
+					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --id %v", err)
+				}
+				cfg.Coordination.ID = memberID
+			}
 			// A broken rule file fails now, with the rule name and line.
 			if _, err := cfg.LoadAlertRules(); err != nil {
 				return dbpilot.WrapError(dbpilot.EINVALID, err, "alerts")
@@ -111,11 +130,35 @@ A configuration file looks like:
 				tsdbLevel = slog.LevelDebug
 			}
 			tsdbLog := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: tsdbLevel}))
-			d, err := daemon.Open(cfg, daemon.Wiring{Metrics: true, Logger: log, TSDBLogger: tsdbLog, Version: version})
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			wiring := daemon.Wiring{Metrics: true, Logger: log, TSDBLogger: tsdbLog, Version: version}
+			co, err := daemon.NewCoordinator(cfg, log, version)
+			if err != nil {
+				return err
+			}
+			if co != nil {
+				// Wrong credentials fail here; an unreachable etcd does not
+				// (serve monitors meanwhile).
+				if err := co.Start(ctx); err != nil {
+					return err
+				}
+				defer co.Close()
+				wiring.Coordinator = co
+				wiring.Forward = func(api string) dbpilot.ClusterService { return httpapi.NewClient(api, cfg.Token) }
+			}
+			d, err := daemon.Open(cfg, wiring)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
+			if co != nil && d.TSDB != nil {
+				for _, c := range co.Collectors() {
+					if err := d.TSDB.Register(c); err != nil {
+						return fmt.Errorf("serve: coordination metrics: %w", err)
+					}
+				}
+			}
 			api, apiServer, err := serveHandler(cfg, d, log)
 			if err != nil {
 				return err
@@ -127,10 +170,19 @@ A configuration file looks like:
 			srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 			// Shutdown waits for handlers: end the console's event streams.
 			srv.RegisterOnShutdown(apiServer.StopStreams)
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			errc := make(chan error, 1)
+			errc := make(chan error, 2)
 			go func() { errc <- srv.Serve(ln) }()
+			coordDone := make(chan struct{})
+			if co != nil {
+				go func() {
+					defer close(coordDone)
+					if err := co.Run(ctx); err != nil {
+						errc <- err // two serves with one --id
+					}
+				}()
+			} else {
+				close(coordDone)
+			}
 			tokenHint := "token from the config"
 			if sf.sandbox != "" {
 				if sd, err := sandbox.Load(sf.sandbox); err == nil {
@@ -139,6 +191,9 @@ A configuration file looks like:
 			}
 			fmt.Fprintf(a.stdout, "dbpilot serve %s: web console and API on http://%s/ (%s); state %s; watching %d cluster(s); Ctrl-C stops\n",
 				version, ln.Addr(), tokenHint, cfg.State, len(cfg.Clusters))
+			if co != nil {
+				fmt.Fprintf(a.stdout, "coordinated through etcd %v as member %q (lease ttl %s)\n", cfg.Coordination.Etcd.Endpoints, cfg.MemberID(), cfg.Coordination.Etcd.LeaseTTL.D())
+			}
 			done := make(chan struct{})
 			go func() {
 				d.Run(ctx)
@@ -150,6 +205,10 @@ A configuration file looks like:
 				if err != nil && !errors.Is(err, http.ErrServerClosed) {
 					cancel()
 					<-done
+					<-coordDone
+					if dbpilot.ErrorCode(err) == dbpilot.ECONFLICT {
+						return err
+					}
 					return fmt.Errorf("serve: HTTP server: %w", err)
 				}
 			}
@@ -158,12 +217,14 @@ A configuration file looks like:
 			_ = srv.Shutdown(sctx)
 			cancel()
 			<-done
+			<-coordDone
 			fmt.Fprintln(a.stdout, "dbpilot serve stopped")
 			return nil
 		},
 	}
 	sf.registerConfigOnly(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "", "API address (overrides the config; default "+daemon.DefaultListen+")")
+	cmd.Flags().StringVar(&memberID, "id", "", "this serve's member id among coordinated serves (overrides coordination.id; default HOSTNAME:PORT); unique per serve")
 	cmd.Flags().BoolVar(&printConfig, "print-config", false, "with --sandbox: print the YAML configuration built from the sandbox (secrets as 0600 files beside it) and exit, to extend it and run serve --config")
 	return cmd
 }
@@ -188,9 +249,11 @@ func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.H
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/", gz(api))
-	if d.TSDB != nil {
-		mux.Handle("/metrics", api.Protect(d.TSDB.Handler()))
-		mux.Handle("/api/metrics/", gz(api.Protect(d.TSDB.APIHandler())))
+	if d.Exposition != nil {
+		mux.Handle("/metrics", api.Protect(d.Exposition))
+	}
+	if d.QueryAPI != nil {
+		mux.Handle("/api/metrics/", gz(api.Protect(d.QueryAPI)))
 	}
 	mux.Handle("/", ui)
 	return mux, api, nil

@@ -1,0 +1,252 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// Lead implements dbpilot.Coordinator.
+func (e *Etcd) Lead(cluster string) (dbpilot.Fence, error) {
+	if ok, why := e.alive(); !ok {
+		return dbpilot.Fence{}, dbpilot.Errorf(dbpilot.EUNAVAIL, "coordination unavailable: %s", why)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l := e.leading[cluster]; l != nil {
+		return l.fence, nil
+	}
+	if s, ok := e.seen[cluster]; ok && s.Member != "" && s.Member != e.opt.Member {
+		return dbpilot.Fence{}, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s is led by serve %q", cluster, s.Member)
+	}
+	return dbpilot.Fence{}, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: this serve (%s) is not its leader (election in progress)", cluster, e.opt.Member)
+}
+
+// Check implements dbpilot.Coordinator: a transaction that succeeds only
+// while f's election key exists with f's revision. It is a read-only
+// transaction, so etcd serves it with a linearizable read (no disk write).
+func (e *Etcd) Check(ctx context.Context, f dbpilot.Fence) error {
+	start := time.Now()
+	e.mu.Lock()
+	l := e.leading[f.Cluster]
+	e.mu.Unlock()
+	if l == nil || l.fence.Token != f.Token {
+		e.metrics.checks.WithLabelValues("lost").Inc()
+		return lost(f, "fencing token %d is no longer current", f.Token)
+	}
+	if ok, why := e.alive(); !ok {
+		e.metrics.checks.WithLabelValues("lost").Inc()
+		return lost(f, "%s", why)
+	}
+	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+	defer cancel()
+	resp, err := e.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", f.Token)).Commit()
+	e.metrics.checkSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		e.metrics.checks.WithLabelValues("error").Inc()
+		return lost(f, "etcd did not confirm it: %v", err)
+	}
+	if !resp.Succeeded {
+		e.metrics.checks.WithLabelValues("lost").Inc()
+		return lost(f, "fencing token %d is no longer current", f.Token)
+	}
+	e.metrics.checks.WithLabelValues("ok").Inc()
+	return nil
+}
+
+// lost is the error of a failed fencing check.
+func lost(f dbpilot.Fence, format string, args ...any) error {
+	return &dbpilot.Error{Code: dbpilot.ECONFLICT, Err: dbpilot.ErrLeadershipLost,
+		Message: fmt.Sprintf("coordination: serve %s, leader of cluster %s, ", f.Member, f.Cluster) + fmt.Sprintf(format, args...)}
+}
+
+// LeaderOf implements dbpilot.Coordinator.
+func (e *Etcd) LeaderOf(cluster string) (member, api string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.leading[cluster] != nil {
+		return e.opt.Member, ""
+	}
+	s, ok := e.seen[cluster]
+	if !ok {
+		return "", ""
+	}
+	return s.Member, e.members[s.Member].API
+}
+
+// guardedPut writes key=val only while f holds.
+func (e *Etcd) guardedPut(ctx context.Context, f dbpilot.Fence, key string, val []byte, extra ...clientv3.Op) error {
+	e.mu.Lock()
+	l := e.leading[f.Cluster]
+	e.mu.Unlock()
+	if l == nil || l.fence.Token != f.Token {
+		return lost(f, "fencing token %d is no longer current", f.Token)
+	}
+	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+	defer cancel()
+	ops := append([]clientv3.Op{clientv3.OpPut(key, string(val))}, extra...)
+	resp, err := e.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", f.Token)).Then(ops...).Commit()
+	if err != nil {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: write %s: %v", key, err)
+	}
+	if !resp.Succeeded {
+		return lost(f, "fencing token %d is no longer current", f.Token)
+	}
+	return nil
+}
+
+// BeginRecovery implements dbpilot.Coordinator. The ID comes from one
+// counter for every cluster, incremented in the same transaction.
+func (e *Etcd) BeginRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.SharedRecovery) error {
+	rec.Cluster, rec.Member, rec.Token = f.Cluster, f.Member, f.Token
+	if rec.State == "" {
+		rec.State = dbpilot.SharedRunning
+	}
+	counter := e.key("recovery-id")
+	for attempt := 0; ; attempt++ {
+		if rec.ID != 0 {
+			return e.UpdateRecovery(ctx, f, rec)
+		}
+		rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+		resp, err := e.cli.Get(rctx, counter)
+		cancel()
+		if err != nil {
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: read recovery id: %v", err)
+		}
+		var next int64 = 1
+		var mod int64
+		if len(resp.Kvs) > 0 {
+			n, _ := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+			next, mod = n+1, resp.Kvs[0].ModRevision
+		}
+		rec.ID = next
+		val, _ := json.Marshal(rec)
+		e.mu.Lock()
+		l := e.leading[f.Cluster]
+		e.mu.Unlock()
+		if l == nil || l.fence.Token != f.Token {
+			rec.ID = 0
+			return lost(f, "fencing token %d is no longer current", f.Token)
+		}
+		rctx, cancel = context.WithTimeout(ctx, e.opt.RequestTimeout)
+		tr, err := e.cli.Txn(rctx).If(
+			clientv3.Compare(clientv3.CreateRevision(l.key), "=", f.Token),
+			clientv3.Compare(clientv3.ModRevision(counter), "=", mod),
+		).Then(clientv3.OpPut(counter, strconv.FormatInt(next, 10)), clientv3.OpPut(e.recoveryKey(f.Cluster), string(val))).
+			Else(clientv3.OpGet(l.key)).Commit()
+		cancel()
+		if err != nil {
+			rec.ID = 0
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: begin recovery of %s: %v", f.Cluster, err)
+		}
+		if tr.Succeeded {
+			e.cache(rec)
+			return nil
+		}
+		rec.ID = 0
+		if len(tr.Responses) > 0 && len(tr.Responses[0].GetResponseRange().Kvs) == 0 {
+			return lost(f, "fencing token %d is no longer current", f.Token)
+		}
+		if attempt > 20 {
+			return dbpilot.Errorf(dbpilot.EUNAVAIL, "coordination: begin recovery of %s: the id counter keeps changing", f.Cluster)
+		}
+	}
+}
+
+// UpdateRecovery implements dbpilot.Coordinator.
+func (e *Etcd) UpdateRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.SharedRecovery) error {
+	val, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := e.guardedPut(ctx, f, e.recoveryKey(f.Cluster), val); err != nil {
+		return err
+	}
+	e.cache(rec)
+	return nil
+}
+
+func (e *Etcd) cache(rec *dbpilot.SharedRecovery) {
+	c := *rec
+	c.Steps = slices.Clone(rec.Steps)
+	e.mu.Lock()
+	e.recs[rec.Cluster] = &c
+	e.mu.Unlock()
+}
+
+// Recovery implements dbpilot.Coordinator: a linearizable read, or the
+// cache when etcd does not answer.
+func (e *Etcd) Recovery(ctx context.Context, cluster string) (*dbpilot.SharedRecovery, error) {
+	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+	defer cancel()
+	resp, err := e.cli.Get(rctx, e.recoveryKey(cluster))
+	if err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: read recovery of %s: %v", cluster, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	var r dbpilot.SharedRecovery
+	if err := json.Unmarshal(resp.Kvs[0].Value, &r); err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EINTERNAL, err, "coordination: recovery of %s: %v", cluster, err)
+	}
+	return &r, nil
+}
+
+// Cached returns the cluster's last shared recovery as the watch last saw
+// it, without a request (blocks and status read it every tick).
+func (e *Etcd) Cached(cluster string) *dbpilot.SharedRecovery {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.recs[cluster]
+	if r == nil {
+		return nil
+	}
+	c := *r
+	return &c
+}
+
+// Ack implements dbpilot.Coordinator: any serve may acknowledge (it
+// changes no server); a compare on the key's revision keeps a concurrent
+// update of the recovery.
+func (e *Etcd) Ack(ctx context.Context, cluster, by, comment string) error {
+	k := e.recoveryKey(cluster)
+	for range 20 {
+		rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+		resp, err := e.cli.Get(rctx, k)
+		cancel()
+		if err != nil {
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: ack %s: %v", cluster, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return nil
+		}
+		var r dbpilot.SharedRecovery
+		if err := json.Unmarshal(resp.Kvs[0].Value, &r); err != nil {
+			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "coordination: recovery of %s: %v", cluster, err)
+		}
+		if r.Acked {
+			return nil
+		}
+		r.Acked, r.AckedBy, r.AckComment, r.AckedAt = true, by, comment, time.Now().UTC()
+		val, _ := json.Marshal(r)
+		rctx, cancel = context.WithTimeout(ctx, e.opt.RequestTimeout)
+		tr, err := e.cli.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", resp.Kvs[0].ModRevision)).Then(clientv3.OpPut(k, string(val))).Commit()
+		cancel()
+		if err != nil {
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: ack %s: %v", cluster, err)
+		}
+		if tr.Succeeded {
+			e.cache(&r)
+			return nil
+		}
+	}
+	return fmt.Errorf("coordination: ack %s: the recovery keeps changing", cluster)
+}

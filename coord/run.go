@@ -1,0 +1,297 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// ErrMemberTaken is Run's error when another serve holds this member id.
+var ErrMemberTaken = dbpilot.Errorf(dbpilot.ECONFLICT, "coordination: member id in use")
+
+// Run keeps a session with etcd (a lease kept alive, this serve registered
+// as a member), campaigns for every cluster and watches the shared state,
+// until ctx ends. When etcd is lost it starts again with a new session.
+// It returns an error only when this serve's member id is held by another
+// serve at the first registration (two serves with one --id).
+func (e *Etcd) Run(ctx context.Context) error {
+	for e.cli == nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+		if err := e.connect(); isAuthError(err) {
+			e.setUnavailable(err.Error())
+			e.log.Error("coordination: etcd refused the credentials; monitoring only", "err", err)
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.watch(ctx)
+	}()
+	for _, c := range e.opt.Clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.campaign(ctx, c)
+		}()
+	}
+	first := true
+	backoff := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		err := e.runSession(ctx, first)
+		if err == ErrMemberTaken && first {
+			return dbpilot.Errorf(dbpilot.ECONFLICT, "coordination: another serve is registered with id %q in etcd; give each serve its own --id", e.opt.Member)
+		}
+		first = false
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			e.setUnavailable(err.Error())
+			e.log.Warn("coordination unavailable: monitoring only, no automatic recovery", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+	return nil
+}
+
+// runSession grants a lease, registers the member and keeps the lease
+// alive until it is lost (etcd unreachable past the TTL, or the lease gone).
+func (e *Etcd) runSession(ctx context.Context, first bool) error {
+	if e.cli == nil {
+		return fmt.Errorf("etcd client not connected")
+	}
+	ttl := int64(e.opt.LeaseTTL / time.Second)
+	gctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+	lease, err := e.cli.Grant(gctx, ttl)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("etcd at %v: grant lease: %w", e.opt.Endpoints, err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ka, err := e.cli.KeepAlive(sctx, lease.ID)
+	if err != nil {
+		return fmt.Errorf("etcd: keep lease alive: %w", err)
+	}
+	if err := e.register(ctx, lease.ID, first); err != nil {
+		e.revoke(lease.ID)
+		return err
+	}
+	sess, err := concurrency.NewSession(e.cli, concurrency.WithLease(lease.ID), concurrency.WithContext(sctx))
+	if err != nil {
+		e.revoke(lease.ID)
+		return fmt.Errorf("etcd: session: %w", err)
+	}
+	e.mu.Lock()
+	e.sess = sess
+	e.lastKA = time.Now()
+	e.reason = ""
+	close(e.sessGen)
+	e.sessGen = make(chan struct{})
+	e.mu.Unlock()
+	e.metrics.available.Set(1)
+	e.metrics.ttl.Set(e.opt.LeaseTTL.Seconds())
+	e.log.Info("coordination: connected to etcd", "member", e.opt.Member, "lease", fmt.Sprintf("%x", lease.ID), "ttl", e.opt.LeaseTTL)
+
+	// A lease that etcd stops confirming is given up after its TTL: by
+	// then etcd may have expired it and another serve may lead.
+	check := time.NewTicker(e.opt.LeaseTTL / 10)
+	defer check.Stop()
+	var lost error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case r, ok := <-ka:
+			if !ok {
+				lost = fmt.Errorf("etcd: lease %x lost (expired or revoked)", lease.ID)
+				break loop
+			}
+			e.mu.Lock()
+			e.lastKA = time.Now()
+			e.mu.Unlock()
+			e.metrics.lastKA.SetToCurrentTime()
+			_ = r
+		case <-check.C:
+			if ok, why := e.alive(); !ok {
+				lost = fmt.Errorf("%s", why)
+				break loop
+			}
+		}
+	}
+	e.mu.Lock()
+	e.sess = nil
+	close(e.sessGen)
+	e.sessGen = make(chan struct{})
+	for c := range e.leading {
+		delete(e.leading, c)
+		e.metrics.leader.WithLabelValues(c).Set(0)
+	}
+	e.mu.Unlock()
+	if ctx.Err() != nil {
+		// Stopping: give the leaderships up at once rather than after the TTL.
+		e.revoke(lease.ID)
+		return nil
+	}
+	stop()
+	return lost
+}
+
+func (e *Etcd) revoke(id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.opt.RequestTimeout)
+	defer cancel()
+	e.cli.Revoke(ctx, id)
+}
+
+// register writes members/{id} on the lease, refusing an id another live
+// serve holds. At the first registration a key left by this id's previous
+// process (killed: its lease not yet expired) is waited for, up to a TTL.
+func (e *Etcd) register(ctx context.Context, lease clientv3.LeaseID, first bool) error {
+	k := e.key("members", e.opt.Member)
+	val, _ := json.Marshal(dbpilot.CoordMember{ID: e.opt.Member, API: e.opt.API, Version: e.opt.Version, Started: e.started})
+	deadline := time.Now().Add(e.opt.LeaseTTL + time.Second)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+		resp, err := e.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+			Then(clientv3.OpPut(k, string(val), clientv3.WithLease(lease))).Commit()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("etcd: register member %s: %w", e.opt.Member, err)
+		}
+		if resp.Succeeded {
+			return nil
+		}
+		if !first || time.Now().After(deadline) {
+			return ErrMemberTaken
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// campaign runs the cluster's election for as long as ctx lasts: it waits
+// for a session, campaigns, holds the leadership until the session ends,
+// and campaigns again with the next session.
+func (e *Etcd) campaign(ctx context.Context, cluster string) {
+	for ctx.Err() == nil {
+		sess, gen := e.session()
+		if sess == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-gen:
+			}
+			continue
+		}
+		// Spread clusters: the member ranked first for a cluster (rendezvous
+		// hashing over the live members) campaigns at once, the others a
+		// little later, so that serves started together share the clusters.
+		if d := e.campaignDelay(cluster); d > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sess.Done():
+				continue
+			case <-time.After(d):
+			}
+		}
+		el := concurrency.NewElection(sess, e.electionPrefix(cluster)+"/")
+		cctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-sess.Done():
+			case <-cctx.Done():
+			}
+			cancel()
+		}()
+		err := el.Campaign(cctx, e.opt.Member)
+		if err != nil {
+			cancel()
+			if ctx.Err() == nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+			continue
+		}
+		e.mu.Lock()
+		if e.sess != sess {
+			e.mu.Unlock()
+			cancel()
+			continue
+		}
+		l := &leadership{key: el.Key(), fence: dbpilot.Fence{Cluster: cluster, Member: e.opt.Member, Token: el.Rev()}, since: time.Now()}
+		e.leading[cluster] = l
+		e.mu.Unlock()
+		e.metrics.leader.WithLabelValues(cluster).Set(1)
+		e.metrics.elections.WithLabelValues(cluster).Inc()
+		e.log.Info("coordination: leader of cluster", "cluster", cluster, "member", e.opt.Member, "token", l.fence.Token)
+		<-cctx.Done()
+		cancel()
+		e.mu.Lock()
+		if e.leading[cluster] == l {
+			delete(e.leading, cluster)
+		}
+		e.mu.Unlock()
+		e.metrics.leader.WithLabelValues(cluster).Set(0)
+		if ctx.Err() == nil {
+			e.log.Warn("coordination: leadership of cluster ended", "cluster", cluster, "member", e.opt.Member)
+		}
+	}
+}
+
+// campaignDelay is how long this member waits before campaigning for
+// cluster: 0 for the member rendezvous hashing ranks first among the
+// registered members, a quarter of the TTL per rank for the others.
+func (e *Etcd) campaignDelay(cluster string) time.Duration {
+	e.mu.Lock()
+	ids := make([]string, 0, len(e.members))
+	for id := range e.members {
+		ids = append(ids, id)
+	}
+	e.mu.Unlock()
+	if !slices.Contains(ids, e.opt.Member) {
+		ids = append(ids, e.opt.Member)
+	}
+	score := func(id string) uint64 {
+		h := fnv.New64a()
+		h.Write([]byte(cluster + "\x00" + id))
+		return h.Sum64()
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		sa, sb := score(a), score(b)
+		switch {
+		case sa > sb:
+			return -1
+		case sa < sb:
+			return 1
+		}
+		return 0
+	})
+	rank := slices.Index(ids, e.opt.Member)
+	return time.Duration(rank) * e.opt.LeaseTTL / 4
+}

@@ -1,0 +1,140 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// watch keeps the caches of members, leaders and shared recoveries: a
+// read of everything under the prefix, then a watch from that revision;
+// again from the start when the watch breaks.
+func (e *Etcd) watch(ctx context.Context) {
+	for ctx.Err() == nil {
+		if e.cli == nil {
+			return
+		}
+		rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+		resp, err := e.cli.Get(rctx, e.opt.Prefix+"/", clientv3.WithPrefix())
+		cancel()
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
+		e.mu.Lock()
+		e.members = map[string]dbpilot.CoordMember{}
+		e.seen = map[string]dbpilot.ClusterLeader{}
+		leaders := map[string]*mvccpb.KeyValue{}
+		for _, kv := range resp.Kvs {
+			e.applyLocked(kv, false, leaders)
+		}
+		e.mu.Unlock()
+		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		wch := e.cli.Watch(wctx, e.opt.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithPrevKV())
+		for wr := range wch {
+			if wr.Err() != nil {
+				break
+			}
+			var recs []*dbpilot.SharedRecovery
+			e.mu.Lock()
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					e.applyLocked(ev.PrevKv, true, nil)
+					if ev.PrevKv != nil && strings.Contains(string(ev.PrevKv.Key), "/leader/") {
+						// The leader key went: re-read who leads now.
+						e.refreshLeaderLocked(ctx, string(ev.PrevKv.Key))
+					}
+					continue
+				}
+				if r := e.applyLocked(ev.Kv, false, nil); r != nil {
+					recs = append(recs, r)
+				}
+			}
+			fn := e.onRec
+			e.mu.Unlock()
+			if fn != nil {
+				for _, r := range recs {
+					fn(r)
+				}
+			}
+		}
+		wcancel()
+	}
+}
+
+// applyLocked applies one key to the caches and returns the recovery it
+// holds, if it is one. leaders tracks the lowest create revision per
+// cluster during the first read.
+func (e *Etcd) applyLocked(kv *mvccpb.KeyValue, deleted bool, leaders map[string]*mvccpb.KeyValue) *dbpilot.SharedRecovery {
+	if kv == nil {
+		return nil
+	}
+	rest := strings.TrimPrefix(string(kv.Key), e.opt.Prefix+"/")
+	parts := strings.Split(rest, "/")
+	switch {
+	case len(parts) == 2 && parts[0] == "members":
+		if deleted {
+			delete(e.members, parts[1])
+			return nil
+		}
+		var m dbpilot.CoordMember
+		if json.Unmarshal(kv.Value, &m) == nil {
+			e.members[parts[1]] = m
+		}
+	case len(parts) == 4 && parts[0] == "clusters" && parts[2] == "leader":
+		c := parts[1]
+		if deleted {
+			if e.seen[c].Token == kv.CreateRevision {
+				delete(e.seen, c)
+			}
+			return nil
+		}
+		cur, ok := e.seen[c]
+		if !ok || cur.Token == 0 || kv.CreateRevision < cur.Token || cur.Token == kv.CreateRevision {
+			e.seen[c] = dbpilot.ClusterLeader{Cluster: c, Member: string(kv.Value), Token: kv.CreateRevision, Since: time.Now()}
+		}
+		if leaders != nil {
+			leaders[c] = kv
+		}
+	case len(parts) == 3 && parts[0] == "clusters" && parts[2] == "recovery":
+		if deleted {
+			delete(e.recs, parts[1])
+			return nil
+		}
+		var r dbpilot.SharedRecovery
+		if json.Unmarshal(kv.Value, &r) == nil {
+			e.recs[parts[1]] = &r
+			c := r
+			return &c
+		}
+	}
+	return nil
+}
+
+// refreshLeaderLocked re-reads the first key of an election whose leader
+// key was deleted. The caller holds e.mu; the read is short.
+func (e *Etcd) refreshLeaderLocked(ctx context.Context, deletedKey string) {
+	i := strings.LastIndex(deletedKey, "/")
+	pfx := deletedKey[:i+1]
+	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+	defer cancel()
+	resp, err := e.cli.Get(rctx, pfx, clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 {
+		return
+	}
+	kv := resp.Kvs[0]
+	parts := strings.Split(strings.TrimPrefix(string(kv.Key), e.opt.Prefix+"/"), "/")
+	if len(parts) == 4 {
+		e.seen[parts[1]] = dbpilot.ClusterLeader{Cluster: parts[1], Member: string(kv.Value), Token: kv.CreateRevision, Since: time.Now()}
+	}
+}

@@ -1,0 +1,203 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dbpilot/dbpilot/remotewrite"
+)
+
+// RemoteWriteConfig is one Prometheus remote-write receiver every sample
+// is sent to (metrics.remote_write).
+type RemoteWriteConfig struct {
+	// URL is the receiver's endpoint: Prometheus'
+	// http://HOST:9090/api/v1/write (run with
+	// --web.enable-remote-write-receiver), VictoriaMetrics'
+	// http://HOST:8428/api/v1/write.
+	URL string `yaml:"url"`
+	// Headers are sent with every request (e.g. X-Scope-OrgID); their
+	// values are never logged.
+	Headers map[string]string `yaml:"headers"`
+	// BasicAuth, or BearerToken (or BearerTokenFile, mode 0600),
+	// authenticates the requests.
+	BasicAuth       *BasicAuthConfig `yaml:"basic_auth"`
+	BearerToken     string           `yaml:"bearer_token"`
+	BearerTokenFile string           `yaml:"bearer_token_file"`
+	// Timeout bounds one request (default 10s).
+	Timeout Duration    `yaml:"timeout"`
+	Queue   QueueConfig `yaml:"queue"`
+}
+
+// BasicAuthConfig is a user and a password, or a file holding the password
+// (mode 0600).
+type BasicAuthConfig struct {
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
+}
+
+// QueueConfig is a remote-write target's in-memory queue and batching.
+type QueueConfig struct {
+	// Capacity is the queue's size in samples (default 500000, about 12 MB);
+	// when the receiver is down longer than the queue lasts, the oldest
+	// samples are dropped and counted.
+	Capacity *int `yaml:"capacity"`
+	// MaxSamplesPerSend caps a request (default 2000); BatchSendDeadline is
+	// how long a partial batch waits (default 1s).
+	MaxSamplesPerSend *int     `yaml:"max_samples_per_send"`
+	BatchSendDeadline Duration `yaml:"batch_send_deadline"`
+	// MinBackoff and MaxBackoff bound the wait between retries of a
+	// failed request (defaults 30ms and 5s, doubled after each failure).
+	MinBackoff Duration `yaml:"min_backoff"`
+	MaxBackoff Duration `yaml:"max_backoff"`
+}
+
+// LocalStore tells whether samples are kept in the embedded time-series
+// store (metrics.local, default true).
+func (m *MetricsConfig) LocalStore() bool { return m.Local == nil || *m.Local }
+
+// errNoQuerier is why a serve without a local store cannot answer queries.
+var errNoQuerier = errors.New("metrics.local is false and metrics.query_url is not set")
+
+// validateRemote checks local, remote_write and query_url, applies their
+// defaults and reads their secret files.
+func (m *MetricsConfig) validateRemote() error {
+	if !m.LocalStore() && len(m.RemoteWrite) == 0 {
+		return errors.New("metrics.local: false keeps no samples in serve: configure at least one metrics.remote_write target, or remove local: false")
+	}
+	if m.QueryURL != "" {
+		if m.LocalStore() {
+			return errors.New("metrics.query_url: used only with metrics.local: false (serve answers queries from its own store otherwise)")
+		}
+		if _, err := remotewrite.ParseURL(m.QueryURL); err != nil {
+			return fmt.Errorf("metrics.query_url: %v", err)
+		}
+	}
+	seen := map[string]int{}
+	for i := range m.RemoteWrite {
+		where := fmt.Sprintf("metrics.remote_write[%d]", i)
+		if err := m.RemoteWrite[i].validate(where); err != nil {
+			return err
+		}
+		u, _ := remotewrite.ParseURL(m.RemoteWrite[i].URL)
+		if j, dup := seen[remotewrite.Redacted(u)]; dup {
+			return fmt.Errorf("%s.url: %s is also metrics.remote_write[%d]", where, remotewrite.Redacted(u), j)
+		}
+		seen[remotewrite.Redacted(u)] = i
+	}
+	return nil
+}
+
+func (r *RemoteWriteConfig) validate(where string) error {
+	if r.URL == "" {
+		return fmt.Errorf("%s.url: required (e.g. http://127.0.0.1:8428/api/v1/write)", where)
+	}
+	u, err := remotewrite.ParseURL(r.URL)
+	if err != nil {
+		return fmt.Errorf("%s.url: %v", where, err)
+	}
+	for name := range r.Headers {
+		if err := remotewrite.CheckHeader(name); err != nil {
+			return fmt.Errorf("%s.headers: %v", where, err)
+		}
+	}
+	if r.BearerTokenFile != "" {
+		if r.BearerToken != "" {
+			return fmt.Errorf("%s: bearer_token and bearer_token_file: give one, not both", where)
+		}
+		tok, err := readSecretFile(expandHome(r.BearerTokenFile))
+		if err != nil {
+			return fmt.Errorf("%s.bearer_token_file: %w", where, err)
+		}
+		r.BearerToken = tok
+	}
+	if a := r.BasicAuth; a != nil {
+		if r.BearerToken != "" {
+			return fmt.Errorf("%s: basic_auth and bearer_token: give one, not both", where)
+		}
+		if u.User != nil {
+			return fmt.Errorf("%s: basic_auth and a user in the url: give one, not both", where)
+		}
+		if a.Username == "" {
+			return fmt.Errorf("%s.basic_auth.username: required", where)
+		}
+		if a.PasswordFile != "" {
+			if a.Password != "" {
+				return fmt.Errorf("%s.basic_auth: password and password_file: give one, not both", where)
+			}
+			pw, err := readSecretFile(expandHome(a.PasswordFile))
+			if err != nil {
+				return fmt.Errorf("%s.basic_auth.password_file: %w", where, err)
+			}
+			a.Password = pw
+		}
+	}
+	if u.User != nil && r.BearerToken != "" {
+		return fmt.Errorf("%s: bearer_token and a user in the url: give one, not both", where)
+	}
+	if err := positive(&r.Timeout, remotewrite.DefaultTimeout, where+".timeout"); err != nil {
+		return err
+	}
+	q := &r.Queue
+	for _, f := range []struct {
+		v    **int
+		def  int
+		name string
+	}{
+		{&q.Capacity, remotewrite.DefaultCapacity, "capacity"},
+		{&q.MaxSamplesPerSend, remotewrite.DefaultMaxSamplesPerSend, "max_samples_per_send"},
+	} {
+		if *f.v == nil {
+			*f.v = &f.def
+			continue
+		}
+		if **f.v <= 0 {
+			return fmt.Errorf("%s.queue.%s: %d is not a positive number of samples (default %d)", where, f.name, **f.v, f.def)
+		}
+	}
+	if err := positive(&q.BatchSendDeadline, remotewrite.DefaultBatchSendDeadline, where+".queue.batch_send_deadline"); err != nil {
+		return err
+	}
+	if err := positive(&q.MinBackoff, remotewrite.DefaultMinBackoff, where+".queue.min_backoff"); err != nil {
+		return err
+	}
+	if err := positive(&q.MaxBackoff, remotewrite.DefaultMaxBackoff, where+".queue.max_backoff"); err != nil {
+		return err
+	}
+	if q.MaxBackoff < q.MinBackoff {
+		return fmt.Errorf("%s.queue.max_backoff: %s is below min_backoff %s", where, q.MaxBackoff.D(), q.MinBackoff.D())
+	}
+	return nil
+}
+
+// positive applies a default to an unset duration and refuses "off" and
+// negative ones.
+func positive(d *Duration, def time.Duration, where string) error {
+	if *d == 0 {
+		*d = Duration(def)
+	}
+	if *d < 0 {
+		return fmt.Errorf("%s: must be a positive duration like 500ms or 10s", where)
+	}
+	return nil
+}
+
+// options converts a validated target to the sink's options.
+func (r *RemoteWriteConfig) options() remotewrite.Options {
+	o := remotewrite.Options{
+		URL:               r.URL,
+		Headers:           r.Headers,
+		BearerToken:       r.BearerToken,
+		Timeout:           r.Timeout.D(),
+		Capacity:          *r.Queue.Capacity,
+		MaxSamplesPerSend: *r.Queue.MaxSamplesPerSend,
+		BatchSendDeadline: r.Queue.BatchSendDeadline.D(),
+		MinBackoff:        r.Queue.MinBackoff.D(),
+		MaxBackoff:        r.Queue.MaxBackoff.D(),
+	}
+	if r.BasicAuth != nil {
+		o.Username, o.Password = r.BasicAuth.Username, r.BasicAuth.Password
+	}
+	return o
+}

@@ -1,0 +1,416 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// Several serves on the same clusters (coordination.etcd): every serve
+// watches, collects and alerts; the leader of a cluster alone changes its
+// topology, and each of its mutating statements is preceded by a fencing
+// check (fencedCtl). A request for a cluster another serve leads is
+// forwarded to that serve.
+
+// fencedCtl is a ReplicationController that checks, before every mutating
+// call, that the fence still holds; reads pass through.
+type fencedCtl struct {
+	dbpilot.ReplicationController
+	check func(ctx context.Context) error
+}
+
+func (c fencedCtl) StopReplica(ctx context.Context, k dbpilot.InstanceKey) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	return c.ReplicationController.StopReplica(ctx, k)
+}
+
+func (c fencedCtl) StartReplica(ctx context.Context, k dbpilot.InstanceKey) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	return c.ReplicationController.StartReplica(ctx, k)
+}
+
+func (c fencedCtl) ResetReplicaAll(ctx context.Context, k dbpilot.InstanceKey) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	return c.ReplicationController.ResetReplicaAll(ctx, k)
+}
+
+func (c fencedCtl) ChangeSource(ctx context.Context, k, src dbpilot.InstanceKey, opt dbpilot.ChangeSourceOptions) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	return c.ReplicationController.ChangeSource(ctx, k, src, opt)
+}
+
+func (c fencedCtl) SetReadOnly(ctx context.Context, k dbpilot.InstanceKey, ro bool) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	return c.ReplicationController.SetReadOnly(ctx, k, ro)
+}
+
+func (c fencedCtl) KillClientConnections(ctx context.Context, k dbpilot.InstanceKey) (int, error) {
+	if err := c.check(ctx); err != nil {
+		return 0, err
+	}
+	return c.ReplicationController.KillClientConnections(ctx, k)
+}
+
+func (c fencedCtl) SetSemiSync(ctx context.Context, k dbpilot.InstanceKey, primary, replica bool) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	return c.ReplicationController.SetSemiSync(ctx, k, primary, replica)
+}
+
+// fencedPosCtl is fencedCtl over a controller that can set positions.
+type fencedPosCtl struct {
+	fencedCtl
+	pos dbpilot.ReplicaPositioner
+}
+
+func (c fencedPosCtl) SetReplicaPosition(ctx context.Context, k dbpilot.InstanceKey, pos string) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	return c.pos.SetReplicaPosition(ctx, k, pos)
+}
+
+// controller returns the controller for a change made under fence: d.ctl
+// itself when the serve acts alone (fence nil).
+func (d *Daemon) controller(fence *dbpilot.Fence) dbpilot.ReplicationController {
+	if fence == nil || d.coord == nil {
+		return d.ctl
+	}
+	f := *fence
+	fc := fencedCtl{ReplicationController: d.ctl, check: func(ctx context.Context) error {
+		err := d.coord.Check(ctx, f)
+		if err != nil {
+			d.log.Warn("fencing check failed: not changing the cluster", "cluster", f.Cluster, "token", f.Token, "err", err)
+		}
+		return err
+	}}
+	if p, ok := d.ctl.(dbpilot.ReplicaPositioner); ok {
+		return fencedPosCtl{fencedCtl: fc, pos: p}
+	}
+	return fc
+}
+
+// leadership decides how a requested change of cs proceeds: under this
+// serve's fence (leader), forwarded to the leader (fwd), or refused. A
+// serve alone gets (nil, nil, nil).
+func (d *Daemon) leadership(ctx context.Context, cs *clusterState, what string, opt dbpilot.OperationOptions) (*dbpilot.Fence, dbpilot.ClusterService, error) {
+	if d.coord == nil {
+		return nil, nil, nil
+	}
+	f, err := d.coord.Lead(cs.cfg.Name)
+	if err == nil {
+		return &f, nil, nil
+	}
+	if opt.DryRun && dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL {
+		return nil, nil, nil // a plan changes nothing
+	}
+	switch dbpilot.ErrorCode(err) {
+	case dbpilot.ECONFLICT:
+		member, api := d.coord.LeaderOf(cs.cfg.Name)
+		if opt.Forwarded || api == "" || d.forward == nil {
+			return nil, nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "%s: this serve (%s) does not lead cluster %s and cannot forward the request (leader %q, api %q); retry in a few seconds", what, d.coord.Member(), cs.cfg.Name, member, api)
+		}
+		return nil, d.forward(api), nil
+	default:
+		if opt.ForceWithoutCoordination {
+			d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Event: dbpilot.AuditCoordination,
+				Message: fmt.Sprintf("%s forced without coordination (%v): another serve may act on the cluster too", what, err),
+				Detail:  map[string]string{"forced": "true", "member": d.coord.Member()}})
+			return nil, nil, nil
+		}
+		return nil, nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "%s refused: %v; with etcd unreachable no serve may change the cluster (use --force-without-coordination to act anyway, at the risk that another serve acts too)", what, err)
+	}
+}
+
+// autoLeader returns the fence under which the automatic tick may change
+// cs, or nil with the reason noted once (not the leader, coordination
+// unavailable). A serve alone always may (fence nil, ok).
+func (d *Daemon) autoLeader(cs *clusterState, event string) (*dbpilot.Fence, bool) {
+	if d.coord == nil {
+		return nil, true
+	}
+	f, err := d.coord.Lead(cs.cfg.Name)
+	if err != nil {
+		if dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL {
+			d.note(cs, event, fmt.Sprintf("no automatic recovery: %v (monitoring continues; the primary is left as it is)", err))
+		}
+		return nil, false
+	}
+	return &f, true
+}
+
+// sharedBegin records a recovery in the coordination state before its
+// first mutating step and gives rec the shared ID. resumed is the shared
+// recovery taken over from a serve that stopped, nil for a new one.
+func (d *Daemon) sharedBegin(ctx context.Context, fence *dbpilot.Fence, rec *dbpilot.Recovery, resumed *dbpilot.SharedRecovery) (*dbpilot.SharedRecovery, error) {
+	if fence == nil || d.coord == nil {
+		return nil, nil
+	}
+	sr := &dbpilot.SharedRecovery{Kind: rec.Kind, OldPrimary: rec.OldPrimary, Candidate: rec.NewPrimary, Started: rec.Started}
+	if resumed != nil {
+		sr = resumed
+		sr.ResumedBy = append(sr.ResumedBy, fence.Member)
+		sr.Candidate = rec.NewPrimary
+		sr.Member, sr.Token = fence.Member, fence.Token
+	}
+	if err := d.coord.BeginRecovery(ctx, *fence, sr); err != nil {
+		return nil, err
+	}
+	rec.ID = sr.ID
+	return sr, nil
+}
+
+// sharedUpdate records the recovery's progress or end; a failure is
+// logged (the leadership may be gone: the next leader reads the servers).
+func (d *Daemon) sharedUpdate(ctx context.Context, fence *dbpilot.Fence, sr *dbpilot.SharedRecovery, rec *dbpilot.Recovery, step string) {
+	if sr == nil {
+		return
+	}
+	sr.Candidate = rec.NewPrimary
+	if step != "" {
+		sr.Steps = append(sr.Steps, step)
+	}
+	if !rec.Ended.IsZero() {
+		sr.Ended = rec.Ended
+		sr.State = dbpilot.SharedDone
+		if !rec.Success {
+			sr.State, sr.Error = dbpilot.SharedFailed, rec.Error
+		}
+	}
+	if err := d.coord.UpdateRecovery(context.WithoutCancel(ctx), *fence, sr); err != nil {
+		d.log.Warn("coordination: record recovery progress", "cluster", sr.Cluster, "recovery", sr.ID, "err", err)
+	}
+}
+
+// mirror copies a recovery another serve recorded into this serve's state
+// store, so that every serve lists it and blocks on it.
+func (d *Daemon) mirror(sr *dbpilot.SharedRecovery) {
+	if d.store == nil || d.coord == nil || sr.ID == 0 {
+		return
+	}
+	if _, ok := d.clusters[sr.Cluster]; !ok {
+		return
+	}
+	rec := &dbpilot.Recovery{ID: sr.ID, Cluster: sr.Cluster, Kind: sr.Kind, OldPrimary: sr.OldPrimary, Started: sr.Started, Ended: sr.Ended,
+		Success: sr.State == dbpilot.SharedDone, Error: sr.Error, Acked: sr.Acked, AckedAt: sr.AckedAt, AckedBy: sr.AckedBy, AckComment: sr.AckComment,
+		Plan: fmt.Sprintf("run by serve %s (fencing token %d)", sr.Member, sr.Token)}
+	if sr.State == dbpilot.SharedDone {
+		rec.NewPrimary = sr.Candidate
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if sr.Member == d.coord.Member() {
+		// Our own recovery: the local record is the full one; only an ack
+		// made on another serve is copied.
+		if sr.Acked {
+			if _, err := d.store.AckRecoveries(ctx, sr.Cluster, sr.AckedBy, sr.AckComment); err != nil {
+				d.log.Warn("coordination: copy ack", "cluster", sr.Cluster, "err", err)
+			}
+		}
+		return
+	}
+	err := d.store.UpdateRecovery(ctx, rec)
+	if dbpilot.ErrorCode(err) == dbpilot.ENOTFOUND {
+		err = d.store.CreateRecovery(ctx, rec)
+	}
+	if err != nil {
+		d.log.Warn("coordination: copy recovery", "cluster", sr.Cluster, "recovery", sr.ID, "err", err)
+	}
+	if cs := d.clusters[sr.Cluster]; cs != nil {
+		cs.notify()
+	}
+}
+
+// resume takes over, once per leadership, a recovery the cluster's
+// previous leader left running (killed, paused or cut off mid-way): a
+// failover whose candidate is already writable is finished (the other
+// replicas moved under it); one whose candidate was not promoted is
+// planned again under the same recovery ID; a switchover or relocation is
+// reported, not redone. It returns true when it acted (the tick then
+// observes the cluster afresh).
+func (d *Daemon) resume(ctx context.Context, cs *clusterState, f dbpilot.Fence) bool {
+	cs.mu.Lock()
+	if cs.resumedToken == f.Token {
+		cs.mu.Unlock()
+		return false
+	}
+	cs.resumedToken = f.Token
+	cs.mu.Unlock()
+	sr, err := d.coord.Recovery(ctx, cs.cfg.Name)
+	if err != nil {
+		cs.mu.Lock()
+		cs.resumedToken = 0 // try again next tick
+		cs.mu.Unlock()
+		d.log.Warn("coordination: read the cluster's recovery", "cluster", cs.cfg.Name, "err", err)
+		return false
+	}
+	if sr == nil || sr.State != dbpilot.SharedRunning || (sr.Member == f.Member && sr.Token == f.Token) {
+		return false
+	}
+	if !cs.op.TryLock() {
+		return false
+	}
+	defer cs.op.Unlock()
+	name := cs.cfg.Name
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: sr.ID, Instance: sr.OldPrimary, Event: dbpilot.AuditCoordination,
+		Message: fmt.Sprintf("recovery #%d (%s) begun by serve %s (token %d) was left running; serve %s (token %d) takes it over", sr.ID, sr.Kind, sr.Member, sr.Token, f.Member, f.Token),
+		Detail:  map[string]string{"previous_member": sr.Member, "steps": fmt.Sprint(sr.Steps)}})
+	fence := f
+	switch sr.Kind {
+	case dbpilot.RecoveryFailoverAuto, dbpilot.RecoveryFailoverManual:
+	default:
+		rec := d.sharedLocal(ctx, sr)
+		d.endRecovery(ctx, rec, fmt.Errorf("%s interrupted: serve %s stopped during it; check the cluster (dbpilot topology) and run it again if needed", sr.Kind, sr.Member))
+		d.sharedUpdate(ctx, &fence, sr, rec, "interrupted")
+		return true
+	}
+	if !sr.Candidate.IsZero() {
+		// Replication removed from the candidate: the promotion began.
+		if cand, err := d.ctl.Inspect(ctx, sr.Candidate); err == nil && cand.Reachable && !cand.IsReplica() {
+			d.finishPromoted(ctx, cs, &fence, sr, cand)
+			return true
+		}
+	}
+	if old, err := d.ctl.Inspect(ctx, sr.OldPrimary); err == nil && old.Reachable {
+		rec := d.sharedLocal(ctx, sr)
+		d.endRecovery(ctx, rec, fmt.Errorf("recovery abandoned: the old primary %s answers again and no candidate was promoted", sr.OldPrimary))
+		d.sharedUpdate(ctx, &fence, sr, rec, "abandoned")
+		return true
+	}
+	if _, err := d.failoverRun(ctx, cs, sr.Kind, &fence, sr); err != nil {
+		d.log.Error("resumed failover failed", "cluster", name, "err", err)
+	}
+	return true
+}
+
+// sharedLocal returns this serve's record of a shared recovery, created
+// from it when missing.
+func (d *Daemon) sharedLocal(ctx context.Context, sr *dbpilot.SharedRecovery) *dbpilot.Recovery {
+	rec := &dbpilot.Recovery{ID: sr.ID, Cluster: sr.Cluster, Kind: sr.Kind, OldPrimary: sr.OldPrimary, NewPrimary: sr.Candidate, Started: sr.Started}
+	if d.store != nil {
+		if recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: sr.Cluster, Limit: 5}); err == nil {
+			for _, r := range recs {
+				if r.ID == sr.ID {
+					return r
+				}
+			}
+		}
+		if err := d.store.CreateRecovery(ctx, rec); err != nil {
+			d.log.Warn("coordination: record resumed recovery", "recovery", sr.ID, "err", err)
+		}
+	}
+	return rec
+}
+
+// finishPromoted ends a failover whose candidate the previous leader
+// promoted: every reachable replica still on the old primary is moved
+// below the new one, and the cluster's primary becomes the candidate.
+func (d *Daemon) finishPromoted(ctx context.Context, cs *clusterState, fence *dbpilot.Fence, sr *dbpilot.SharedRecovery, cand *dbpilot.Instance) {
+	name := cs.cfg.Name
+	rec := d.sharedLocal(ctx, sr)
+	rec.NewPrimary = cand.Key
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: cand.Key, Event: dbpilot.AuditCoordination,
+		Message: fmt.Sprintf("candidate %s is already writable: finishing the failover (no second promotion)", cand.Key)})
+	cs.mu.Lock()
+	keys := append([]dbpilot.InstanceKey(nil), cs.known...)
+	cs.mu.Unlock()
+	ctl := d.controller(fence)
+	if cand.ReadOnly {
+		if err := ctl.SetReadOnly(ctx, cand.Key, false); err != nil {
+			d.endRecovery(ctx, rec, err)
+			d.sharedUpdate(ctx, fence, sr, rec, "")
+			return
+		}
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: cand.Key, Event: dbpilot.AuditPromote, Message: fmt.Sprintf("%s made writable (its replication was already removed)", cand.Key)})
+	}
+	var lost []dbpilot.InstanceKey
+	var firstErr error
+	for _, inst := range d.inspectAll(ctx, keys) {
+		if inst.Key.Equal(cand.Key) || inst.Key.Equal(sr.OldPrimary) || !inst.Reachable || inst.Channel(sr.OldPrimary) == nil {
+			continue
+		}
+		err := ctl.StopReplica(ctx, inst.Key)
+		if err == nil {
+			err = ctl.ChangeSource(ctx, inst.Key, cand.Key, dbpilot.ChangeSourceOptions{})
+		}
+		if err == nil {
+			err = ctl.StartReplica(ctx, inst.Key)
+		}
+		if err != nil {
+			lost = append(lost, inst.Key)
+			if firstErr == nil {
+				firstErr = err
+			}
+			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: inst.Key, Event: dbpilot.AuditLost, Message: fmt.Sprintf("%s not moved below %s: %v", inst.Key, cand.Key, err)})
+			if errors.Is(err, dbpilot.ErrLeadershipLost) {
+				break
+			}
+			continue
+		}
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: inst.Key, Event: dbpilot.AuditRepoint, Message: fmt.Sprintf("%s now replicates from %s", inst.Key, cand.Key)})
+	}
+	rec.LostReplicas = lost
+	var err error
+	if errors.Is(firstErr, dbpilot.ErrLeadershipLost) {
+		err = firstErr
+	}
+	d.endRecovery(ctx, rec, err)
+	d.sharedUpdate(ctx, fence, sr, rec, "finished-by-"+fence.Member)
+	if err != nil {
+		return
+	}
+	cs.mu.Lock()
+	cs.setPrimary(cand.Key)
+	cs.known = appendKey(cs.known, cand.Key)
+	cs.fenced[sr.OldPrimary] = true
+	cs.failingSince = time.Time{}
+	cs.status.State = dbpilot.ClusterOK
+	cs.status.Primary = cand.Key
+	cs.touch()
+	cs.mu.Unlock()
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: cand.Key, Event: dbpilot.AuditRecovered,
+		Message: fmt.Sprintf("%s promoted in place of %s (finished by serve %s)", cand.Key, sr.OldPrimary, fence.Member)})
+}
+
+// CoordinationStatus is what GET /api/coordination shows.
+func (d *Daemon) CoordinationStatus(ctx context.Context) *dbpilot.CoordinationStatus {
+	if d.coord == nil {
+		return &dbpilot.CoordinationStatus{State: dbpilot.CoordinationSingle, Members: []dbpilot.CoordMember{}, Leaders: []dbpilot.ClusterLeader{}}
+	}
+	return d.coord.Status(ctx)
+}
+
+// recoveredAlready reports whether the last shared recovery of cs already
+// replaced primary (its successor is then observed at the next tick): a
+// new leader must not fail over a second time for the same failure.
+func (d *Daemon) recoveredAlready(ctx context.Context, cs *clusterState, primary dbpilot.InstanceKey) bool {
+	sr, err := d.coord.Recovery(ctx, cs.cfg.Name)
+	if err != nil {
+		d.note(cs, "coordination", fmt.Sprintf("no automatic recovery: cannot read the cluster's last recovery from etcd: %v", err))
+		return true
+	}
+	if sr != nil && sr.OldPrimary.Equal(primary) && sr.State == dbpilot.SharedDone {
+		d.note(cs, "coordination", fmt.Sprintf("primary %s was already replaced by %s in recovery #%d (serve %s); waiting to observe the new topology", primary, sr.Candidate, sr.ID, sr.Member))
+		cs.mu.Lock()
+		cs.setPrimary(sr.Candidate)
+		cs.known = appendKey(cs.known, sr.Candidate)
+		cs.fenced[primary] = true
+		cs.mu.Unlock()
+		return true
+	}
+	return false
+}

@@ -1,0 +1,89 @@
+package remotewrite
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/dbpilot/dbpilot"
+)
+
+// series is one series a source has written: its labels, sorted by name
+// as the protocol requires, and the time of its last queued sample.
+type series struct {
+	labels []prompb.Label
+	lastT  int64
+	gen    uint32
+}
+
+// sourceKey names the producer of a batch.
+type sourceKey struct {
+	instance  dbpilot.InstanceKey
+	collector string
+}
+
+// source holds the series of one (instance, collector), so that labels are
+// built once per series and series that end get a staleness marker, as in
+// the embedded store.
+type source struct {
+	cluster, role string
+	gen           uint32
+	series        map[string]*series // by seriesKey of name and sample labels
+}
+
+// reservedLabels are set by the pipeline; a sample label of the same name
+// is kept as exported_<name>.
+var reservedLabels = [...]string{"instance", "cluster", "role"}
+
+// seriesKey identifies a series within its source.
+func seriesKey(dst []byte, name string, ls []dbpilot.Label) []byte {
+	dst = append(dst, name...)
+	for _, l := range ls {
+		dst = append(dst, 0xff)
+		dst = append(dst, l.Name...)
+		dst = append(dst, 0xfe)
+		dst = append(dst, l.Value...)
+	}
+	return dst
+}
+
+// buildLabels returns a sample's series labels, sorted: __name__,
+// instance, cluster, role and the sample's labels, with the embedded
+// store's rules (classic names, empty values dropped, reserved names
+// prefixed with exported_).
+func buildLabels(name string, ls []dbpilot.Label, instance, cluster, role string) ([]prompb.Label, error) {
+	if !model.LegacyValidation.IsValidMetricName(name) {
+		return nil, fmt.Errorf("invalid metric name %q", name)
+	}
+	out := make([]prompb.Label, 0, len(ls)+4)
+	out = append(out, prompb.Label{Name: model.MetricNameLabel, Value: name}, prompb.Label{Name: "instance", Value: instance})
+	if cluster != "" {
+		out = append(out, prompb.Label{Name: "cluster", Value: cluster})
+	}
+	if role != "" {
+		out = append(out, prompb.Label{Name: "role", Value: role})
+	}
+	seen := make(map[string]bool, len(ls))
+	for _, l := range ls {
+		n := l.Name
+		if !model.LegacyValidation.IsValidLabelName(n) || strings.HasPrefix(n, "__") {
+			return nil, fmt.Errorf("%s: invalid label name %q", name, n)
+		}
+		if slices.Contains(reservedLabels[:], n) {
+			n = "exported_" + n
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("%s: label %q given twice", name, l.Name)
+		}
+		seen[n] = true
+		if l.Value == "" { // an empty label is no label
+			continue
+		}
+		out = append(out, prompb.Label{Name: n, Value: strings.ToValidUTF8(l.Value, "\uFFFD")})
+	}
+	slices.SortFunc(out, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
