@@ -172,13 +172,18 @@ func (e *Etcd) register(ctx context.Context, lease clientv3.LeaseID, first bool)
 	deadline := time.Now().Add(e.opt.LeaseTTL + time.Second)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+		// Free, or held by this very process under a lease of an earlier
+		// session (etcd lost its quorum meanwhile, the lease not expired):
+		// the value names this process's start.
 		resp, err := e.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-			Then(clientv3.OpPut(k, string(val), clientv3.WithLease(lease))).Commit()
+			Then(clientv3.OpPut(k, string(val), clientv3.WithLease(lease))).
+			Else(clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(k), "=", string(val))},
+				[]clientv3.Op{clientv3.OpPut(k, string(val), clientv3.WithLease(lease))}, nil)).Commit()
 		cancel()
 		if err != nil {
 			return fmt.Errorf("etcd: register member %s: %w", e.opt.Member, err)
 		}
-		if resp.Succeeded {
+		if resp.Succeeded || (len(resp.Responses) > 0 && resp.Responses[0].GetResponseTxn().GetSucceeded()) {
 			return nil
 		}
 		if !first || time.Now().After(deadline) {
@@ -218,7 +223,7 @@ func (e *Etcd) campaign(ctx context.Context, cluster string) {
 			case <-time.After(d):
 			}
 		}
-		el := concurrency.NewElection(sess, e.electionPrefix(cluster)+"/")
+		el := concurrency.NewElection(sess, e.electionPrefix(cluster)) // keys: PREFIX/LEASE
 		cctx, cancel := context.WithCancel(ctx)
 		go func() {
 			select {

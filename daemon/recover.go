@@ -167,6 +167,12 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 	if err := d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks); err != nil {
 		return finish(err)
 	}
+	// The hooks may have taken long: still the leader?
+	if fence != nil {
+		if err := d.coord.Check(ctx, *fence); err != nil {
+			return finish(err)
+		}
+	}
 	exec := d.executor(fence)
 	exec.Opt.SemiSync = cs.cfg.SemiSync
 	for attempt := 1; ; attempt++ {

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/testutil"
+	"github.com/dbpilot/dbpilot/sandbox"
+	"github.com/dbpilot/dbpilot/sqlite"
+)
+
+// coordServe is one dbpilot serve process of a coordinated test.
+type coordServe struct {
+	id, url, state string
+	cmd            *exec.Cmd
+	log            *os.File
+	logPath        string
+}
+
+func (s *coordServe) get(t *testing.T, path string, v any) error {
+	resp, err := http.Get(s.url + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return json.Unmarshal(b, v)
+}
+
+func (s *coordServe) signal(sig syscall.Signal) { _ = syscall.Kill(s.cmd.Process.Pid, sig) }
+
+// audit reads the serve's own audit log from its state file (also after
+// the serve was killed).
+func (s *coordServe) audit(t *testing.T) []dbpilot.AuditEvent {
+	t.Helper()
+	db, err := sqlite.OpenReadOnly(s.state)
+	if err != nil {
+		t.Fatalf("open %s: %v", s.state, err)
+	}
+	defer db.Close()
+	ev, err := db.AuditEvents(context.Background(), dbpilot.AuditFilter{Cluster: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func countEvents(ev []dbpilot.AuditEvent, event string) int {
+	n := 0
+	for _, e := range ev {
+		if e.Event == event {
+			n++
+		}
+	}
+	return n
+}
+
+// coordRig is three serves coordinated through a 3-member etcd on one
+// 5-node sandbox.
+type coordRig struct {
+	t      *testing.T
+	d      *sandbox.Descriptor
+	etcd   *testutil.EtcdCluster
+	serves []*coordServe
+	slow   string // the pre-failover hook sleeps while this file exists
+}
+
+func newCoordRig(t *testing.T) *coordRig {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 5, Options: []string{"general_log=1"}})
+	r := &coordRig{t: t, d: d, etcd: testutil.StartEtcd(t, 3)}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "dbpilot")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	r.slow = filepath.Join(dir, "slow")
+	hook := filepath.Join(dir, "hook.sh")
+	os.WriteFile(hook, []byte("#!/bin/sh\nwhile [ -e "+r.slow+" ]; do sleep 0.1; done\nexit 0\n"), 0o700)
+	eps := `"` + strings.Join(r.etcd.Endpoints, `", "`) + `"`
+	for i, id := range []string{"a", "b", "c"} {
+		port := closedPort(t)
+		s := &coordServe{id: id, url: fmt.Sprintf("http://127.0.0.1:%d", port), state: filepath.Join(dir, id+".db"), logPath: filepath.Join(dir, id+".log")}
+		cfg := fmt.Sprintf(`state: %s
+metrics: {dir: %s}
+token: tok
+credentials: {user: %q, password: %q}
+replication: {user: %q, password: %q}
+poll_interval: 200ms
+recovery: {block_period: 1s}
+hooks: {pre_failover: [%q], timeout: 60s}
+coordination:
+  etcd: {endpoints: [%s], lease_ttl: 2s}
+clusters:
+  - {name: c, seeds: ["127.0.0.1:%d"], auto_failover: true}
+`, s.state, filepath.Join(dir, id+"-metrics"), d.Admin.User, d.Admin.Password, d.Repl.User, d.Repl.Password, hook, eps, d.Nodes[0].Port)
+		cfgPath := filepath.Join(dir, id+".yaml")
+		os.WriteFile(cfgPath, []byte(cfg), 0o600)
+		log, err := os.Create(s.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.log = log
+		s.cmd = exec.Command(bin, "serve", "--config", cfgPath, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--id", id)
+		s.cmd.Stdout, s.cmd.Stderr = log, log
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := s.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r.serves = append(r.serves, s)
+		_ = i
+	}
+	t.Cleanup(func() {
+		for _, s := range r.serves {
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT)
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			_ = s.cmd.Wait()
+			s.log.Close()
+			if t.Failed() {
+				b, _ := os.ReadFile(s.logPath)
+				if len(b) > 3000 {
+					b = b[len(b)-3000:]
+				}
+				t.Logf("serve %s log tail:\n%s", s.id, b)
+			}
+		}
+	})
+	// Every serve sees all three members and one leader of c.
+	for _, s := range r.serves {
+		testutil.WaitFor(t, 30*time.Second, "serve "+s.id+" sees 3 members and a leader", func() (bool, string) {
+			var st dbpilot.CoordinationStatus
+			if err := s.get(t, "/api/coordination", &st); err != nil {
+				return false, err.Error()
+			}
+			return st.State == dbpilot.CoordinationOK && len(st.Members) == 3 && len(st.Leaders) == 1 && st.Leaders[0].Member != "", fmt.Sprintf("%+v", st)
+		})
+	}
+	return r
+}
+
+// leader returns the serve leading c, as the given serve sees it.
+func (r *coordRig) leader(from *coordServe) *coordServe {
+	r.t.Helper()
+	var st dbpilot.CoordinationStatus
+	testutil.WaitFor(r.t, 20*time.Second, "a leader of c", func() (bool, string) {
+		st = dbpilot.CoordinationStatus{}
+		err := from.get(r.t, "/api/coordination", &st)
+		return err == nil && len(st.Leaders) == 1 && st.Leaders[0].Member != "", fmt.Sprintf("%v %+v", err, st)
+	})
+	for _, s := range r.serves {
+		if s.id == st.Leaders[0].Member {
+			return s
+		}
+	}
+	r.t.Fatalf("unknown leader %q", st.Leaders[0].Member)
+	return nil
+}
+
+// primaryOf returns the writable node among the running ones.
+func (r *coordRig) writable() []string {
+	var out []string
+	for _, n := range r.d.Nodes {
+		if v, err := testutil.Value(r.d, n.Name, "SELECT @@read_only"); err == nil && v == "0" {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// waitPrimary waits until exactly one running node is writable, not old.
+func (r *coordRig) waitPrimary(old string, timeout time.Duration) string {
+	r.t.Helper()
+	var w []string
+	testutil.WaitFor(r.t, timeout, "one new writable primary", func() (bool, string) {
+		w = r.writable()
+		return len(w) == 1 && w[0] != old, fmt.Sprint(w)
+	})
+	return w[0]
+}
+
+// resetSlaveCount counts RESET SLAVE statements in every node's general log.
+func (r *coordRig) resetSlaveCount() map[string]int {
+	out := map[string]int{}
+	for _, n := range r.d.Nodes {
+		matches, _ := filepath.Glob(filepath.Join(n.Datadir, "*.log"))
+		for _, m := range matches {
+			b, _ := os.ReadFile(m)
+			out[n.Name] += strings.Count(strings.ToUpper(string(b)), "RESET SLAVE")
+		}
+	}
+	return out
+}
+
+func totalEvents(t *testing.T, serves []*coordServe, event string, recovery int64) (int, map[string]int) {
+	per := map[string]int{}
+	total := 0
+	for _, s := range serves {
+		for _, e := range s.audit(t) {
+			if e.Event == event && (recovery == 0 || e.RecoveryID == recovery) {
+				per[s.id]++
+				total++
+			}
+		}
+	}
+	return total, per
+}
+
+// TestCoordinatedServes: three serves coordinated through a 3-member etcd
+// watch one 5-node cluster. A dead primary is recovered once, by one
+// serve; a leader paused (SIGSTOP) past its lease during a recovery is
+// replaced and, resumed, changes nothing (fencing token); a leader killed
+// (SIGKILL) during a recovery is replaced and the recovery finished once;
+// without etcd quorum no serve recovers, and with quorum back one does.
+func TestCoordinatedServes(t *testing.T) {
+	r := newCoordRig(t)
+	d := r.d
+
+	// 1. Kill the primary: exactly one recovery, audited on one serve.
+	if err := sandbox.Kill(d, "node1"); err != nil {
+		t.Fatal(err)
+	}
+	p1 := r.waitPrimary("node1", 30*time.Second)
+	lead := r.leader(r.serves[0])
+	testutil.WaitFor(t, 10*time.Second, "the recovery is recorded", func() (bool, string) {
+		n, per := totalEvents(t, r.serves, dbpilot.AuditRecovered, 0)
+		return n == 1, fmt.Sprint(per)
+	})
+	if n, per := totalEvents(t, r.serves, dbpilot.AuditDetect, 0); n != 1 || per[lead.id] != 1 {
+		t.Errorf("round 1: detect events per serve = %v (leader %s), want exactly one on the leader", per, lead.id)
+	}
+	if n, per := totalEvents(t, r.serves, dbpilot.AuditPromote, 0); n != 1 {
+		t.Errorf("round 1: promote events per serve = %v, want 1", per)
+	}
+	// The other serves list the recovery too (shared state).
+	for _, s := range r.serves {
+		testutil.WaitFor(t, 10*time.Second, "serve "+s.id+" lists the recovery", func() (bool, string) {
+			var recs []*dbpilot.Recovery
+			err := s.get(t, "/api/recoveries?cluster=c", &recs)
+			return err == nil && len(recs) == 1 && recs[0].ID == 1, fmt.Sprintf("%v %+v", err, recs)
+		})
+	}
+	t.Logf("round 1: %s promoted by serve %s", p1, lead.id)
+
+	// 2. A leader paused past its lease while a slow pre-failover hook holds
+	// its recovery open: another serve takes the recovery over; the paused
+	// one, resumed, sends no statement.
+	before := r.resetSlaveCount()
+	os.WriteFile(r.slow, nil, 0o600)
+	if err := sandbox.Kill(d, p1); err != nil {
+		t.Fatal(err)
+	}
+	paused := r.leader(r.serves[0])
+	testutil.WaitFor(t, 20*time.Second, "the leader's recovery #2 is running", func() (bool, string) {
+		var st dbpilot.CoordinationStatus
+		err := paused.get(t, "/api/coordination", &st)
+		return err == nil && len(st.Recoveries) == 1 && st.Recoveries[0].ID == 2 && st.Recoveries[0].State == dbpilot.SharedRunning, fmt.Sprintf("%v %+v", err, st.Recoveries)
+	})
+	paused.signal(syscall.SIGSTOP)
+	os.Remove(r.slow) // the hook of the paused serve keeps running: it ends now
+	var others []*coordServe
+	for _, s := range r.serves {
+		if s != paused {
+			others = append(others, s)
+		}
+	}
+	p2 := r.waitPrimary(p1, 30*time.Second)
+	taker := r.leader(others[0])
+	if taker == paused {
+		t.Fatalf("the paused serve still leads")
+	}
+	paused.signal(syscall.SIGCONT)
+	testutil.WaitFor(t, 20*time.Second, "the resumed serve ends its recovery as fenced", func() (bool, string) {
+		ev := paused.audit(t)
+		for _, e := range ev {
+			if e.RecoveryID == 2 && e.Event == dbpilot.AuditFailed {
+				return strings.Contains(e.Message, "not the cluster's leader any more"), e.Message
+			}
+		}
+		return false, fmt.Sprint(len(ev), " events")
+	})
+	for _, e := range paused.audit(t) {
+		if e.RecoveryID == 2 && (e.Event == dbpilot.AuditPromote || e.Event == dbpilot.AuditRepoint || e.Event == dbpilot.AuditSemiSync || e.Event == dbpilot.AuditApplyRelayLog) {
+			t.Errorf("the paused serve changed a server after it resumed: %+v", e)
+		}
+	}
+	after := r.resetSlaveCount()
+	resets := 0
+	for n := range after {
+		resets += after[n] - before[n]
+	}
+	if resets != 1 || after[p2]-before[p2] != 1 {
+		t.Errorf("round 2: RESET SLAVE statements in the general logs: before %v after %v; want one, on %s", before, after, p2)
+	}
+	if n, per := totalEvents(t, r.serves, dbpilot.AuditPromote, 2); n != 1 || per[taker.id] != 1 {
+		t.Errorf("round 2: promote events of recovery #2 per serve = %v, want one on %s", per, taker.id)
+	}
+	t.Logf("round 2: serve %s paused; %s promoted by serve %s", paused.id, p2, taker.id)
+
+	// 3. The leader killed (SIGKILL) while its recovery waits on the hook:
+	// another serve finishes it, one promotion.
+	os.WriteFile(r.slow, nil, 0o600)
+	if err := sandbox.Kill(d, p2); err != nil {
+		t.Fatal(err)
+	}
+	killed := r.leader(others[0])
+	testutil.WaitFor(t, 20*time.Second, "the leader's recovery #3 is running", func() (bool, string) {
+		var st dbpilot.CoordinationStatus
+		err := killed.get(t, "/api/coordination", &st)
+		return err == nil && len(st.Recoveries) == 1 && st.Recoveries[0].ID == 3 && st.Recoveries[0].State == dbpilot.SharedRunning, fmt.Sprintf("%v %+v", err, st.Recoveries)
+	})
+	killedAt := time.Now()
+	_ = syscall.Kill(-killed.cmd.Process.Pid, syscall.SIGKILL)
+	os.Remove(r.slow)
+	var alive []*coordServe
+	for _, s := range r.serves {
+		if s != killed {
+			alive = append(alive, s)
+		}
+	}
+	p3 := r.waitPrimary(p2, 30*time.Second)
+	newLead := r.leader(alive[0])
+	t.Logf("round 3: serve %s killed; %s promoted by serve %s %s after the kill", killed.id, p3, newLead.id, time.Since(killedAt).Round(time.Millisecond))
+	if n, per := totalEvents(t, r.serves, dbpilot.AuditPromote, 3); n != 1 || per[newLead.id] != 1 {
+		t.Errorf("round 3: promote events of recovery #3 per serve = %v, want one on %s", per, newLead.id)
+	}
+	if n, _ := totalEvents(t, []*coordServe{newLead}, dbpilot.AuditCoordination, 3); n == 0 {
+		t.Errorf("round 3: serve %s did not audit taking recovery #3 over", newLead.id)
+	}
+
+	// 4. No etcd quorum: serves keep monitoring, none recovers, the state
+	// says why; with the quorum back the recovery proceeds.
+	r.etcd.Stop(1)
+	r.etcd.Stop(2)
+	for _, s := range alive {
+		testutil.WaitFor(t, 15*time.Second, "serve "+s.id+" reports coordination unavailable", func() (bool, string) {
+			var st dbpilot.CoordinationStatus
+			err := s.get(t, "/api/coordination", &st)
+			return err == nil && st.State == dbpilot.CoordinationUnavailable && st.Reason != "", fmt.Sprintf("%v %+v", err, st)
+		})
+	}
+	if err := sandbox.Kill(d, p3); err != nil {
+		t.Fatal(err)
+	}
+	var cl dbpilot.ClusterStatus
+	testutil.WaitFor(t, 10*time.Second, "serves see the primary dead", func() (bool, string) {
+		err := alive[0].get(t, "/api/clusters/c", &cl)
+		return err == nil && cl.State == dbpilot.ClusterDead, fmt.Sprintf("%v %s", err, cl.State)
+	})
+	time.Sleep(3 * time.Second) // what must not happen: a promotion without quorum
+	if w := r.writable(); len(w) != 0 {
+		t.Fatalf("a node was promoted without etcd quorum: %v", w)
+	}
+	logs := ""
+	for _, s := range alive {
+		b, _ := os.ReadFile(s.logPath)
+		logs += string(b)
+	}
+	if !strings.Contains(logs, "no automatic recovery") {
+		t.Errorf("serve logs do not say why nothing is recovered")
+	}
+	r.etcd.Start(1)
+	r.etcd.Start(2)
+	p4 := r.waitPrimary(p3, 60*time.Second)
+	t.Logf("round 4: quorum back; %s promoted", p4)
+	testutil.WaitFor(t, 10*time.Second, "four promotions in all", func() (bool, string) {
+		n, per := totalEvents(t, r.serves, dbpilot.AuditPromote, 0)
+		return n == 4, fmt.Sprint(per)
+	})
+}

@@ -1,0 +1,152 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// EtcdCluster is an etcd cluster on loopback started by a test from the
+// etcd binary (Debian's etcd-server), stopped when the test ends.
+type EtcdCluster struct {
+	t         testing.TB
+	bin       string
+	Endpoints []string
+	members   []*etcdMember
+}
+
+type etcdMember struct {
+	args []string
+	cmd  *exec.Cmd
+	log  *os.File
+	dir  string
+}
+
+// StartEtcd starts an n-member etcd cluster and waits until it has a
+// leader. Without the etcd binary the test is skipped, or fails with
+// CI=true.
+func StartEtcd(t testing.TB, n int) *EtcdCluster {
+	t.Helper()
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		if InCI() {
+			t.Fatalf("etcd not found (Debian package etcd-server; scripts/install-deps.sh installs it): %v", err)
+		}
+		t.Skip("etcd not found; install etcd-server (scripts/install-deps.sh)")
+	}
+	c := &EtcdCluster{t: t, bin: bin}
+	var peers []string
+	type ports struct{ client, peer string }
+	var ps []ports
+	for i := range n {
+		p := ports{client: freeAddr(t), peer: freeAddr(t)}
+		ps = append(ps, p)
+		peers = append(peers, fmt.Sprintf("m%d=http://%s", i, p.peer))
+		c.Endpoints = append(c.Endpoints, "http://"+p.client)
+	}
+	base := t.TempDir()
+	for i, p := range ps {
+		dir := filepath.Join(base, fmt.Sprintf("m%d", i))
+		m := &etcdMember{dir: dir, args: []string{
+			"--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, "data"),
+			"--listen-client-urls", "http://" + p.client, "--advertise-client-urls", "http://" + p.client,
+			"--listen-peer-urls", "http://" + p.peer, "--initial-advertise-peer-urls", "http://" + p.peer,
+			"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-state", "new",
+			"--initial-cluster-token", filepath.Base(base),
+			"--heartbeat-interval", "50", "--election-timeout", "500",
+		}}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		c.members = append(c.members, m)
+	}
+	t.Cleanup(func() {
+		for i := range c.members {
+			c.kill(i)
+		}
+	})
+	for i := range c.members {
+		c.Start(i)
+	}
+	c.WaitHealthy()
+	return c
+}
+
+// Start starts member i (again).
+func (c *EtcdCluster) Start(i int) {
+	c.t.Helper()
+	m := c.members[i]
+	if m.cmd != nil {
+		return
+	}
+	log, err := os.OpenFile(filepath.Join(m.dir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, m.args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Debian's etcd 3.4 on amd64 needs no ETCD_UNSUPPORTED_ARCH.
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		c.t.Fatalf("start etcd member %d: %v", i, err)
+	}
+	m.cmd, m.log = cmd, log
+}
+
+// Stop stops member i (SIGKILL: a crash, not a leave).
+func (c *EtcdCluster) Stop(i int) { c.kill(i) }
+
+func (c *EtcdCluster) kill(i int) {
+	m := c.members[i]
+	if m.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	_ = m.cmd.Wait()
+	m.log.Close()
+	m.cmd = nil
+}
+
+// WaitHealthy waits until a write through every running member succeeds.
+func (c *EtcdCluster) WaitHealthy() {
+	c.t.Helper()
+	cli := c.Client()
+	WaitFor(c.t, 30*time.Second, "etcd cluster has a leader", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := cli.Put(ctx, "/testutil/health", time.Now().String())
+		if err != nil {
+			return false, err.Error() + "; " + c.logTail()
+		}
+		return true, ""
+	})
+}
+
+// Client returns a client of the cluster, closed when the test ends.
+func (c *EtcdCluster) Client() *clientv3.Client {
+	c.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func (c *EtcdCluster) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(c.members[0].dir, "etcd.log"))
+	if len(b) > 600 {
+		b = b[len(b)-600:]
+	}
+	return string(b)
+}
