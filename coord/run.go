@@ -37,6 +37,8 @@ func (e *Etcd) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before wg.Wait: the watch and the campaigns end
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
