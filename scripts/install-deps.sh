@@ -3,7 +3,9 @@
 # the MariaDB server and client (Debian/Ubuntu packages mariadb-server and
 # mariadb-client), Prometheus (package prometheus, used by a test that
 # scrapes dbpilot's /metrics), tmux (the `dbpilot top` test) and Chromium
-# (package chromium: the web console is tested in a real headless browser).
+# (package chromium: the web console is tested in a real headless browser),
+# etcd (package etcd-server: coordination of several serves) and
+# VictoriaMetrics (package victoria-metrics: a remote-write receiver).
 # Idempotent: does nothing when all are found.
 set -euo pipefail
 
@@ -23,8 +25,10 @@ have_client() {
 have_prometheus() { command -v prometheus >/dev/null 2>&1; }
 have_tmux() { command -v tmux >/dev/null 2>&1; }
 have_chromium() { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }
+have_etcd() { command -v etcd >/dev/null 2>&1; }
+have_victoria() { command -v victoria-metrics >/dev/null 2>&1; }
 
-if have_server && have_client && have_prometheus && have_tmux && have_chromium; then
+if have_server && have_client && have_prometheus && have_tmux && have_chromium && have_etcd && have_victoria; then
 	exit 0
 fi
 
@@ -57,6 +61,10 @@ have_prometheus || pkgs+=(prometheus)
 have_tmux || pkgs+=(tmux)
 # chromium: the web console's pages are tested in headless Chromium.
 have_chromium || pkgs+=(chromium)
+# etcd-server: coordinated serves are tested against a real 3-member etcd.
+have_etcd || pkgs+=(etcd-server)
+# victoria-metrics: remote write is tested against a real VictoriaMetrics.
+have_victoria || pkgs+=(victoria-metrics)
 echo "install-deps: installing ${pkgs[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
