@@ -77,6 +77,20 @@ type Wired struct {
 	// metrics.query_url's, or a 503 naming what is missing. Both are nil
 	// when metrics are off.
 	Exposition, QueryAPI http.Handler
+	reg                  *prometheus.Registry // behind Exposition without the embedded store
+}
+
+// RegisterMetrics adds a collector of dbpilot's own metrics to those
+// Exposition serves, with or without the embedded store. Without metrics
+// (off) there is no /metrics and it does nothing.
+func (out *Wired) RegisterMetrics(c prometheus.Collector) error {
+	switch {
+	case out.TSDB != nil:
+		return out.TSDB.Register(c)
+	case out.reg != nil:
+		return out.reg.Register(c)
+	}
+	return nil
 }
 
 // Open builds a daemon from cfg (already validated): the state store, the
@@ -216,12 +230,12 @@ func (out *Wired) wireRemote(cfg *Config, local MetricsBackend, log *slog.Logger
 		return f, nil
 	}
 	if local == nil {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		out.reg = prometheus.NewRegistry()
+		out.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		for _, r := range out.Remote {
-			reg.MustRegister(r)
+			out.reg.MustRegister(r)
 		}
-		out.Exposition = promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+		out.Exposition = promhttp.HandlerFor(out.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 		out.QueryAPI = api
 	}
 	return f, nil

@@ -87,3 +87,15 @@ func buildLabels(name string, ls []dbpilot.Label, instance, cluster, role string
 	slices.SortFunc(out, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
+
+// sortedLabels returns ls sorted by name: in dst if ls is not sorted
+// already, else ls itself.
+func sortedLabels(dst, ls []dbpilot.Label) []dbpilot.Label {
+	cmp := func(a, b dbpilot.Label) int { return strings.Compare(a.Name, b.Name) }
+	if slices.IsSortedFunc(ls, cmp) {
+		return ls
+	}
+	dst = append(dst, ls...)
+	slices.SortStableFunc(dst, cmp)
+	return dst
+}

@@ -15,14 +15,11 @@ package remotewrite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +50,8 @@ type Options struct {
 	URL string
 	// Headers are sent with every request; their values are never logged.
 	Headers map[string]string
-	// BasicAuth, or BearerToken, authenticates the requests.
+	// Username and Password (basic authentication), or BearerToken,
+	// authenticate the requests.
 	Username, Password string
 	BearerToken        string
 	// Timeout bounds one request (default 10s).
@@ -352,57 +350,6 @@ func (s *Sink) Close() error {
 	if left > 0 {
 		s.st.dropped.Add(int64(left))
 		s.log.Warn("remote write: samples dropped at shutdown: the receiver did not take them in time", "samples", left)
-	}
-	return nil
-}
-
-// sortedLabels returns ls sorted by name: in dst if ls is not sorted
-// already, else ls itself.
-func sortedLabels(dst, ls []dbpilot.Label) []dbpilot.Label {
-	cmp := func(a, b dbpilot.Label) int { return strings.Compare(a.Name, b.Name) }
-	if slices.IsSortedFunc(ls, cmp) {
-		return ls
-	}
-	dst = append(dst, ls...)
-	slices.SortStableFunc(dst, cmp)
-	return dst
-}
-
-// ParseURL checks a receiver or query URL: http or https with a host.
-func ParseURL(s string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		// The input may hold credentials: name it redacted when it parses.
-		shown := "(unparsable)"
-		if err == nil {
-			shown = Redacted(u)
-		}
-		return nil, dbpilot.Errorf(dbpilot.EINVALID, "%s is not an http(s) URL like http://HOST:PORT/api/v1/write", shown)
-	}
-	if u.Fragment != "" {
-		return nil, dbpilot.Errorf(dbpilot.EINVALID, "%s: a URL with a fragment (#...)", Redacted(u))
-	}
-	return u, nil
-}
-
-// Redacted returns u as logs and labels show it: scheme, host and path,
-// without user info or query (where tokens hide).
-func Redacted(u *url.URL) string {
-	v := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
-	return v.String()
-}
-
-// CheckHeader refuses a custom header that the protocol or the
-// authentication options set.
-func CheckHeader(name string) error {
-	switch http.CanonicalHeaderKey(name) {
-	case "Content-Encoding", "Content-Type", "Content-Length", "X-Prometheus-Remote-Write-Version", "User-Agent", "Host":
-		return fmt.Errorf("header %s is set by the protocol", name)
-	case "Authorization":
-		return errors.New("header Authorization: use basic_auth or bearer_token, which keep it out of the logs")
-	}
-	if name == "" || strings.ContainsAny(name, " :\r\n") {
-		return fmt.Errorf("invalid header name %q", name)
 	}
 	return nil
 }

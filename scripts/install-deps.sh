@@ -74,6 +74,10 @@ if [[ " ${pkgs[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2
 	# their own, so leave the machine as it was.
 	$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
+if [[ " ${pkgs[*]} " == *" victoria-metrics "* ]] && command -v systemctl >/dev/null 2>&1; then
+	# Likewise the system VictoriaMetrics on :8428: the tests start their own.
+	$SUDO systemctl disable --now victoria-metrics >/dev/null 2>&1 || true
+fi
 if ! have_server; then
 	echo "install-deps: mariadb-server installed but mariadbd is still not found" >&2
 	exit 1

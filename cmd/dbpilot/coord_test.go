@@ -59,14 +59,41 @@ func (s *coordServe) audit(t *testing.T) []dbpilot.AuditEvent {
 	return ev
 }
 
-func countEvents(ev []dbpilot.AuditEvent, event string) int {
-	n := 0
-	for _, e := range ev {
-		if e.Event == event {
-			n++
+// running waits until the serve's shared recovery of c runs and returns its ID.
+func (r *coordRig) running(s *coordServe) int64 {
+	r.t.Helper()
+	var id int64
+	testutil.WaitFor(r.t, 20*time.Second, "serve "+s.id+"'s recovery is running", func() (bool, string) {
+		var st dbpilot.CoordinationStatus
+		err := s.get(r.t, "/api/coordination", &st)
+		if err == nil && len(st.Recoveries) == 1 && st.Recoveries[0].State == dbpilot.SharedRunning && st.Recoveries[0].Member == s.id {
+			id = st.Recoveries[0].ID
+			return true, ""
 		}
+		return false, fmt.Sprintf("%v %+v", err, st.Recoveries)
+	})
+	return id
+}
+
+// settled waits until no shared recovery of c runs, as s sees it.
+func (r *coordRig) settled(s *coordServe) {
+	r.t.Helper()
+	testutil.WaitFor(r.t, 30*time.Second, "the recovery ends", func() (bool, string) {
+		var st dbpilot.CoordinationStatus
+		err := s.get(r.t, "/api/coordination", &st)
+		return err == nil && (len(st.Recoveries) == 0 || st.Recoveries[0].State != dbpilot.SharedRunning), fmt.Sprintf("%v %+v", err, st.Recoveries)
+	})
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 // coordRig is three serves coordinated through a 3-member etcd on one
@@ -234,6 +261,7 @@ func TestCoordinatedServes(t *testing.T) {
 	}
 	p1 := r.waitPrimary("node1", 30*time.Second)
 	lead := r.leader(r.serves[0])
+	r.settled(lead)
 	testutil.WaitFor(t, 10*time.Second, "the recovery is recorded", func() (bool, string) {
 		n, per := totalEvents(t, r.serves, dbpilot.AuditRecovered, 0)
 		return n == 1, fmt.Sprint(per)
@@ -254,6 +282,44 @@ func TestCoordinatedServes(t *testing.T) {
 	}
 	t.Logf("round 1: %s promoted by serve %s", p1, lead.id)
 
+	// The leader exposes its leadership on /metrics.
+	if body := httpGet(t, lead.url+"/metrics"); !strings.Contains(body, `dbpilot_coordination_leader{cluster="c"} 1`) || !strings.Contains(body, "dbpilot_coordination_fence_checks_total") {
+		t.Errorf("the leader's /metrics lacks dbpilot_coordination_leader{cluster=\"c\"} 1 or the fence checks")
+	}
+	// A switchover asked of a serve that does not lead is forwarded to the
+	// leader, which runs it.
+	var follower *coordServe
+	for _, s := range r.serves {
+		if s != lead {
+			follower = s
+			break
+		}
+	}
+	target := ""
+	for _, n := range d.Nodes {
+		if n.Name != "node1" && n.Name != p1 {
+			target = fmt.Sprintf("127.0.0.1:%d", n.Port)
+			break
+		}
+	}
+	req, _ := http.NewRequest("POST", follower.url+"/api/clusters/c/switchover", strings.NewReader(`{"to": "`+target+`"}`))
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), target) {
+		t.Fatalf("switchover through the follower %s: %d %s", follower.id, resp.StatusCode, b)
+	}
+	if n, per := totalEvents(t, r.serves, dbpilot.AuditWriteWindow, 0); n != 1 || per[lead.id] != 1 {
+		t.Errorf("switchover write-window events per serve = %v, want one on the leader %s", per, lead.id)
+	}
+	p1 = r.waitPrimary("node1", 10*time.Second)
+	t.Logf("switchover through serve %s, run by %s: %s is the primary", follower.id, lead.id, p1)
+
 	// 2. A leader paused past its lease while a slow pre-failover hook holds
 	// its recovery open: another serve takes the recovery over; the paused
 	// one, resumed, sends no statement.
@@ -263,11 +329,7 @@ func TestCoordinatedServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	paused := r.leader(r.serves[0])
-	testutil.WaitFor(t, 20*time.Second, "the leader's recovery #2 is running", func() (bool, string) {
-		var st dbpilot.CoordinationStatus
-		err := paused.get(t, "/api/coordination", &st)
-		return err == nil && len(st.Recoveries) == 1 && st.Recoveries[0].ID == 2 && st.Recoveries[0].State == dbpilot.SharedRunning, fmt.Sprintf("%v %+v", err, st.Recoveries)
-	})
+	rec2 := r.running(paused)
 	paused.signal(syscall.SIGSTOP)
 	os.Remove(r.slow) // the hook of the paused serve keeps running: it ends now
 	var others []*coordServe
@@ -278,6 +340,7 @@ func TestCoordinatedServes(t *testing.T) {
 	}
 	p2 := r.waitPrimary(p1, 30*time.Second)
 	taker := r.leader(others[0])
+	r.settled(taker)
 	if taker == paused {
 		t.Fatalf("the paused serve still leads")
 	}
@@ -285,14 +348,14 @@ func TestCoordinatedServes(t *testing.T) {
 	testutil.WaitFor(t, 20*time.Second, "the resumed serve ends its recovery as fenced", func() (bool, string) {
 		ev := paused.audit(t)
 		for _, e := range ev {
-			if e.RecoveryID == 2 && e.Event == dbpilot.AuditFailed {
+			if e.RecoveryID == rec2 && e.Event == dbpilot.AuditFailed {
 				return strings.Contains(e.Message, "not the cluster's leader any more"), e.Message
 			}
 		}
 		return false, fmt.Sprint(len(ev), " events")
 	})
 	for _, e := range paused.audit(t) {
-		if e.RecoveryID == 2 && (e.Event == dbpilot.AuditPromote || e.Event == dbpilot.AuditRepoint || e.Event == dbpilot.AuditSemiSync || e.Event == dbpilot.AuditApplyRelayLog) {
+		if e.RecoveryID == rec2 && (e.Event == dbpilot.AuditPromote || e.Event == dbpilot.AuditRepoint || e.Event == dbpilot.AuditSemiSync || e.Event == dbpilot.AuditApplyRelayLog) {
 			t.Errorf("the paused serve changed a server after it resumed: %+v", e)
 		}
 	}
@@ -304,8 +367,8 @@ func TestCoordinatedServes(t *testing.T) {
 	if resets != 1 || after[p2]-before[p2] != 1 {
 		t.Errorf("round 2: RESET SLAVE statements in the general logs: before %v after %v; want one, on %s", before, after, p2)
 	}
-	if n, per := totalEvents(t, r.serves, dbpilot.AuditPromote, 2); n != 1 || per[taker.id] != 1 {
-		t.Errorf("round 2: promote events of recovery #2 per serve = %v, want one on %s", per, taker.id)
+	if n, per := totalEvents(t, r.serves, dbpilot.AuditPromote, rec2); n != 1 || per[taker.id] != 1 {
+		t.Errorf("round 2: promote events of the recovery per serve = %v, want one on %s", per, taker.id)
 	}
 	t.Logf("round 2: serve %s paused; %s promoted by serve %s", paused.id, p2, taker.id)
 
@@ -316,11 +379,7 @@ func TestCoordinatedServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := r.leader(others[0])
-	testutil.WaitFor(t, 20*time.Second, "the leader's recovery #3 is running", func() (bool, string) {
-		var st dbpilot.CoordinationStatus
-		err := killed.get(t, "/api/coordination", &st)
-		return err == nil && len(st.Recoveries) == 1 && st.Recoveries[0].ID == 3 && st.Recoveries[0].State == dbpilot.SharedRunning, fmt.Sprintf("%v %+v", err, st.Recoveries)
-	})
+	rec3 := r.running(killed)
 	killedAt := time.Now()
 	_ = syscall.Kill(-killed.cmd.Process.Pid, syscall.SIGKILL)
 	os.Remove(r.slow)
@@ -332,12 +391,20 @@ func TestCoordinatedServes(t *testing.T) {
 	}
 	p3 := r.waitPrimary(p2, 30*time.Second)
 	newLead := r.leader(alive[0])
+	r.settled(newLead)
 	t.Logf("round 3: serve %s killed; %s promoted by serve %s %s after the kill", killed.id, p3, newLead.id, time.Since(killedAt).Round(time.Millisecond))
-	if n, per := totalEvents(t, r.serves, dbpilot.AuditPromote, 3); n != 1 || per[newLead.id] != 1 {
-		t.Errorf("round 3: promote events of recovery #3 per serve = %v, want one on %s", per, newLead.id)
+	if n, per := totalEvents(t, r.serves, dbpilot.AuditPromote, rec3); n != 1 || per[newLead.id] != 1 {
+		t.Errorf("round 3: promote events of the recovery per serve = %v, want one on %s", per, newLead.id)
+		for _, sv := range r.serves {
+			for _, e := range sv.audit(t) {
+				if e.RecoveryID == rec3 {
+					t.Logf("  %s: %s %s %s %s", sv.id, e.Time.Format("15:04:05.000"), e.Event, e.Instance, e.Message)
+				}
+			}
+		}
 	}
-	if n, _ := totalEvents(t, []*coordServe{newLead}, dbpilot.AuditCoordination, 3); n == 0 {
-		t.Errorf("round 3: serve %s did not audit taking recovery #3 over", newLead.id)
+	if n, _ := totalEvents(t, []*coordServe{newLead}, dbpilot.AuditCoordination, rec3); n == 0 {
+		t.Errorf("round 3: serve %s did not audit taking the recovery over", newLead.id)
 	}
 
 	// 4. No etcd quorum: serves keep monitoring, none recovers, the state
@@ -375,8 +442,24 @@ func TestCoordinatedServes(t *testing.T) {
 	r.etcd.Start(2)
 	p4 := r.waitPrimary(p3, 60*time.Second)
 	t.Logf("round 4: quorum back; %s promoted", p4)
-	testutil.WaitFor(t, 10*time.Second, "four promotions in all", func() (bool, string) {
-		n, per := totalEvents(t, r.serves, dbpilot.AuditPromote, 0)
-		return n == 4, fmt.Sprint(per)
-	})
+	// Rounds 1-4 and the switchover promoted once each.
+	var promotes int
+	var per map[string]int
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if promotes, per = totalEvents(t, r.serves, dbpilot.AuditPromote, 0); promotes >= 5 {
+			break
+		}
+	}
+	if promotes != 5 {
+		t.Errorf("promote events per serve = %v, want 5 in all", per)
+	}
+	if t.Failed() {
+		for _, sv := range r.serves {
+			for _, e := range sv.audit(t) {
+				if e.Event == dbpilot.AuditPromote || e.Event == dbpilot.AuditDetect || e.Event == dbpilot.AuditCoordination || e.Event == dbpilot.AuditFailed {
+					t.Logf("  %s: #%d %s %s %s %s", sv.id, e.RecoveryID, e.Time.Format("15:04:05.000"), e.Event, e.Instance, e.Message)
+				}
+			}
+		}
+	}
 }

@@ -152,9 +152,9 @@ A configuration file looks like:
 				return err
 			}
 			defer d.Close()
-			if co != nil && d.TSDB != nil {
+			if co != nil {
 				for _, c := range co.Collectors() {
-					if err := d.TSDB.Register(c); err != nil {
+					if err := d.RegisterMetrics(c); err != nil {
 						return fmt.Errorf("serve: coordination metrics: %w", err)
 					}
 				}

@@ -134,6 +134,21 @@ func (s *TSDBServer) kill() {
 	s.cmd = nil
 }
 
+// Flush makes what the server received searchable at once: VictoriaMetrics
+// shows new series only after ~10 s otherwise (/internal/force_flush);
+// Prometheus needs nothing.
+func (s *TSDBServer) Flush() {
+	s.t.Helper()
+	if s.Name != "victoria-metrics" {
+		return
+	}
+	resp, err := http.Get(s.URL + "/internal/force_flush")
+	if err != nil {
+		s.t.Fatalf("%s: force flush: %v", s.Name, err)
+	}
+	resp.Body.Close()
+}
+
 // freeAddr returns a loopback address with a port free now.
 func freeAddr(t testing.TB) string {
 	t.Helper()
