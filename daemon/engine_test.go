@@ -213,7 +213,9 @@ func (w *world) store() *mock.StateStore {
 		CreateRecoveryFn: func(_ context.Context, r *dbpilot.Recovery) error {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			r.ID = int64(len(w.recs) + 1)
+			if r.ID == 0 { // an ID given by coordination is kept, as sqlite does
+				r.ID = int64(len(w.recs) + 1)
+			}
 			c := *r
 			w.recs = append(w.recs, &c)
 			return nil
@@ -221,10 +223,15 @@ func (w *world) store() *mock.StateStore {
 		UpdateRecoveryFn: func(_ context.Context, r *dbpilot.Recovery) error {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			c := *r
-			c.Acked, c.AckedBy = w.recs[r.ID-1].Acked, w.recs[r.ID-1].AckedBy
-			w.recs[r.ID-1] = &c
-			return nil
+			for i, old := range w.recs {
+				if old.ID == r.ID {
+					c := *r
+					c.Acked, c.AckedBy = old.Acked, old.AckedBy
+					w.recs[i] = &c
+					return nil
+				}
+			}
+			return dbpilot.Errorf(dbpilot.ENOTFOUND, "no recovery %d", r.ID)
 		},
 		RecoveriesFn: func(_ context.Context, f dbpilot.RecoveryFilter) ([]*dbpilot.Recovery, error) {
 			w.mu.Lock()

@@ -201,3 +201,77 @@ func (m *AlertStore) SaveAlert(ctx context.Context, a *dbpilot.Alert) error {
 func (m *AlertStore) Alerts(ctx context.Context, f dbpilot.AlertFilter) ([]*dbpilot.Alert, error) {
 	return m.AlertsFn(ctx, f)
 }
+
+// Coordinator is a dbpilot.Coordinator of function fields; a nil field
+// answers: Member "self", no recovery, nil errors, an empty status.
+type Coordinator struct {
+	MemberFn         func() string
+	LeadFn           func(cluster string) (dbpilot.Fence, error)
+	CheckFn          func(ctx context.Context, f dbpilot.Fence) error
+	LeaderOfFn       func(cluster string) (member, api string)
+	BeginRecoveryFn  func(ctx context.Context, f dbpilot.Fence, rec *dbpilot.SharedRecovery) error
+	UpdateRecoveryFn func(ctx context.Context, f dbpilot.Fence, rec *dbpilot.SharedRecovery) error
+	RecoveryFn       func(ctx context.Context, cluster string) (*dbpilot.SharedRecovery, error)
+	AckFn            func(ctx context.Context, cluster, by, comment string) error
+	StatusFn         func(ctx context.Context) *dbpilot.CoordinationStatus
+}
+
+var _ dbpilot.Coordinator = (*Coordinator)(nil)
+
+func (m *Coordinator) Member() string {
+	if m.MemberFn == nil {
+		return "self"
+	}
+	return m.MemberFn()
+}
+
+func (m *Coordinator) Lead(cluster string) (dbpilot.Fence, error) { return m.LeadFn(cluster) }
+
+func (m *Coordinator) Check(ctx context.Context, f dbpilot.Fence) error {
+	if m.CheckFn == nil {
+		return nil
+	}
+	return m.CheckFn(ctx, f)
+}
+
+func (m *Coordinator) LeaderOf(cluster string) (string, string) {
+	if m.LeaderOfFn == nil {
+		return "", ""
+	}
+	return m.LeaderOfFn(cluster)
+}
+
+func (m *Coordinator) BeginRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.SharedRecovery) error {
+	if m.BeginRecoveryFn == nil {
+		return nil
+	}
+	return m.BeginRecoveryFn(ctx, f, rec)
+}
+
+func (m *Coordinator) UpdateRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.SharedRecovery) error {
+	if m.UpdateRecoveryFn == nil {
+		return nil
+	}
+	return m.UpdateRecoveryFn(ctx, f, rec)
+}
+
+func (m *Coordinator) Recovery(ctx context.Context, cluster string) (*dbpilot.SharedRecovery, error) {
+	if m.RecoveryFn == nil {
+		return nil, nil
+	}
+	return m.RecoveryFn(ctx, cluster)
+}
+
+func (m *Coordinator) Ack(ctx context.Context, cluster, by, comment string) error {
+	if m.AckFn == nil {
+		return nil
+	}
+	return m.AckFn(ctx, cluster, by, comment)
+}
+
+func (m *Coordinator) Status(ctx context.Context) *dbpilot.CoordinationStatus {
+	if m.StatusFn == nil {
+		return &dbpilot.CoordinationStatus{}
+	}
+	return m.StatusFn(ctx)
+}
