@@ -42,7 +42,9 @@ func coordDaemon(w *world, co *mock.Coordinator, fwd *forwarded) (*Daemon, *clus
 func TestCoordFollowerLeavesTheClusterAlone(t *testing.T) {
 	w := newWorld(t, 10, 2, 3)
 	co := &mock.Coordinator{
-		LeadFn:     func(c string) (dbpilot.Fence, error) { return dbpilot.Fence{}, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s is led by serve %q", c, "b") },
+		LeadFn: func(c string) (dbpilot.Fence, error) {
+			return dbpilot.Fence{}, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s is led by serve %q", c, "b")
+		},
 		LeaderOfFn: func(string) (string, string) { return "b", "http://10.0.0.9:7070" },
 	}
 	fwd := &forwarded{}

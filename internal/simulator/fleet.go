@@ -13,6 +13,9 @@ import (
 	"time"
 )
 
+// initialUptime is how long the servers seem to have run when the fleet starts.
+const initialUptime = 24 * time.Hour
+
 // Options shape a fleet.
 type Options struct {
 	// Instances is how many servers to simulate (default 5).
@@ -83,11 +86,10 @@ type Instance struct {
 	stoppedSeq  uint64 // applied position while the SQL thread is stopped
 	everReplica bool   // gtid_slave_pos stays set after RESET SLAVE
 
-	readOnly   atomic.Bool
-	alive      atomic.Bool
-	started    atomic.Int64 // unix ns of the (simulated) start
-	uptimeBase float64      // seconds of uptime at started
-	sleepers   atomic.Int32
+	readOnly atomic.Bool
+	alive    atomic.Bool
+	started  atomic.Int64 // unix ns of the (simulated) start
+	sleepers atomic.Int32
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -117,8 +119,8 @@ func New(opt Options) *Fleet {
 	for i := 0; i < opt.Instances; i += opt.ClusterSize {
 		c := &Cluster{Name: fmt.Sprintf("sim%04d", i/opt.ClusterSize+1), seqBase: 1000, seqSince: f.start, writing: true}
 		for j := i; j < min(i+opt.ClusterSize, opt.Instances); j++ {
-			in := &Instance{fleet: f, cluster: c, conns: map[*conn]struct{}{}, uptimeBase: 86400}
-			in.started.Store(f.start.UnixNano())
+			in := &Instance{fleet: f, cluster: c, conns: map[*conn]struct{}{}}
+			in.started.Store(f.start.Add(-initialUptime).UnixNano())
 			c.Members = append(c.Members, in)
 		}
 		primary := c.Members[0]
@@ -221,7 +223,6 @@ func (f *Fleet) Revive(port int) (time.Time, error) {
 	now := time.Now()
 	in.mu.Lock()
 	in.ln = ln
-	in.uptimeBase = 0
 	in.started.Store(now.UnixNano())
 	in.mu.Unlock()
 	in.alive.Store(true)

@@ -146,7 +146,7 @@ var instanceVariables = map[string]bool{
 
 // uptime returns the instance's simulated uptime in seconds at now.
 func (in *Instance) uptime(now time.Time) float64 {
-	return in.uptimeBase + now.Sub(time.Unix(0, in.started.Load())).Seconds()
+	return now.Sub(time.Unix(0, in.started.Load())).Seconds()
 }
 
 // statusValue returns the value of a moving status variable.
