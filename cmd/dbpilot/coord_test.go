@@ -442,6 +442,23 @@ func TestCoordinatedServes(t *testing.T) {
 	r.etcd.Start(2)
 	p4 := r.waitPrimary(p3, 60*time.Second)
 	t.Logf("round 4: quorum back; %s promoted", p4)
+	// An ack given to one serve reaches every serve.
+	ackAt := alive[len(alive)-1]
+	req, _ = http.NewRequest("POST", ackAt.url+"/api/clusters/c/ack", strings.NewReader(`{"by": "dba", "comment": "checked"}`))
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("ack at serve %s: %v %v", ackAt.id, err, resp.Status)
+	}
+	resp.Body.Close()
+	for _, s := range alive {
+		testutil.WaitFor(t, 10*time.Second, "serve "+s.id+" sees the ack", func() (bool, string) {
+			var recs []*dbpilot.Recovery
+			err := s.get(t, "/api/recoveries?cluster=c&limit=1", &recs)
+			return err == nil && len(recs) == 1 && recs[0].Acked && recs[0].AckedBy == "dba", fmt.Sprintf("%v %+v", err, recs)
+		})
+	}
+
 	// Rounds 1-4 and the switchover promoted once each.
 	var promotes int
 	var per map[string]int
