@@ -32,17 +32,44 @@ import (
 //     some even without Galera);
 //   - mysql_up 1.
 //
+// Two tiers: SHOW GLOBAL STATUS runs every second, and the variables that
+// the web console's charts, the alert rules and `top` read, with the other
+// common workload counters (gsHot: commands of the usual kinds, handlers,
+// row operations, threads, bytes, temporary tables, InnoDB buffer pool,
+// redo log, data and row-lock counters, semi-sync) are written every run;
+// every other variable is written every full interval (SetFullInterval,
+// metrics.full_status_interval, default 10 s; 0 writes all every run).
+// PMM's mysqld_exporter runs three such resolutions; at a fleet's scale it
+// is what keeps 1-second monitoring within one core (see bench/scale.sh).
+//
 // Types: mysqld_exporter writes the generic ones untyped; dbpilot types
 // them by the rules of gsType: counters for cumulative totals (Bytes_*,
 // Questions, Queries, Connections, Aborted_*, Created_*, Select_*, Sort_*,
 // Table_locks_*, Binlog_* totals, Opened_*, Innodb_data/pages/log/dblwr
 // totals, Uptime, ...), gauges for levels (Threads_connected, Open_*,
 // Max_used_connections, *_pending_*, ...).
-func NewGlobalStatus() Collector { return &globalStatus{cache: map[string]*gsDesc{}} }
+func NewGlobalStatus() Collector {
+	return &globalStatus{cache: map[string]*gsDesc{}, fullEvery: DefaultFullStatusInterval, now: time.Now}
+}
+
+// DefaultFullStatusInterval is how often global_status writes the status
+// variables outside its every-second set.
+const DefaultFullStatusInterval = 10 * time.Second
 
 type globalStatus struct {
-	mu    sync.Mutex
-	cache map[string]*gsDesc // variable name → how it is written
+	mu        sync.Mutex
+	cache     map[string]*gsDesc // variable name → how it is written
+	fullEvery time.Duration      // 0: every variable every run
+	lastFull  time.Time
+	now       func() time.Time
+}
+
+// SetFullInterval sets how often the variables outside the every-second
+// set are written (0: every run).
+func (c *globalStatus) SetFullInterval(d time.Duration) {
+	c.mu.Lock()
+	c.fullEvery = d
+	c.mu.Unlock()
 }
 
 func (*globalStatus) Name() string                   { return "global_status" }
@@ -56,7 +83,13 @@ func (c *globalStatus) Collect(ctx context.Context, q Querier, _ Target) ([]dbpi
 		return nil, err
 	}
 	c.mu.Lock()
-	out := gsParse(r, c.cache)
+	now := c.now()
+	// A tenth of slack: a run a little early still writes everything.
+	full := c.fullEvery <= 0 || c.lastFull.IsZero() || now.Sub(c.lastFull) >= c.fullEvery-c.fullEvery/10
+	if full {
+		c.lastFull = now
+	}
+	out := gsParseTier(r, c.cache, full)
 	c.mu.Unlock()
 	return append(out, runnerUpSample(1)), nil
 }
@@ -64,6 +97,7 @@ func (c *globalStatus) Collect(ctx context.Context, q Querier, _ Target) ([]dbpi
 // gsDesc says how one status variable is written.
 type gsDesc struct {
 	skip   bool
+	hot    bool // written every run (gsHot)
 	name   string
 	labels []dbpilot.Label
 	typ    dbpilot.MetricType
@@ -72,6 +106,12 @@ type gsDesc struct {
 // gsParse turns SHOW GLOBAL STATUS rows (name, value) into samples. cache,
 // when not nil, keeps the name mapping between runs.
 func gsParse(r *mysql.Rows, cache map[string]*gsDesc) []dbpilot.Sample {
+	return gsParseTier(r, cache, true)
+}
+
+// gsParseTier is gsParse of every variable (full) or of the every-second
+// set only.
+func gsParseTier(r *mysql.Rows, cache map[string]*gsDesc, full bool) []dbpilot.Sample {
 	out := make([]dbpilot.Sample, 0, len(r.Values))
 	for _, row := range r.Values {
 		if len(row) < 2 || row[0] == nil || row[1] == nil {
@@ -84,7 +124,7 @@ func gsParse(r *mysql.Rows, cache map[string]*gsDesc) []dbpilot.Sample {
 				cache[*row[0]] = d
 			}
 		}
-		if d.skip {
+		if d.skip || (!full && !d.hot) {
 			continue
 		}
 		v, ok := gsParseValue(*row[1])
@@ -111,6 +151,14 @@ var gsGroups = []struct {
 
 // gsDescribe maps a status variable name to its metric.
 func gsDescribe(raw string) *gsDesc {
+	d := gsDescribeName(raw)
+	if !d.skip {
+		d.hot = gsIsHot(gsMetricName(raw))
+	}
+	return d
+}
+
+func gsDescribeName(raw string) *gsDesc {
 	name := gsMetricName(raw)
 	if strings.HasPrefix(name, "wsrep_") || name == "wsrep" {
 		return &gsDesc{skip: true}
@@ -246,4 +294,58 @@ func gsParseValue(s string) (v float64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// The every-second set of global_status (lowercased variable names): what
+// the console, the alert rules and top read, and the workload counters a
+// DBA looks at second by second. Groups: every Handler_*, Innodb_rows_*
+// and Innodb_buffer_pool_pages_*, and the Com_* of gsHotCommands.
+var (
+	gsHotNames = gsSet(
+		"uptime", "questions", "queries", "connections", "max_used_connections",
+		"threads_connected", "threads_running", "threads_created", "threads_cached",
+		"aborted_clients", "aborted_connects", "bytes_received", "bytes_sent", "slow_queries",
+		"rows_read", "rows_sent", "select_full_join", "select_range", "select_scan", "sort_merge_passes", "sort_rows",
+		"created_tmp_tables", "created_tmp_disk_tables", "created_tmp_files",
+		"open_files", "open_tables", "opened_files", "opened_tables", "table_locks_immediate", "table_locks_waited",
+		"innodb_checkpoint_age", "innodb_checkpoint_max_age", "innodb_history_list_length",
+		"innodb_redo_log_capacity_resized", "innodb_lsn_current", "innodb_lsn_flushed", "innodb_lsn_last_checkpoint",
+		"innodb_deadlocks", "innodb_row_lock_current_waits", "innodb_row_lock_time", "innodb_row_lock_waits",
+		"innodb_buffer_pool_read_requests", "innodb_buffer_pool_reads", "innodb_buffer_pool_write_requests",
+		"innodb_buffer_pool_wait_free", "innodb_buffer_pool_bytes_data", "innodb_buffer_pool_bytes_dirty",
+		"innodb_data_read", "innodb_data_written", "innodb_data_reads", "innodb_data_writes", "innodb_data_fsyncs",
+		"innodb_data_pending_reads", "innodb_data_pending_writes", "innodb_data_pending_fsyncs",
+		"innodb_os_log_written", "innodb_os_log_fsyncs", "innodb_log_waits", "innodb_log_writes", "innodb_log_write_requests",
+		"innodb_pages_created", "innodb_pages_read", "innodb_pages_written",
+		"binlog_bytes_written", "binlog_commits", "binlog_group_commits",
+		"memory_used", "slave_running", "slave_received_heartbeats", "slave_open_temp_tables",
+		"rpl_semi_sync_master_status", "rpl_semi_sync_master_clients", "rpl_semi_sync_master_yes_tx",
+		"rpl_semi_sync_master_no_tx", "rpl_semi_sync_master_tx_waits", "rpl_semi_sync_master_tx_wait_time",
+		"rpl_semi_sync_master_wait_sessions", "rpl_semi_sync_slave_status",
+		"rpl_semi_sync_source_status", "rpl_semi_sync_source_clients", "rpl_semi_sync_source_yes_tx",
+		"rpl_semi_sync_source_no_tx", "rpl_semi_sync_source_tx_waits", "rpl_semi_sync_source_tx_wait_time",
+		"rpl_semi_sync_source_wait_sessions", "rpl_semi_sync_replica_status",
+	)
+	gsHotCommands = gsSet(
+		"select", "insert", "insert_select", "update", "update_multi", "delete", "delete_multi",
+		"replace", "replace_select", "load", "commit", "rollback", "begin", "savepoint",
+		"call_procedure", "stmt_execute", "stmt_prepare", "stmt_close", "set_option", "change_db",
+		"create_table", "drop_table", "alter_table", "create_index", "drop_index", "truncate",
+		"lock_tables", "unlock_tables", "flush", "kill", "xa_commit", "xa_rollback",
+		"show_status", "show_variables", "show_slave_status", "show_processlist", "admin_commands",
+	)
+)
+
+// gsIsHot reports whether the variable (lowercased) is written every run.
+func gsIsHot(name string) bool {
+	switch {
+	case gsHotNames[name]:
+		return true
+	case strings.HasPrefix(name, "handler_"), strings.HasPrefix(name, "innodb_rows_"), strings.HasPrefix(name, "innodb_buffer_pool_pages_"):
+		return true
+	}
+	if cmd, ok := strings.CutPrefix(name, "com_"); ok {
+		return gsHotCommands[cmd]
+	}
+	return false
 }

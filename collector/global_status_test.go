@@ -246,3 +246,56 @@ func BenchmarkGlobalStatusParse(b *testing.B) {
 		gsParse(rows, cache)
 	}
 }
+
+// TestGlobalStatusTiers: the first run and every full interval write every
+// variable; the runs between write the every-second set only: what the
+// console, the alert rules and top read.
+func TestGlobalStatusTiers(t *testing.T) {
+	q := &gsFakeQuerier{results: map[string]*mysql.Rows{gsQuery: gsFixture(t, "status/mariadb-10.11.txt")}}
+	c := NewGlobalStatus().(*globalStatus)
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	run := func() map[string]float64 {
+		t.Helper()
+		s, err := c.Collect(context.Background(), q, Target{Flavor: dbpilot.FlavorMariaDB})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for k, v := range gsIndex(t, s) {
+			out[k] = v.Value
+		}
+		return out
+	}
+	full := run()
+	now = now.Add(time.Second)
+	hot := run()
+	if len(hot) >= len(full)/3 || len(hot) < 80 {
+		t.Errorf("every-second set: %d series of %d", len(hot), len(full))
+	}
+	for _, name := range []string{"mysql_up", "mysql_global_status_questions", "mysql_global_status_threads_running", "mysql_global_status_threads_connected",
+		"mysql_global_status_uptime", "mysql_global_status_innodb_checkpoint_age", "mysql_global_status_innodb_history_list_length",
+		"mysql_global_status_rows_read", "mysql_global_status_innodb_deadlocks", "mysql_global_status_innodb_redo_log_capacity_resized",
+		`mysql_global_status_commands_total{command="select"}`, `mysql_global_status_handlers_total{handler="commit"}`,
+		`mysql_global_status_buffer_pool_pages{state="dirty"}`, `mysql_global_status_innodb_row_ops_total{operation="read"}`} {
+		if _, ok := hot[name]; !ok {
+			if _, inFull := full[name]; inFull {
+				t.Errorf("%s is not written every second", name)
+			}
+		}
+	}
+	for _, name := range []string{`mysql_global_status_performance_schema_lost_total{instrumentation="users_lost"}`, `mysql_global_status_commands_total{command="show_grants"}`} {
+		if _, ok := hot[name]; ok {
+			t.Errorf("%s is written every second", name)
+		}
+	}
+	now = now.Add(8 * time.Second) // 9 s after the full run: within the slack
+	if n := len(run()); n != len(full) {
+		t.Errorf("9 s after a full run: %d series, want all %d", n, len(full))
+	}
+	c.SetFullInterval(0)
+	now = now.Add(time.Second)
+	if n := len(run()); n != len(full) {
+		t.Errorf("full interval 0: %d series, want all %d", n, len(full))
+	}
+}

@@ -154,6 +154,11 @@ type MetricsConfig struct {
 	Intervals map[string]Duration `yaml:"intervals"`
 	// Collectors, when set, lists the only collectors to run.
 	Collectors []string `yaml:"collectors"`
+	// FullStatusInterval is how often global_status writes the status
+	// variables outside its every-second set (charts, alerts, top and the
+	// usual workload counters); default 10s, "0s" writes every variable at
+	// the collector's interval. Nil: the default.
+	FullStatusInterval *Duration `yaml:"full_status_interval"`
 	// Local keeps samples in the embedded store (default true). With
 	// false, samples only go to RemoteWrite, and the PromQL API, the
 	// console's charts and alerts query QueryURL.
@@ -413,6 +418,9 @@ func (c *Config) Validate() error {
 	known := map[string]bool{}
 	for _, n := range collectorNames {
 		known[n] = true
+	}
+	if f := c.Metrics.FullStatusInterval; f != nil && (f.D() < 0 || f.D() > time.Hour) {
+		return fmt.Errorf("metrics.full_status_interval: %s is outside 0..1h", f.D())
 	}
 	for name, iv := range c.Metrics.Intervals {
 		if !known[name] {

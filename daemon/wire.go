@@ -308,6 +308,7 @@ func Collectors() []collector.Collector {
 type collectorStarter struct {
 	opts    mysql.Options
 	enabled map[string]bool // nil: all
+	full    time.Duration   // global_status's full interval
 	cfg     collector.Config
 	sink    dbpilot.MetricSink
 	log     *slog.Logger
@@ -317,7 +318,10 @@ func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSin
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &collectorStarter{opts: opts, cfg: collector.Config{Interval: map[string]time.Duration{}}, sink: sink, log: log}
+	s := &collectorStarter{opts: opts, cfg: collector.Config{Interval: map[string]time.Duration{}}, sink: sink, log: log, full: collector.DefaultFullStatusInterval}
+	if f := cfg.Metrics.FullStatusInterval; f != nil {
+		s.full = f.D()
+	}
 	for name, iv := range cfg.Metrics.Intervals {
 		s.cfg.Interval[name] = iv.D()
 	}
@@ -334,6 +338,9 @@ func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, b
 	var cs []collector.Collector
 	for _, c := range Collectors() {
 		if s.enabled == nil || s.enabled[c.Name()] {
+			if f, ok := c.(interface{ SetFullInterval(time.Duration) }); ok {
+				f.SetFullInterval(s.full)
+			}
 			cs = append(cs, c)
 		}
 	}
