@@ -97,6 +97,11 @@ func TestIntegrationCollectors(t *testing.T) {
 		if after["mysql_global_status_questions"].Value <= before["mysql_global_status_questions"].Value {
 			t.Error("Questions did not rise")
 		}
+		// The second run read the every-second set only, with its own
+		// statement (SHOW GLOBAL STATUS WHERE Variable_name IN (...)).
+		if len(after) >= len(before) || len(after) < 100 {
+			t.Errorf("every-second run: %d series; the full run had %d", len(after), len(before))
+		}
 		if after[MetricUp].Value != 1 || after["mysql_global_status_uptime"].Type != dbpilot.Counter {
 			t.Errorf("mysql_up = %v, uptime = %+v", after[MetricUp], after["mysql_global_status_uptime"])
 		}

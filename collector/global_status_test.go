@@ -251,7 +251,10 @@ func BenchmarkGlobalStatusParse(b *testing.B) {
 // variable; the runs between write the every-second set only: what the
 // console, the alert rules and top read.
 func TestGlobalStatusTiers(t *testing.T) {
-	q := &gsFakeQuerier{results: map[string]*mysql.Rows{gsQuery: gsFixture(t, "status/mariadb-10.11.txt")}}
+	rows := gsFixture(t, "status/mariadb-10.11.txt")
+	// The server answers the every-second query with its set only; the
+	// fake answers everything and the collector still keeps the set.
+	q := &gsFakeQuerier{results: map[string]*mysql.Rows{gsQuery: rows, gsHotQuery: rows}}
 	c := NewGlobalStatus().(*globalStatus)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return now }
@@ -288,6 +291,9 @@ func TestGlobalStatusTiers(t *testing.T) {
 		if _, ok := hot[name]; ok {
 			t.Errorf("%s is written every second", name)
 		}
+	}
+	if len(q.queries) != 2 || q.queries[0] != gsQuery || q.queries[1] != gsHotQuery {
+		t.Errorf("queries = %.80q", q.queries)
 	}
 	now = now.Add(8 * time.Second) // 9 s after the full run: within the slack
 	if n := len(run()); n != len(full) {

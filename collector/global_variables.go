@@ -30,7 +30,18 @@ func NewGlobalVariables() Collector { return &globalVariables{cache: map[string]
 
 type globalVariables struct {
 	mu    sync.Mutex
-	cache map[string]string // variable name → metric name
+	cache map[string]string // variable name → metric name ("" skipped)
+	all   bool              // every numeric variable, not the essential set
+}
+
+// SetAllVariables makes the collector write every numeric variable, as
+// mysqld_exporter does (metrics.global_variables: all), instead of the
+// essential set gvEssential.
+func (c *globalVariables) SetAllVariables(all bool) {
+	c.mu.Lock()
+	c.all = all
+	c.cache = map[string]string{}
+	c.mu.Unlock()
 }
 
 func (*globalVariables) Name() string                   { return "global_variables" }
@@ -45,7 +56,55 @@ func (c *globalVariables) Collect(ctx context.Context, q Querier, _ Target) ([]d
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return gvParse(r, c.cache), nil
+	if c.all {
+		return gvParse(r, c.cache), nil
+	}
+	return gvParseSet(r, c.cache, gvEssential), nil
+}
+
+// gvEssential are the global variables written by default (lowercased):
+// what dbpilot's alert rules, console and analysis read, and what the
+// usual MySQL dashboards (PMM's MySQL and InnoDB ones) chart beside the
+// status counters: capacities, buffer and cache sizes, durability and
+// replication settings. A server has about 480 numeric variables; kept
+// every minute for every instance of a large fleet they would be 40% of
+// the time series, almost all of them constant.
+var gvEssential = gsSet(
+	"max_connections", "max_user_connections", "max_connect_errors", "thread_cache_size", "thread_handling",
+	"thread_pool_size", "table_open_cache", "table_definition_cache", "open_files_limit",
+	"innodb_buffer_pool_size", "innodb_buffer_pool_instances", "innodb_buffer_pool_chunk_size",
+	"innodb_log_file_size", "innodb_log_files_in_group", "innodb_redo_log_capacity", "innodb_log_buffer_size",
+	"innodb_flush_log_at_trx_commit", "innodb_io_capacity", "innodb_io_capacity_max", "innodb_max_dirty_pages_pct",
+	"innodb_max_dirty_pages_pct_lwm", "innodb_read_io_threads", "innodb_write_io_threads", "innodb_thread_concurrency",
+	"innodb_doublewrite", "innodb_file_per_table", "innodb_lock_wait_timeout", "innodb_adaptive_hash_index",
+	"innodb_open_files", "innodb_page_size", "innodb_purge_threads", "innodb_undo_tablespaces",
+	"key_buffer_size", "query_cache_size", "query_cache_type", "query_cache_limit",
+	"tmp_table_size", "max_heap_table_size", "sort_buffer_size", "join_buffer_size", "read_buffer_size",
+	"read_rnd_buffer_size", "max_allowed_packet", "net_buffer_length", "wait_timeout", "interactive_timeout",
+	"long_query_time", "slow_query_log", "general_log", "performance_schema", "userstat",
+	"log_bin", "sync_binlog", "binlog_cache_size", "max_binlog_size", "expire_logs_days", "binlog_expire_logs_seconds",
+	"log_slave_updates", "log_replica_updates", "read_only", "super_read_only", "server_id", "port",
+	"gtid_strict_mode", "gtid_domain_id", "slave_parallel_threads", "slave_parallel_workers", "replica_parallel_workers",
+	"slave_net_timeout", "replica_net_timeout", "slave_max_allowed_packet",
+	"rpl_semi_sync_master_enabled", "rpl_semi_sync_master_timeout", "rpl_semi_sync_master_wait_no_slave",
+	"rpl_semi_sync_slave_enabled", "rpl_semi_sync_source_enabled", "rpl_semi_sync_source_timeout",
+	"rpl_semi_sync_source_wait_for_replica_count", "rpl_semi_sync_replica_enabled",
+	"wsrep_on", "wsrep_slave_threads", "wsrep_applier_threads",
+	"aria_pagecache_buffer_size", "have_ssl", "lower_case_table_names",
+)
+
+// gvParseSet is gvParse keeping only the variables of set (the version and
+// Galera information samples always).
+func gvParseSet(r *mysql.Rows, cache map[string]string, set map[string]bool) []dbpilot.Sample {
+	all := gvParse(r, cache)
+	out := all[:0]
+	for _, s := range all {
+		if n, ok := strings.CutPrefix(s.Name, "mysql_global_variables_"); ok && !set[n] {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // gvParse turns SHOW GLOBAL VARIABLES rows into samples; cache may be nil.

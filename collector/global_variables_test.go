@@ -89,3 +89,30 @@ func TestGvGcacheSize(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobalVariablesEssential: by default the essential set is written;
+// SetAllVariables(true) writes every numeric variable.
+func TestGlobalVariablesEssential(t *testing.T) {
+	q := &gsFakeQuerier{results: map[string]*mysql.Rows{gvQuery: gsFixture(t, "variables/mariadb-10.11.txt")}}
+	c := NewGlobalVariables().(*globalVariables)
+	essential, err := c.Collect(context.Background(), q, Target{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetAllVariables(true)
+	all, err := c.Collect(context.Background(), q, Target{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 400 || len(essential) > 120 || len(essential) < 50 {
+		t.Fatalf("essential %d, all %d samples", len(essential), len(all))
+	}
+	got := gsIndex(t, essential)
+	for _, name := range []string{"mysql_global_variables_max_connections", "mysql_global_variables_innodb_log_file_size", "mysql_global_variables_read_only"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("essential set lacks %s", name)
+		}
+	}
+	gsCheckAbsent(t, got, "mysql_global_variables_aria_checkpoint_log_activity", "mysql_global_variables_div_precision_increment")
+	t.Logf("essential %d, all %d samples", len(essential), len(all))
+}

@@ -159,6 +159,10 @@ type MetricsConfig struct {
 	// usual workload counters); default 10s, "0s" writes every variable at
 	// the collector's interval. Nil: the default.
 	FullStatusInterval *Duration `yaml:"full_status_interval"`
+	// GlobalVariables is "essential" (default: the ~90 variables dashboards,
+	// alerts and dbpilot read) or "all" (every numeric variable, as
+	// mysqld_exporter writes them: ~480 more series per instance).
+	GlobalVariables string `yaml:"global_variables"`
 	// Local keeps samples in the embedded store (default true). With
 	// false, samples only go to RemoteWrite, and the PromQL API, the
 	// console's charts and alerts query QueryURL.
@@ -418,6 +422,13 @@ func (c *Config) Validate() error {
 	known := map[string]bool{}
 	for _, n := range collectorNames {
 		known[n] = true
+	}
+	switch c.Metrics.GlobalVariables {
+	case "":
+		c.Metrics.GlobalVariables = "essential"
+	case "essential", "all":
+	default:
+		return fmt.Errorf("metrics.global_variables: %q is neither essential nor all", c.Metrics.GlobalVariables)
 	}
 	if f := c.Metrics.FullStatusInterval; f != nil && (f.D() < 0 || f.D() > time.Hour) {
 		return fmt.Errorf("metrics.full_status_interval: %s is outside 0..1h", f.D())

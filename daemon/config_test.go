@@ -54,6 +54,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{strings.Replace(minimal, "replication: {user: repl, password: rpw}", "", 1), "replication.user: required"},
 		{minimal + "listen: nowhere\n", `listen: "nowhere" is not HOST:PORT`},
 		{minimal + "hooks: {on_timeout: maybe}\n", "hooks.on_timeout"},
+		{minimal + "metrics: {global_variables: some}\n", "metrics.global_variables"},
+		{minimal + "metrics: {full_status_interval: -1s}\n", "metrics.full_status_interval"},
+		{minimal + "coordination: {etcd: {endpoints: []}}\n", "coordination.etcd.endpoints"},
+		{minimal + "coordination: {etcd: {endpoints: [\"http://127.0.0.1:2379\"], lease_ttl: 1s}}\n", "coordination.etcd.lease_ttl"},
+		{minimal + "coordination: {etcd: {endpoints: [\"http://127.0.0.1:2379\"], lease_ttl: 2500ms}}\n", "whole seconds"},
+		{minimal + "coordination: {id: a}\n", "need coordination.etcd"},
+		{minimal + "coordination: {id: \"a/b\", etcd: {endpoints: [\"127.0.0.1:2379\"]}}\n", "coordination.id"},
 		{strings.Replace(minimal, "seeds: [127.0.0.1:3306]", "seeds: [127.0.0.1:3306]\n    promotion_rules: {127.0.0.1:3307: never}", 1), `promotion_rules[127.0.0.1:3307]: "never"`},
 		{minimal + "  - name: main\n    seeds: [h:1]\n", `"main" is used twice`},
 		// Markup never becomes a cluster name (the web console escapes

@@ -309,6 +309,7 @@ type collectorStarter struct {
 	opts    mysql.Options
 	enabled map[string]bool // nil: all
 	full    time.Duration   // global_status's full interval
+	allVars bool            // global_variables writes every variable
 	cfg     collector.Config
 	sink    dbpilot.MetricSink
 	log     *slog.Logger
@@ -322,6 +323,7 @@ func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSin
 	if f := cfg.Metrics.FullStatusInterval; f != nil {
 		s.full = f.D()
 	}
+	s.allVars = cfg.Metrics.GlobalVariables == "all"
 	for name, iv := range cfg.Metrics.Intervals {
 		s.cfg.Interval[name] = iv.D()
 	}
@@ -340,6 +342,9 @@ func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, b
 		if s.enabled == nil || s.enabled[c.Name()] {
 			if f, ok := c.(interface{ SetFullInterval(time.Duration) }); ok {
 				f.SetFullInterval(s.full)
+			}
+			if v, ok := c.(interface{ SetAllVariables(bool) }); ok {
+				v.SetAllVariables(s.allVars)
 			}
 			cs = append(cs, c)
 		}
