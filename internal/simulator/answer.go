@@ -35,7 +35,11 @@ func (c *conn) query(q string, r *response) bool {
 	case strings.HasPrefix(u, "SELECT") && strings.Contains(u, "SLEEP("):
 		return c.sleep(q, u, r)
 	case strings.HasPrefix(u, "SELECT @@"):
-		in.selectVariables(q[len("SELECT "):], r, now)
+		list := q[len("SELECT "):]
+		if i := strings.Index(u, " LIMIT "); i >= 0 { // the mariadb client's @@version_comment
+			list = q[len("SELECT "):i]
+		}
+		in.selectVariables(list, r, now)
 	case strings.HasPrefix(u, "SHOW GLOBAL STATUS"), strings.HasPrefix(u, "SHOW STATUS"), strings.HasPrefix(u, "SHOW SESSION STATUS"):
 		in.showStatus(q, u, r, now)
 	case strings.HasPrefix(u, "SHOW GLOBAL VARIABLES"), strings.HasPrefix(u, "SHOW VARIABLES"), strings.HasPrefix(u, "SHOW SESSION VARIABLES"):

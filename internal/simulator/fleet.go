@@ -91,10 +91,9 @@ type Instance struct {
 	started  atomic.Int64 // unix ns of the (simulated) start
 	sleepers atomic.Int32
 
-	mu       sync.Mutex
-	ln       net.Listener
-	conns    map[*conn]struct{}
-	killedAt time.Time
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[*conn]struct{}
 }
 
 // Key returns HOST:PORT.
@@ -199,9 +198,6 @@ func (f *Fleet) Kill(port int) (time.Time, error) {
 		in.cluster.stopWriting(now)
 	}
 	in.shutdown()
-	in.mu.Lock()
-	in.killedAt = now
-	in.mu.Unlock()
 	f.logf("killed %s", in.Key())
 	return now, nil
 }

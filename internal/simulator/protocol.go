@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 )
 
@@ -199,15 +198,6 @@ func (r *response) rawRow(payload []byte) {
 	r.end(at)
 }
 
-// rowUint writes a row of a name and a number without formatting garbage.
-func (r *response) rowNameUint(name string, v uint64) {
-	at := r.begin()
-	r.buf = appendLenStr(r.buf, name)
-	var num [20]byte
-	r.buf = appendLenBytes(r.buf, strconv.AppendUint(num[:0], v, 10))
-	r.end(at)
-}
-
 func appendValue(b []byte, v string) []byte {
 	if v == Null {
 		return append(b, 0xfb)
@@ -229,11 +219,6 @@ func appendLenInt(b []byte, n uint64) []byte {
 }
 
 func appendLenStr(b []byte, s string) []byte {
-	b = appendLenInt(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendLenBytes(b []byte, s []byte) []byte {
 	b = appendLenInt(b, uint64(len(s)))
 	return append(b, s...)
 }
