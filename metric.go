@@ -61,7 +61,11 @@ type Batch struct {
 	// than 10% of the collector's interval (the sample is still stored).
 	Took    time.Duration `json:"took_ns"`
 	Slow    bool          `json:"slow,omitempty"`
-	Samples []Sample      `json:"samples"`
+	// Partial marks a batch with only some of the collector's series (the
+	// every-second run of global_status): sinks keep the series missing
+	// from it, where a complete batch ends them (staleness).
+	Partial bool     `json:"partial,omitempty"`
+	Samples []Sample `json:"samples"`
 }
 
 // MetricSink receives collected batches (the embedded time-series store,

@@ -33,3 +33,11 @@ type Collector interface {
 	// runner's timeout) and must not take metadata locks on user tables.
 	Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error)
 }
+
+// PartialCollector is a Collector whose runs may return only some of its
+// series (global_status between its full runs); LastPartial tells it of
+// the run that just returned, and the runner marks the batch Partial.
+type PartialCollector interface {
+	Collector
+	LastPartial() bool
+}

@@ -62,7 +62,15 @@ type globalStatus struct {
 	cache     map[string]*gsDesc // variable name → how it is written
 	fullEvery time.Duration      // 0: every variable every run
 	lastFull  time.Time
+	partial   bool // the last run wrote the every-second set only
 	now       func() time.Time
+}
+
+// LastPartial implements PartialCollector.
+func (c *globalStatus) LastPartial() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.partial
 }
 
 // SetFullInterval sets how often the variables outside the every-second
@@ -96,6 +104,7 @@ func (c *globalStatus) Collect(ctx context.Context, q Querier, _ Target) ([]dbpi
 	if full {
 		c.lastFull = now
 	}
+	c.partial = !full
 	out := gsParseTier(r, c.cache, full)
 	c.mu.Unlock()
 	return append(out, runnerUpSample(1)), nil

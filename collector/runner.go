@@ -344,6 +344,9 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 		dbpilot.Sample{Name: MetricCollectorSlow, Labels: lbl, Value: float64(st.Slow), Type: dbpilot.Counter, Help: "Runs that took more than 10% of the collector's interval."},
 	)
 	batch.Collector = s.name
+	if pc, ok := s.c.(PartialCollector); ok && err == nil {
+		batch.Partial = pc.LastPartial()
+	}
 	batch.Time = start
 	batch.Took = took
 	batch.Slow = slow

@@ -358,7 +358,7 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 		live = append(live, e)
 	}
 	for k, e := range src.entries {
-		if e.gen != src.gen {
+		if e.gen != src.gen && !b.Partial {
 			ended = append(ended, e)
 			delete(src.entries, k)
 		}

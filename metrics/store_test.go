@@ -424,3 +424,27 @@ func TestConcurrentUse(t *testing.T) {
 	})
 	rg.Wait()
 }
+
+// TestPartialBatchKeepsSeries: a partial batch (global_status between its
+// full runs) leaves the collector's other series alive; the next complete
+// batch without them ends them.
+func TestPartialBatchKeepsSeries(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	mustWrite(t, s, batch(primary, "primary", "global_status", t0,
+		gauge("mysql_global_status_questions", 10), gauge("mysql_global_status_ssl_accepts", 0)))
+	b := batch(primary, "primary", "global_status", t0.Add(time.Second), gauge("mysql_global_status_questions", 11))
+	b.Partial = true
+	mustWrite(t, s, b)
+	got, err := s.QueryInstant(ctx, `mysql_global_status_ssl_accepts`, t0.Add(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("a partial batch ended the series it lacks: %v", got)
+	}
+	mustWrite(t, s, batch(primary, "primary", "global_status", t0.Add(2*time.Second), gauge("mysql_global_status_questions", 12)))
+	if got, _ = s.QueryInstant(ctx, `mysql_global_status_ssl_accepts`, t0.Add(3*time.Second)); len(got) != 0 {
+		t.Fatalf("a complete batch kept a series it lacks: %v", got)
+	}
+}

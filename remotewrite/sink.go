@@ -254,7 +254,7 @@ func (s *Sink) Write(ctx context.Context, b dbpilot.Batch) error {
 		s.push(&n, entry{s: se, t: t, v: smp.Value})
 	}
 	for k, se := range src.series {
-		if se.gen != src.gen {
+		if se.gen != src.gen && !b.Partial { // a partial batch keeps the others
 			s.pushStale(&n, se, t)
 			delete(src.series, k)
 		}
