@@ -59,8 +59,8 @@ type Batch struct {
 	Time      time.Time   `json:"time"`
 	// Took is how long the collection took; Slow is set when it took longer
 	// than 10% of the collector's interval (the sample is still stored).
-	Took    time.Duration `json:"took_ns"`
-	Slow    bool          `json:"slow,omitempty"`
+	Took time.Duration `json:"took_ns"`
+	Slow bool          `json:"slow,omitempty"`
 	// Partial marks a batch with only some of the collector's series (the
 	// every-second run of global_status): sinks keep the series missing
 	// from it, where a complete batch ends them (staleness).
