@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,8 @@ type clusterState struct {
 	lastVerdict  string
 	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
 	resumedToken int64                        // the leadership (fence token) whose takeover check ran
+	savedSig     string                       // the members as last saved (shouldSave)
+	savedAt      time.Time
 	fenceNoted   map[dbpilot.InstanceKey]string
 	// wake asks the watch loop for a tick now (a failed liveness ping).
 	wake chan struct{}
@@ -511,12 +514,38 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: dbpilot.AuditForget,
 			Message: fmt.Sprintf("%s was not seen for %s: no longer part of cluster %s", k, d.cfg.ForgetAfter.D(), cs.cfg.Name)})
 	}
-	if d.store != nil && len(members) > 0 {
+	if d.store != nil && len(members) > 0 && cs.shouldSave(d.now(), members) {
 		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil {
 			d.log.Warn("save instances", "cluster", cs.cfg.Name, "err", err)
 		}
 	}
 	return members, primary, nil
+}
+
+// saveEvery is how often an unchanged cluster's instances are saved (their
+// last_seen); a change of members, reachability, read_only or sources is
+// saved at once. Every observation of every cluster went through SQLite's
+// one writer before: at 200 clusters a detection could wait behind it.
+const saveEvery = 10 * time.Second
+
+// shouldSave reports whether members must be saved now, and notes it.
+func (cs *clusterState) shouldSave(now time.Time, members []*dbpilot.Instance) bool {
+	var b strings.Builder
+	for _, m := range members {
+		fmt.Fprintf(&b, "%s %t %t", m.Key, m.Reachable, m.ReadOnly)
+		for _, ch := range m.Channels {
+			b.WriteString(" " + ch.Source.String())
+		}
+		b.WriteByte(';')
+	}
+	sig := b.String()
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if sig == cs.savedSig && now.Sub(cs.savedAt) < saveEvery {
+		return false
+	}
+	cs.savedSig, cs.savedAt = sig, now
+	return true
 }
 
 // ageOut drops known instances unreachable for longer than after, except

@@ -113,3 +113,13 @@ func (m *monitor) known(instance string) bool {
 	}
 	return false
 }
+
+// Monitored returns how many instances metrics are collected from.
+func (d *Daemon) Monitored() int {
+	if d.mon == nil {
+		return 0
+	}
+	d.mon.mu.Lock()
+	defer d.mon.mu.Unlock()
+	return len(d.mon.runners)
+}

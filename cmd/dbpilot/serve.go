@@ -118,9 +118,12 @@ A configuration file looks like:
 				return dbpilot.WrapError(dbpilot.EINVALID, err, "alerts")
 			}
 			// The embedded TSDB's heap grows in bursts during compactions: a
-			// soft limit keeps serve's memory flat (GOMEMLIMIT overrides).
-			if os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetMemoryLimit(170 << 20)
+			// soft limit keeps serve's memory flat (GOMEMLIMIT overrides). It
+			// grows with the instances monitored (memLimitLoop): a fixed one
+			// below the live heap of a large fleet makes the GC run without end.
+			scaleMemLimit := os.Getenv("GOMEMLIMIT") == ""
+			if scaleMemLimit {
+				debug.SetMemoryLimit(memLimit(0))
 			}
 			log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(a.verbose)}))
 			// The TSDB narrates its housekeeping at info level: keep it to
@@ -199,6 +202,9 @@ A configuration file looks like:
 				d.Run(ctx)
 				close(done)
 			}()
+			if scaleMemLimit {
+				go memLimitLoop(ctx, d.Monitored)
+			}
 			select {
 			case <-ctx.Done():
 			case err := <-errc:
@@ -264,4 +270,28 @@ func logLevel(verbose bool) slog.Level {
 		return slog.LevelDebug
 	}
 	return slog.LevelInfo
+}
+
+// memLimit is serve's soft memory limit for n monitored instances: 170 MB
+// for the process and a few instances, and 1.25 MB per instance (its
+// time series in the TSDB head: about 760 at 1.1-1.6 KB each).
+func memLimit(n int) int64 { return 170<<20 + int64(n)*(5<<20)/4 }
+
+// memLimitLoop follows the number of monitored instances with the soft
+// memory limit until ctx ends.
+func memLimitLoop(ctx context.Context, monitored func() int) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	last := -1
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n := monitored(); n != last {
+			debug.SetMemoryLimit(memLimit(n))
+			last = n
+		}
+	}
 }
