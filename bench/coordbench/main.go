@@ -118,7 +118,7 @@ func run(bin, name string, rounds int) error {
 	}
 	mkServe := func(id string, coordinated bool) *proc {
 		port := freePort()
-		cfg := fmt.Sprintf("state: %s\nmetrics: {dir: %s}\ntoken: tok\ncredentials: {user: %q, password: %q}\nreplication: {user: %q, password: %q}\npoll_interval: 1s\nrecovery: {block_period: 1s}\nclusters:\n  - {name: c, seeds: [\"127.0.0.1:%d\"], auto_failover: true, rejoin: true}\n",
+		cfg := fmt.Sprintf("state: %s\nmetrics: {dir: %s}\ntoken: tok\ncredentials: {user: %q, password: %q}\nreplication: {user: %q, password: %q}\npoll_interval: 1s\nrecovery: {block_period: 1s}\nclusters:\n  - {name: c, seeds: [\"127.0.0.1:%d\"], auto_failover: true, rejoin: false}\n",
 			filepath.Join(dir, id+".db"), filepath.Join(dir, id+"-m"), d.Admin.User, d.Admin.Password, d.Repl.User, d.Repl.Password, d.Nodes[0].Port)
 		if coordinated {
 			cfg += fmt.Sprintf("coordination: {etcd: {endpoints: [%s], lease_ttl: 2s}}\n", strings.Join(eps, ", "))
@@ -348,7 +348,8 @@ func primaryRounds(d *sandbox.Descriptor, rounds int, watcher *proc) ([]float64,
 				return nil, fmt.Errorf("re-attach %s: %s: %w", old, q, err)
 			}
 		}
-		// Rejoined: the old primary replicates again, and the watcher sees it.
+		// Re-attached: the old primary replicates again, and the watcher sees it
+		// (serve runs with rejoin off here: the bench re-attaches, no race).
 		if err := waitFor(60*time.Second, old+" rejoined", func() bool {
 			var io, sqlr string
 			row := dbs[old].QueryRow("SELECT 1")
