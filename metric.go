@@ -130,3 +130,17 @@ type AlertStore interface {
 	SaveAlert(ctx context.Context, a *Alert) error // inserts (sets ID) or updates by ID
 	Alerts(ctx context.Context, f AlertFilter) ([]*Alert, error)
 }
+
+// AppendSeriesKey appends to dst a key that identifies the series name{ls}
+// (ls sorted by name) among those of one source: the metrics store and the
+// remote-write sink keep their series by it.
+func AppendSeriesKey(dst []byte, name string, ls []Label) []byte {
+	dst = append(dst, name...)
+	for _, l := range ls {
+		dst = append(dst, 0xff)
+		dst = append(dst, l.Name...)
+		dst = append(dst, 0xfe)
+		dst = append(dst, l.Value...)
+	}
+	return dst
+}

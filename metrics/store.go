@@ -337,7 +337,7 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 	for i := range b.Samples {
 		smp := &b.Samples[i]
 		scratch = sortedLabels(scratch[:0], smp.Labels)
-		key = seriesKey(key[:0], smp.Name, scratch)
+		key = dbpilot.AppendSeriesKey(key[:0], smp.Name, scratch)
 		e := src.entries[string(key)]
 		if e == nil {
 			lset, err := buildLabels(smp.Name, scratch, instance, b.Cluster, b.Role)
@@ -523,17 +523,6 @@ func sortedLabels(dst, ls []dbpilot.Label) []dbpilot.Label {
 
 func cmpLabel(a, b dbpilot.Label) int { return strings.Compare(a.Name, b.Name) }
 
-// seriesKey identifies a series within its source.
-func seriesKey(dst []byte, name string, ls []dbpilot.Label) []byte {
-	dst = append(dst, name...)
-	for _, l := range ls {
-		dst = append(dst, 0xff)
-		dst = append(dst, l.Name...)
-		dst = append(dst, 0xfe)
-		dst = append(dst, l.Value...)
-	}
-	return dst
-}
 
 // reservedLabels are set by the pipeline.
 var reservedLabels = [...]string{"instance", "cluster", "role"}

@@ -38,17 +38,6 @@ type source struct {
 // is kept as exported_<name>.
 var reservedLabels = [...]string{"instance", "cluster", "role"}
 
-// seriesKey identifies a series within its source.
-func seriesKey(dst []byte, name string, ls []dbpilot.Label) []byte {
-	dst = append(dst, name...)
-	for _, l := range ls {
-		dst = append(dst, 0xff)
-		dst = append(dst, l.Name...)
-		dst = append(dst, 0xfe)
-		dst = append(dst, l.Value...)
-	}
-	return dst
-}
 
 // buildLabels returns a sample's series labels, sorted: __name__,
 // instance, cluster, role and the sample's labels, with the embedded

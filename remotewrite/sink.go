@@ -225,7 +225,7 @@ func (s *Sink) Write(ctx context.Context, b dbpilot.Batch) error {
 	for i := range b.Samples {
 		smp := &b.Samples[i]
 		scratch = sortedLabels(scratch[:0], smp.Labels)
-		key = seriesKey(key[:0], smp.Name, scratch)
+		key = dbpilot.AppendSeriesKey(key[:0], smp.Name, scratch)
 		se := src.series[string(key)]
 		if se == nil {
 			ls, err := buildLabels(smp.Name, scratch, instance, b.Cluster, b.Role)
