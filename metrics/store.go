@@ -523,7 +523,6 @@ func sortedLabels(dst, ls []dbpilot.Label) []dbpilot.Label {
 
 func cmpLabel(a, b dbpilot.Label) int { return strings.Compare(a.Name, b.Name) }
 
-
 // reservedLabels are set by the pipeline.
 var reservedLabels = [...]string{"instance", "cluster", "role"}
 

@@ -38,7 +38,6 @@ type source struct {
 // is kept as exported_<name>.
 var reservedLabels = [...]string{"instance", "cluster", "role"}
 
-
 // buildLabels returns a sample's series labels, sorted: __name__,
 // instance, cluster, role and the sample's labels, with the embedded
 // store's rules (classic names, empty values dropped, reserved names
