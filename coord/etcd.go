@@ -265,9 +265,7 @@ func (e *Etcd) Close() error {
 func (e *Etcd) setUnavailable(reason string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.reason != reason {
-		e.reason = reason
-	}
+	e.reason = reason
 	e.metrics.available.Set(0)
 }
 

@@ -200,19 +200,6 @@ func (e *Etcd) Recovery(ctx context.Context, cluster string) (*dbpilot.SharedRec
 	return &r, nil
 }
 
-// Cached returns the cluster's last shared recovery as the watch last saw
-// it, without a request (blocks and status read it every tick).
-func (e *Etcd) Cached(cluster string) *dbpilot.SharedRecovery {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r := e.recs[cluster]
-	if r == nil {
-		return nil
-	}
-	c := *r
-	return &c
-}
-
 // Ack implements dbpilot.Coordinator: any serve may acknowledge (it
 // changes no server); a compare on the key's revision keeps a concurrent
 // update of the recovery.

@@ -124,7 +124,7 @@ loop:
 		select {
 		case <-ctx.Done():
 			break loop
-		case r, ok := <-ka:
+		case _, ok := <-ka:
 			if !ok {
 				lost = fmt.Errorf("etcd: lease %x lost (expired or revoked)", lease.ID)
 				break loop
@@ -133,7 +133,6 @@ loop:
 			e.lastKA = time.Now()
 			e.mu.Unlock()
 			e.metrics.lastKA.SetToCurrentTime()
-			_ = r
 		case <-check.C:
 			if ok, why := e.alive(); !ok {
 				lost = fmt.Errorf("%s", why)

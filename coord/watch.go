@@ -46,13 +46,13 @@ func (e *Etcd) watch(ctx context.Context) {
 				break
 			}
 			var recs []*dbpilot.SharedRecovery
+			var gone []string // election keys deleted: who leads now is read after
 			e.mu.Lock()
 			for _, ev := range wr.Events {
 				if ev.Type == clientv3.EventTypeDelete {
 					e.applyLocked(ev.PrevKv, true, nil)
 					if ev.PrevKv != nil && strings.Contains(string(ev.PrevKv.Key), "/leader/") {
-						// The leader key went: re-read who leads now.
-						e.refreshLeaderLocked(ctx, string(ev.PrevKv.Key))
+						gone = append(gone, string(ev.PrevKv.Key))
 					}
 					continue
 				}
@@ -62,6 +62,9 @@ func (e *Etcd) watch(ctx context.Context) {
 			}
 			fn := e.onRec
 			e.mu.Unlock()
+			for _, k := range gone {
+				e.refreshLeader(ctx, k)
+			}
 			if fn != nil {
 				for _, r := range recs {
 					fn(r)
@@ -121,9 +124,9 @@ func (e *Etcd) applyLocked(kv *mvccpb.KeyValue, deleted bool, leaders map[string
 	return nil
 }
 
-// refreshLeaderLocked re-reads the first key of an election whose leader
-// key was deleted. The caller holds e.mu; the read is short.
-func (e *Etcd) refreshLeaderLocked(ctx context.Context, deletedKey string) {
+// refreshLeader re-reads the first key of an election whose leader key
+// was deleted (without e.mu held: it is a request).
+func (e *Etcd) refreshLeader(ctx context.Context, deletedKey string) {
 	i := strings.LastIndex(deletedKey, "/")
 	pfx := deletedKey[:i+1]
 	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
@@ -135,6 +138,11 @@ func (e *Etcd) refreshLeaderLocked(ctx context.Context, deletedKey string) {
 	kv := resp.Kvs[0]
 	parts := strings.Split(strings.TrimPrefix(string(kv.Key), e.opt.Prefix+"/"), "/")
 	if len(parts) == 4 {
-		e.seen[parts[1]] = dbpilot.ClusterLeader{Cluster: parts[1], Member: string(kv.Value), Token: kv.CreateRevision, Since: time.Now()}
+		e.mu.Lock()
+		// A key created since (a later event) may have been applied already.
+		if cur, ok := e.seen[parts[1]]; !ok || cur.Token == 0 || kv.CreateRevision <= cur.Token {
+			e.seen[parts[1]] = dbpilot.ClusterLeader{Cluster: parts[1], Member: string(kv.Value), Token: kv.CreateRevision, Since: time.Now()}
+		}
+		e.mu.Unlock()
 	}
 }
