@@ -33,6 +33,10 @@ type Sample struct {
 	Value  float64    `json:"value"`
 	Type   MetricType `json:"type"`
 	Help   string     `json:"help,omitempty"`
+	// FromZero marks the first sample of a counter the collector left out
+	// while it read 0 (an idle counter): a sink writes a 0 at the source's
+	// previous write before it, so that rates count the first events.
+	FromZero bool `json:"from_zero,omitempty"`
 }
 
 // MonitorTarget is one instance metrics are collected from, with what

@@ -20,6 +20,7 @@ func TestGlobalStatusMariaDB(t *testing.T) {
 	rows := gsFixture(t, "status/mariadb-10.11.txt")
 	q := &gsFakeQuerier{results: map[string]*mysql.Rows{gsQuery: rows}}
 	c := NewGlobalStatus()
+	c.(*globalStatus).SetIdleCounters(true) // the counters at 0 below too
 	if c.Name() != "global_status" || c.DefaultInterval() != time.Second {
 		t.Fatalf("name/interval = %s/%v", c.Name(), c.DefaultInterval())
 	}
@@ -256,6 +257,7 @@ func TestGlobalStatusTiers(t *testing.T) {
 	// fake answers everything and the collector still keeps the set.
 	q := &gsFakeQuerier{results: map[string]*mysql.Rows{gsQuery: rows, gsHotQuery: rows}}
 	c := NewGlobalStatus().(*globalStatus)
+	c.SetIdleCounters(true) // every variable: the tiers alone
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return now }
 	run := func() map[string]float64 {
@@ -303,5 +305,72 @@ func TestGlobalStatusTiers(t *testing.T) {
 	now = now.Add(time.Second)
 	if n := len(run()); n != len(full) {
 		t.Errorf("full interval 0: %d series, want all %d", n, len(full))
+	}
+}
+
+// TestGlobalStatusIdleCounters: counters at 0 are left out until they
+// move; the first value after is marked FromZero, and from then on the
+// counter is written even at 0. Gauges at 0 and Uptime are always written.
+func TestGlobalStatusIdleCounters(t *testing.T) {
+	rows := gsFixture(t, "status/mariadb-10.11.txt")
+	q := &gsFakeQuerier{results: map[string]*mysql.Rows{gsQuery: rows}}
+	c := NewGlobalStatus().(*globalStatus)
+	c.SetFullInterval(0)
+	run := func() map[string]dbpilot.Sample {
+		t.Helper()
+		s, err := c.Collect(context.Background(), q, Target{Flavor: dbpilot.FlavorMariaDB})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gsIndex(t, s)
+	}
+	set := func(name, v string) {
+		for _, row := range rows.Values {
+			if *row[0] == name {
+				row[1] = &v
+				return
+			}
+		}
+		t.Fatalf("no %s in the fixture", name)
+	}
+	first := run()
+	idle := `mysql_global_status_connection_errors_total{error="max_connections"}`
+	for _, name := range []string{idle, `mysql_global_status_performance_schema_lost_total{instrumentation="users_lost"}`, "mysql_global_status_innodb_deadlocks"} {
+		if _, ok := first[name]; ok {
+			t.Errorf("%s at 0 is written", name)
+		}
+	}
+	for _, name := range []string{"mysql_global_status_slave_running", "mysql_global_status_innodb_data_pending_reads", `mysql_global_status_commands_total{command="select"}`} {
+		if _, ok := first[name]; !ok {
+			t.Errorf("%s is not written", name)
+		}
+	}
+	all := NewGlobalStatus().(*globalStatus)
+	all.SetIdleCounters(true)
+	every, err := all.Collect(context.Background(), q, Target{Flavor: dbpilot.FlavorMariaDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) >= len(every)/2 {
+		t.Errorf("idle counters left out: %d series, %d with idle_counters: write", len(first), len(every))
+	}
+	for _, s := range first {
+		if s.FromZero {
+			t.Errorf("%s is FromZero in the first run", s.Name)
+		}
+	}
+
+	set("Connection_errors_max_connections", "3")
+	moved := run()
+	if s, ok := moved[idle]; !ok || s.Value != 3 || !s.FromZero {
+		t.Errorf("after it moved: %+v (written %v), want 3 FromZero", s, ok)
+	}
+	set("Connection_errors_max_connections", "0") // FLUSH STATUS
+	again := run()
+	if s, ok := again[idle]; !ok || s.Value != 0 || s.FromZero {
+		t.Errorf("a counter that moved, back at 0: %+v (written %v), want 0", s, ok)
+	}
+	if len(again) != len(first)+1 {
+		t.Errorf("%d series, want %d", len(again), len(first)+1)
 	}
 }

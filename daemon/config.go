@@ -163,6 +163,11 @@ type MetricsConfig struct {
 	// alerts and dbpilot read) or "all" (every numeric variable, as
 	// mysqld_exporter writes them: ~480 more series per instance).
 	GlobalVariables string `yaml:"global_variables"`
+	// IdleCounters is "skip" (default: a status counter that has read 0
+	// since collection started is not written until it moves, with a 0
+	// before its first value) or "write" (every counter, as
+	// mysqld_exporter writes them: ~300 more series per instance).
+	IdleCounters string `yaml:"idle_counters"`
 	// Local keeps samples in the embedded store (default true). With
 	// false, samples only go to RemoteWrite, and the PromQL API, the
 	// console's charts and alerts query QueryURL.
@@ -261,6 +266,7 @@ hooks:
 metrics:
   retention: 168h                # 7 days at full resolution
   intervals: {innodb: 5s, processlist: 5s}
+  # idle_counters: write         # default skip: status counters still at 0 are written once they move
   # remote_write:                # also send every sample to Prometheus (--web.enable-remote-write-receiver) or VictoriaMetrics
   #   - url: http://vm:8428/api/v1/write
   #     basic_auth: {username: dbpilot, password_file: /etc/dbpilot/rw.pass}   # or bearer_token_file; headers: {...}
@@ -429,6 +435,13 @@ func (c *Config) Validate() error {
 	case "essential", "all":
 	default:
 		return fmt.Errorf("metrics.global_variables: %q is neither essential nor all", c.Metrics.GlobalVariables)
+	}
+	switch c.Metrics.IdleCounters {
+	case "":
+		c.Metrics.IdleCounters = "skip"
+	case "skip", "write":
+	default:
+		return fmt.Errorf("metrics.idle_counters: %q is neither skip nor write", c.Metrics.IdleCounters)
 	}
 	if f := c.Metrics.FullStatusInterval; f != nil && (f.D() < 0 || f.D() > time.Hour) {
 		return fmt.Errorf("metrics.full_status_interval: %s is outside 0..1h", f.D())

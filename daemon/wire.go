@@ -310,6 +310,7 @@ type collectorStarter struct {
 	enabled map[string]bool // nil: all
 	full    time.Duration   // global_status's full interval
 	allVars bool            // global_variables writes every variable
+	idle    bool            // global_status writes counters that never moved
 	cfg     collector.Config
 	sink    dbpilot.MetricSink
 	log     *slog.Logger
@@ -324,6 +325,7 @@ func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSin
 		s.full = f.D()
 	}
 	s.allVars = cfg.Metrics.GlobalVariables == "all"
+	s.idle = cfg.Metrics.IdleCounters == "write"
 	for name, iv := range cfg.Metrics.Intervals {
 		s.cfg.Interval[name] = iv.D()
 	}
@@ -345,6 +347,9 @@ func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, b
 			}
 			if v, ok := c.(interface{ SetAllVariables(bool) }); ok {
 				v.SetAllVariables(s.allVars)
+			}
+			if v, ok := c.(interface{ SetIdleCounters(bool) }); ok {
+				v.SetIdleCounters(s.idle)
 			}
 			cs = append(cs, c)
 		}

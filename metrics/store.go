@@ -103,6 +103,9 @@ type Store struct {
 	life   sync.RWMutex // Write and Forget hold it for reading, Close for writing
 	closed bool
 
+	jobs      chan *appendJob // to the committer (commitLoop)
+	committed chan struct{}   // closed when the committer returns
+
 	mu      sync.RWMutex
 	sources map[sourceKey]*source
 
@@ -150,6 +153,9 @@ type entry struct {
 	v    float64
 	typ  dbpilot.MetricType
 	gen  uint32
+	// fromZero: the series' first sample is an idle counter's first move
+	// (dbpilot.Sample.FromZero), preceded by a 0.
+	fromZero bool
 }
 
 // Open opens the store in opt.Dir, creating it if needed, and replays its
@@ -214,7 +220,10 @@ func open(opt Options, tune func(*tsdb.Options)) (*Store, error) {
 			Parser:                   p,
 		}),
 		freeSpace: freeSpace,
+		jobs:      make(chan *appendJob, maxGroupJobs),
+		committed: make(chan struct{}),
 	}
+	go s.commitLoop()
 	s.initSelfMetrics()
 	return s, nil
 }
@@ -287,6 +296,8 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.jobs) // no Write holds s.life: none is waiting on the committer
+	<-s.committed
 	if err := s.db.Close(); err != nil {
 		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "metrics store: close %s", s.opt.Dir)
 	}
@@ -348,7 +359,7 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 				}
 				continue
 			}
-			e = &entry{lset: lset, name: smp.Name}
+			e = &entry{lset: lset, name: smp.Name, fromZero: smp.FromZero}
 			src.entries[string(key)] = e
 		}
 		if e.gen == src.gen {
@@ -370,33 +381,18 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 	if err := s.checkFreeSpace(); err != nil {
 		return s.writeFailed(dbpilot.WrapError(dbpilot.EUNAVAIL, err, "metrics of %s (%s) not stored", instance, b.Collector))
 	}
-	app := s.db.AppenderV2(ctx)
-	var appended, outOfOrder int
-	for _, e := range ended {
-		// Best effort: a marker refused (out of order) changes nothing.
-		if _, err := app.Append(e.ref, e.lset, 0, t, math.Float64frombits(value.StaleNaN), nil, nil, storage.AppendV2Options{}); err != nil && !isSampleError(err) {
-			_ = app.Rollback()
-			return s.writeFailed(dbpilot.WrapError(dbpilot.EUNAVAIL, err, "metrics of %s (%s) not stored", instance, b.Collector))
-		}
+	// The appends go to the committer, which writes the jobs of every
+	// Write waiting with one TSDB transaction; src.mu stays held until it is
+	// done with this source's entries.
+	job := &appendJob{t: t, prevT: src.lastT, ended: ended, live: live, done: make(chan struct{})}
+	s.jobs <- job
+	<-job.done
+	if job.err != nil {
+		return s.writeFailed(dbpilot.WrapError(dbpilot.EUNAVAIL, job.err, "metrics of %s (%s) not stored", instance, b.Collector))
 	}
-	for _, e := range live {
-		ref, err := app.Append(e.ref, e.lset, 0, t, e.v, nil, nil, storage.AppendV2Options{MetricFamilyName: e.name})
-		switch {
-		case err == nil:
-			e.ref = ref
-			appended++
-		case isSampleError(err):
-			outOfOrder++
-			if firstBad == "" {
-				firstBad = fmt.Sprintf("%s: %v", e.name, err)
-			}
-		default:
-			_ = app.Rollback()
-			return s.writeFailed(dbpilot.WrapError(dbpilot.EUNAVAIL, err, "metrics of %s (%s) not stored", instance, b.Collector))
-		}
-	}
-	if err := app.Commit(); err != nil {
-		return s.writeFailed(dbpilot.WrapError(dbpilot.EUNAVAIL, err, "metrics of %s (%s) not stored", instance, b.Collector))
+	appended, outOfOrder := job.appended, job.outOfOrder
+	if firstBad == "" {
+		firstBad = job.firstBad
 	}
 	src.lastT = t
 	s.appended.Add(float64(appended))
@@ -406,6 +402,112 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 	if invalid+outOfOrder > 0 {
 		return dbpilot.Errorf(dbpilot.EINVALID, "metrics of %s (%s): %d of %d samples not stored; first: %s",
 			instance, b.Collector, invalid+outOfOrder, len(b.Samples), firstBad)
+	}
+	return nil
+}
+
+// appendJob is the appends of one Write, done by the committer.
+type appendJob struct {
+	t, prevT    int64 // the batch's time, the source's previous write
+	ended, live []*entry
+	done        chan struct{}
+	// Results.
+	appended, outOfOrder int
+	firstBad             string
+	err                  error // nothing of the job was stored
+}
+
+// Group commit limits: one TSDB transaction takes the jobs waiting, up to
+// these.
+const (
+	maxGroupJobs    = 256
+	maxGroupSamples = 50_000
+)
+
+// commitLoop is the committer: it takes the jobs waiting (the Writes of
+// many instances' collectors arrive together every second) and writes
+// them with one appender and one commit, so that a fleet's second costs a
+// few WAL writes and one set of appender buffers instead of one of each
+// per batch. It returns when s.jobs is closed.
+func (s *Store) commitLoop() {
+	defer close(s.committed)
+	var group []*appendJob
+	for job := range s.jobs {
+		group = append(group[:0], job)
+		n := len(job.live) + len(job.ended)
+	drain:
+		for len(group) < maxGroupJobs && n < maxGroupSamples {
+			select {
+			case j, ok := <-s.jobs:
+				if !ok {
+					break drain
+				}
+				group = append(group, j)
+				n += len(j.live) + len(j.ended)
+			default:
+				break drain
+			}
+		}
+		s.commitGroup(group)
+		clear(group)
+	}
+}
+
+// commitGroup appends and commits the jobs of group together; an error of
+// the store (not of one sample) fails them all.
+func (s *Store) commitGroup(group []*appendJob) {
+	app := s.db.AppenderV2(context.Background())
+	var err error
+	for _, j := range group {
+		if err = j.append(app); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		_ = app.Rollback()
+	} else {
+		err = app.Commit()
+	}
+	for _, j := range group {
+		if err != nil {
+			j.err = err
+		}
+		close(j.done)
+	}
+}
+
+// append adds j's staleness markers and samples to app.
+func (j *appendJob) append(app storage.AppenderV2) error {
+	for _, e := range j.ended {
+		// Best effort: a marker refused (out of order) changes nothing.
+		if _, err := app.Append(e.ref, e.lset, 0, j.t, math.Float64frombits(value.StaleNaN), nil, nil, storage.AppendV2Options{}); err != nil && !isSampleError(err) {
+			return err
+		}
+	}
+	for _, e := range j.live {
+		if e.fromZero {
+			// An idle counter's first move: its 0 at the source's previous
+			// write, so that rate() and increase() count the first events.
+			e.fromZero = false
+			if j.prevT > 0 && j.prevT < j.t {
+				if ref, err := app.Append(e.ref, e.lset, 0, j.prevT, 0, nil, nil, storage.AppendV2Options{MetricFamilyName: e.name}); err == nil {
+					e.ref = ref
+				}
+			}
+		}
+		ref, err := app.Append(e.ref, e.lset, 0, j.t, e.v, nil, nil, storage.AppendV2Options{MetricFamilyName: e.name})
+		switch {
+		case err == nil:
+			e.ref = ref
+			j.appended++
+		case isSampleError(err):
+			j.outOfOrder++
+			if j.firstBad == "" {
+				j.firstBad = fmt.Sprintf("%s: %v", e.name, err)
+			}
+		default:
+			return err
+		}
 	}
 	return nil
 }

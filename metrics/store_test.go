@@ -448,3 +448,42 @@ func TestPartialBatchKeepsSeries(t *testing.T) {
 		t.Fatalf("a complete batch kept a series it lacks: %v", got)
 	}
 }
+
+// TestFromZero: an idle counter's first value (FromZero) is preceded by a 0
+// at the source's previous write, so increase() counts its first events.
+func TestFromZero(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	for i := range 5 {
+		mustWrite(t, s, batch(primary, "primary", "global_status", t0.Add(time.Duration(i)*time.Second), counter("mysql_global_status_questions", float64(10+i))))
+	}
+	moved := counter("mysql_global_status_innodb_deadlocks", 2)
+	moved.FromZero = true
+	mustWrite(t, s, batch(primary, "primary", "global_status", t0.Add(5*time.Second), counter("mysql_global_status_questions", 15), moved))
+	mustWrite(t, s, batch(primary, "primary", "global_status", t0.Add(6*time.Second), counter("mysql_global_status_questions", 16), counter("mysql_global_status_innodb_deadlocks", 2)))
+	got, err := s.QueryRange(ctx, `mysql_global_status_innodb_deadlocks`, t0, t0.Add(6*time.Second), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0].Points) != 3 || got[0].Points[0].V != 0 || !got[0].Points[0].T.Equal(t0.Add(4*time.Second)) || got[0].Points[1].V != 2 {
+		t.Fatalf("points = %+v, want 0 at +4s, then 2, 2", got)
+	}
+	inc, err := s.QueryInstant(ctx, `increase(mysql_global_status_innodb_deadlocks[10s])`, t0.Add(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inc) != 1 || inc[0].Points[0].V < 2 {
+		t.Fatalf("increase = %+v, want >= 2 (the first deadlocks counted)", inc)
+	}
+	// The first batch of a source has no previous write: no 0 is invented.
+	first := counter("mysql_global_status_innodb_deadlocks", 1)
+	first.FromZero = true
+	mustWrite(t, s, batch(replica, "replica", "global_status", t0, first))
+	got, err = s.QueryRange(ctx, `mysql_global_status_innodb_deadlocks{role="replica"}`, t0.Add(-time.Second), t0, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0].Points) != 1 || got[0].Points[0].V != 1 {
+		t.Fatalf("points = %+v, want 1 alone", got)
+	}
+}

@@ -31,6 +31,7 @@ type sourceKey struct {
 type source struct {
 	cluster, role string
 	gen           uint32
+	lastT         int64              // time of the last batch
 	series        map[string]*series // by seriesKey of name and sample labels
 }
 

@@ -250,9 +250,14 @@ func (s *Sink) Write(ctx context.Context, b dbpilot.Batch) error {
 			}
 			continue
 		}
+		if smp.FromZero && se.lastT == math.MinInt64 && src.lastT > 0 && src.lastT < t {
+			// An idle counter's first move: its 0 at the previous write.
+			s.push(&n, entry{s: se, t: src.lastT, v: 0})
+		}
 		se.lastT = t
 		s.push(&n, entry{s: se, t: t, v: smp.Value})
 	}
+	src.lastT = t
 	for k, se := range src.series {
 		if se.gen != src.gen && !b.Partial { // a partial batch keeps the others
 			s.pushStale(&n, se, t)

@@ -368,3 +368,28 @@ func TestUnqueryable(t *testing.T) {
 		t.Errorf("%d %s", w.Code, w.Body)
 	}
 }
+
+// TestSinkFromZero: an idle counter's first value (FromZero) is sent with
+// a 0 at the source's previous batch before it.
+func TestSinkFromZero(t *testing.T) {
+	rc := newReceiver(t)
+	s := newSink(t, Options{URL: rc.URL})
+	t0 := time.UnixMilli(1_700_000_000_000)
+	s.Write(context.Background(), batch(t0, dbpilot.Sample{Name: "q", Value: 1, Type: dbpilot.Counter}))
+	s.Write(context.Background(), batch(t0.Add(time.Second), dbpilot.Sample{Name: "q", Value: 2, Type: dbpilot.Counter},
+		dbpilot.Sample{Name: "deadlocks", Value: 3, Type: dbpilot.Counter, FromZero: true}))
+	waitIdle(t, s)
+	_, series := rc.received()
+	var got []string
+	for _, ts := range series {
+		if ts.Labels[0].Value != "deadlocks" {
+			continue
+		}
+		for _, smp := range ts.Samples {
+			got = append(got, fmt.Sprintf("%d=%g", smp.Timestamp-t0.UnixMilli(), smp.Value))
+		}
+	}
+	if strings.Join(got, ",") != "0=0,1000=3" {
+		t.Errorf("deadlocks samples %v, want 0 at the previous batch then 3", got)
+	}
+}
