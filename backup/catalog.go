@@ -36,33 +36,11 @@ func (s *session) query(ctx context.Context, op, q string, args ...any) ([][]*st
 		return nil, nil, s.fail(op, err)
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
+	r, err := mysql.ReadRows(rows)
 	if err != nil {
 		return nil, nil, s.fail(op, err)
 	}
-	var out [][]*string
-	raw := make([]sql.RawBytes, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range raw {
-		ptrs[i] = &raw[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, nil, s.fail(op, err)
-		}
-		row := make([]*string, len(cols))
-		for i, b := range raw {
-			if b != nil {
-				v := string(b)
-				row[i] = &v
-			}
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, s.fail(op, err)
-	}
-	return out, cols, nil
+	return r.Values, r.Columns, nil
 }
 
 // value reads one value ("" and false for no row or NULL).

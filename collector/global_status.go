@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -61,7 +62,7 @@ import (
 // totals, Uptime, ...), gauges for levels (Threads_connected, Open_*,
 // Max_used_connections, *_pending_*, ...).
 func NewGlobalStatus() Collector {
-	return &globalStatus{cache: map[string]*gsDesc{}, fullEvery: DefaultFullStatusInterval, skipIdle: true, now: time.Now}
+	return &globalStatus{fullEvery: DefaultFullStatusInterval, skipIdle: true, now: time.Now}
 }
 
 // DefaultFullStatusInterval is how often global_status writes the status
@@ -70,8 +71,8 @@ const DefaultFullStatusInterval = 10 * time.Second
 
 type globalStatus struct {
 	mu        sync.Mutex
-	cache     map[string]*gsDesc // variable name → how it is written
-	fullEvery time.Duration      // 0: every variable every run
+	state     []uint8       // idle-counter state by gsDesc.id
+	fullEvery time.Duration // 0: every variable every run
 	lastFull  time.Time
 	partial   bool // the last run wrote the every-second set only
 	skipIdle  bool // counters that never left 0 are not written
@@ -126,46 +127,67 @@ func (c *globalStatus) Collect(ctx context.Context, q Querier, _ Target) ([]dbpi
 		c.lastFull = now
 	}
 	c.partial = !full
-	out := gsParseTier(r, c.cache, full, c.skipIdle)
+	var state *[]uint8
+	if c.skipIdle {
+		state = &c.state
+	}
+	out := gsParseTier(r, state, full)
 	c.mu.Unlock()
 	return append(out, runnerUpSample(1)), nil
 }
 
-// gsDesc says how one status variable is written.
+// gsDesc says how one status variable is written. Descriptions are shared
+// by every instance (gsDescFor); what changes per instance (idle counters)
+// is in the collector's state, indexed by id.
 type gsDesc struct {
+	id     int
 	skip   bool
 	hot    bool // written every run (gsHot)
 	name   string
 	labels []dbpilot.Label
 	typ    dbpilot.MetricType
-	// Idle counters (skipIdle): idle while the counter has read 0 on every
-	// run so far and was left out; moved once it has been written.
-	idle, moved bool
-	always      bool // Uptime: 0 in a server's first second is news too
+	always bool // Uptime: 0 in a server's first second is news too
 }
 
-// gsParse turns SHOW GLOBAL STATUS rows (name, value) into samples. cache,
-// when not nil, keeps the name mapping between runs.
-func gsParse(r *mysql.Rows, cache map[string]*gsDesc) []dbpilot.Sample {
-	return gsParseTier(r, cache, true, false)
+// gsDescs are the descriptions of every status variable name seen, for
+// every instance: a fleet's servers share their names, and a map per
+// instance was 46 MB at 1000 instances.
+var (
+	gsDescs  sync.Map // string → *gsDesc
+	gsDescID atomic.Int64
+)
+
+func gsDescFor(raw string) *gsDesc {
+	if d, ok := gsDescs.Load(raw); ok {
+		return d.(*gsDesc)
+	}
+	d := gsDescribe(raw)
+	d.id = int(gsDescID.Add(1) - 1)
+	got, _ := gsDescs.LoadOrStore(strings.Clone(raw), d) // raw shares its result's memory
+	return got.(*gsDesc)
+}
+
+// Idle-counter state of one variable on one instance.
+const (
+	gsIdle  uint8 = 1 << iota // read 0 on every run so far, and left out
+	gsMoved                   // written once: written from then on
+)
+
+// gsParse turns SHOW GLOBAL STATUS rows (name, value) into samples.
+func gsParse(r *mysql.Rows) []dbpilot.Sample {
+	return gsParseTier(r, nil, true)
 }
 
 // gsParseTier is gsParse of every variable (full) or of the every-second
-// set only; with skipIdle (and a cache to remember them), counters that
-// have read 0 on every run are left out.
-func gsParseTier(r *mysql.Rows, cache map[string]*gsDesc, full, skipIdle bool) []dbpilot.Sample {
+// set only. With state (the instance's idle-counter state, grown as
+// needed), counters that have read 0 on every run are left out.
+func gsParseTier(r *mysql.Rows, state *[]uint8, full bool) []dbpilot.Sample {
 	out := make([]dbpilot.Sample, 0, len(r.Values))
 	for _, row := range r.Values {
 		if len(row) < 2 || row[0] == nil || row[1] == nil {
 			continue
 		}
-		d := cache[*row[0]]
-		if d == nil {
-			d = gsDescribe(*row[0])
-			if cache != nil {
-				cache[*row[0]] = d
-			}
-		}
+		d := gsDescFor(*row[0])
 		if d.skip || (!full && !d.hot) {
 			continue
 		}
@@ -174,12 +196,19 @@ func gsParseTier(r *mysql.Rows, cache map[string]*gsDesc, full, skipIdle bool) [
 			continue
 		}
 		fromZero := false
-		if skipIdle && cache != nil && d.typ == dbpilot.Counter && !d.moved && !d.always {
-			if v == 0 {
-				d.idle = true
-				continue
+		if state != nil && d.typ == dbpilot.Counter && !d.always {
+			if d.id >= len(*state) {
+				*state = append(*state, make([]uint8, d.id+1-len(*state))...)
 			}
-			d.moved, fromZero = true, d.idle
+			st := &(*state)[d.id]
+			if *st&gsMoved == 0 {
+				if v == 0 {
+					*st |= gsIdle
+					continue
+				}
+				fromZero = *st&gsIdle != 0
+				*st |= gsMoved
+			}
 		}
 		out = append(out, dbpilot.Sample{Name: d.name, Labels: d.labels, Value: v, Type: d.typ, FromZero: fromZero})
 	}

@@ -113,7 +113,7 @@ func TestGlobalStatusMySQL(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			samples := gsParse(gsFixture(t, tc.file), map[string]*gsDesc{})
+			samples := gsParse(gsFixture(t, tc.file))
 			got := gsIndex(t, samples)
 			gsCheck(t, got, tc.wants)
 			gsCheckAbsent(t, got, "mysql_global_status_rsa_public_key", "mysql_global_status_current_tls_version",
@@ -239,12 +239,12 @@ func FuzzGsParseValue(f *testing.F) {
 // the name cache warm, as in steady state. Figures only; never pass/fail.
 func BenchmarkGlobalStatusParse(b *testing.B) {
 	rows := gsFixture(b, "status/mariadb-10.11.txt")
-	cache := map[string]*gsDesc{}
-	gsParse(rows, cache)
+	var state []uint8
+	gsParseTier(rows, &state, true)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		gsParse(rows, cache)
+		gsParseTier(rows, &state, true)
 	}
 }
 

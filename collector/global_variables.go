@@ -26,12 +26,25 @@ import (
 // once after it reconnects, which is when a restart with another
 // configuration would show. A restart seen only through Uptime going down
 // (without the connection breaking) waits for the next tick.
-func NewGlobalVariables() Collector { return &globalVariables{cache: map[string]string{}} }
+func NewGlobalVariables() Collector { return &globalVariables{} }
 
 type globalVariables struct {
-	mu    sync.Mutex
-	cache map[string]string // variable name → metric name ("" skipped)
-	all   bool              // every numeric variable, not the essential set
+	mu  sync.Mutex
+	all bool // every numeric variable, not the essential set
+}
+
+// gvNames maps variable names to metric names, for every instance (a
+// fleet's servers share their variable names; a map per instance was 55 MB
+// at 1000 instances).
+var gvNames sync.Map // string → string
+
+func gvMetricName(raw string) string {
+	if n, ok := gvNames.Load(raw); ok {
+		return n.(string)
+	}
+	n := "mysql_global_variables_" + gsMetricName(raw)
+	gvNames.Store(strings.Clone(raw), n) // raw shares its result's memory
+	return n
 }
 
 // SetAllVariables makes the collector write every numeric variable, as
@@ -40,7 +53,6 @@ type globalVariables struct {
 func (c *globalVariables) SetAllVariables(all bool) {
 	c.mu.Lock()
 	c.all = all
-	c.cache = map[string]string{}
 	c.mu.Unlock()
 }
 
@@ -55,11 +67,12 @@ func (c *globalVariables) Collect(ctx context.Context, q Querier, _ Target) ([]d
 		return nil, err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.all {
-		return gvParse(r, c.cache), nil
+	all := c.all
+	c.mu.Unlock()
+	if all {
+		return gvParse(r, nil), nil
 	}
-	return gvParseSet(r, c.cache, gvEssential), nil
+	return gvParse(r, gvEssential), nil
 }
 
 // gvEssential are the global variables written by default (lowercased):
@@ -93,38 +106,26 @@ var gvEssential = gsSet(
 	"aria_pagecache_buffer_size", "have_ssl", "lower_case_table_names",
 )
 
-// gvParseSet is gvParse keeping only the variables of set (the version and
-// Galera information samples always).
-func gvParseSet(r *mysql.Rows, cache map[string]string, set map[string]bool) []dbpilot.Sample {
-	all := gvParse(r, cache)
-	out := all[:0]
-	for _, s := range all {
-		if n, ok := strings.CutPrefix(s.Name, "mysql_global_variables_"); ok && !set[n] {
-			continue
-		}
-		out = append(out, s)
+// gvParse turns SHOW GLOBAL VARIABLES rows into samples: of the variables
+// of set only (lowercased names), or of every numeric one when set is nil;
+// the version and Galera information samples always.
+func gvParse(r *mysql.Rows, set map[string]bool) []dbpilot.Sample {
+	n := len(r.Values)
+	if set != nil {
+		n = min(n, len(set)+4)
 	}
-	return out
-}
-
-// gvParse turns SHOW GLOBAL VARIABLES rows into samples; cache may be nil.
-func gvParse(r *mysql.Rows, cache map[string]string) []dbpilot.Sample {
-	out := make([]dbpilot.Sample, 0, len(r.Values)/2)
+	out := make([]dbpilot.Sample, 0, n)
 	text := map[string]string{}
 	for _, row := range r.Values {
 		if len(row) < 2 || row[0] == nil || row[1] == nil {
 			continue
 		}
 		raw, val := *row[0], *row[1]
-		name, ok := cache[raw]
-		if !ok {
-			name = "mysql_global_variables_" + gsMetricName(raw)
-			if cache != nil {
-				cache[raw] = name
+		name := gvMetricName(raw)
+		if set == nil || set[name[len("mysql_global_variables_"):]] {
+			if v, ok := gsParseValue(val); ok {
+				out = append(out, dbpilot.Sample{Name: name, Value: v, Type: dbpilot.Gauge})
 			}
-		}
-		if v, ok := gsParseValue(val); ok {
-			out = append(out, dbpilot.Sample{Name: name, Value: v, Type: dbpilot.Gauge})
 		}
 		switch lower := strings.ToLower(raw); lower {
 		case "version", "innodb_version", "version_comment", "wsrep_on", "wsrep_cluster_name", "wsrep_provider_options":

@@ -419,37 +419,15 @@ type runnerSQLConn struct {
 func (c *runnerSQLConn) Query(ctx context.Context, query string, args ...any) (*mysql.Rows, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	qctx, cancel := context.WithTimeout(ctx, c.timeout)
+	qctx, cancel := mysql.WithQueryTimeout(ctx, c.timeout)
 	defer cancel()
 	rows, err := c.c.QueryContext(qctx, query, args...)
 	if err != nil {
 		return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
+	res, err := mysql.ReadRows(rows)
 	if err != nil {
-		return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
-	}
-	res := &mysql.Rows{Columns: cols}
-	raw := make([]sql.RawBytes, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range raw {
-		ptrs[i] = &raw[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
-		}
-		vals := make([]*string, len(cols))
-		for i, b := range raw {
-			if b != nil {
-				s := string(b)
-				vals[i] = &s
-			}
-		}
-		res.Values = append(res.Values, vals)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
 	}
 	return res, nil

@@ -142,6 +142,9 @@ type source struct {
 	gen     uint32
 	lastT   int64
 	entries map[string]*entry // by seriesKey of name and sample labels
+	// Buffers of Write, kept between batches.
+	key  []byte
+	live []*entry
 }
 
 // entry is one series of a source.
@@ -338,11 +341,11 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 	}
 	src.gen++
 	var (
-		key      []byte
+		key      = src.key[:0]
 		scratch  []dbpilot.Label
 		invalid  int
 		firstBad string
-		live     = make([]*entry, 0, len(b.Samples))
+		live     = src.live[:0]
 		instance = b.Instance.String()
 	)
 	for i := range b.Samples {
@@ -384,6 +387,7 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 	// The appends go to the committer, which writes the jobs of every
 	// Write waiting with one TSDB transaction; src.mu stays held until it is
 	// done with this source's entries.
+	src.key, src.live = key, live // reused by the next batch
 	job := &appendJob{t: t, prevT: src.lastT, ended: ended, live: live, done: make(chan struct{})}
 	s.jobs <- job
 	<-job.done

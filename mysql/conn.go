@@ -174,37 +174,15 @@ func (r *Rows) NameValues() map[string]string {
 
 // Query runs one statement with the query timeout and reads every row.
 func (d *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
-	qctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
+	qctx, cancel := withQueryTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
 	rows, err := d.db.QueryContext(qctx, query, args...)
 	if err != nil {
 		return nil, d.classify(err, "query "+firstWords(query))
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
+	res, err := ReadRows(rows)
 	if err != nil {
-		return nil, d.classify(err, "query "+firstWords(query))
-	}
-	res := &Rows{Columns: cols}
-	for rows.Next() {
-		raw := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range raw {
-			ptrs[i] = &raw[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, d.classify(err, "query "+firstWords(query))
-		}
-		vals := make([]*string, len(cols))
-		for i, b := range raw {
-			if b != nil {
-				s := string(b)
-				vals[i] = &s
-			}
-		}
-		res.Values = append(res.Values, vals)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, d.classify(err, "query "+firstWords(query))
 	}
 	return res, nil

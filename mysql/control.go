@@ -685,37 +685,15 @@ func (p *pinnedConn) Exec(ctx context.Context, stmts ...string) error {
 }
 
 func (p *pinnedConn) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
-	qctx, cancel := context.WithTimeout(ctx, p.d.opts.QueryTimeout)
+	qctx, cancel := withQueryTimeout(ctx, p.d.opts.QueryTimeout)
 	defer cancel()
 	rows, err := p.c.QueryContext(qctx, query, args...)
 	if err != nil {
 		return nil, p.d.classify(err, "query "+firstWords(query))
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
+	res, err := ReadRows(rows)
 	if err != nil {
-		return nil, p.d.classify(err, "query "+firstWords(query))
-	}
-	res := &Rows{Columns: cols}
-	for rows.Next() {
-		raw := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range raw {
-			ptrs[i] = &raw[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, p.d.classify(err, "query "+firstWords(query))
-		}
-		vals := make([]*string, len(cols))
-		for i, b := range raw {
-			if b != nil {
-				v := string(b)
-				vals[i] = &v
-			}
-		}
-		res.Values = append(res.Values, vals)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, p.d.classify(err, "query "+firstWords(query))
 	}
 	return res, nil

@@ -148,6 +148,29 @@ func TestInspectErrors(t *testing.T) {
 	if _, err := in.Inspect(ctx, d.Nodes[0].Key()); err != nil {
 		t.Fatal(err)
 	}
+	// ReadRows: NULL, empty and multi-byte values over several rows.
+	db, err := mysql.Open(ctx, d.Nodes[0].Key(), d.AdminOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := db.Query(ctx, "SELECT 'a' AS x, NULL AS y, '' AS z UNION ALL SELECT 'bç', 'd', NULL UNION ALL SELECT '', '', 'end'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, row := range r.Values {
+		for _, v := range row {
+			if v == nil {
+				got = append(got, "NULL")
+			} else {
+				got = append(got, "'"+*v+"'")
+			}
+		}
+	}
+	if strings.Join(r.Columns, ",") != "x,y,z" || strings.Join(got, " ") != "'a' NULL '' 'bç' 'd' NULL '' '' 'end'" {
+		t.Errorf("rows %v of %v", got, r.Columns)
+	}
 	// The server goes away: the next inspect, although it holds a pooled
 	// connection, reports the connect error, without the password.
 	if err := sandbox.Kill(d, "node1"); err != nil {
