@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -249,6 +250,17 @@ func (r *Runner) Stats() []Stat {
 
 func (r *Runner) loop(ctx context.Context, s *runnerSlot) {
 	defer r.wg.Done()
+	// Each (instance, collector) runs at its own phase of the second, so
+	// that a fleet's collections do not all start on the same millisecond
+	// (a serve that starts, or a network that comes back, would otherwise
+	// send every instance's statements at once, every second).
+	if p := runnerPhase(r.target.Key, s.name, s.interval); p > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(p):
+		}
+	}
 	tick := time.NewTicker(s.interval)
 	defer tick.Stop()
 	r.fire(ctx, s, false)
@@ -262,6 +274,19 @@ func (r *Runner) loop(ctx context.Context, s *runnerSlot) {
 			r.fire(ctx, s, false)
 		}
 	}
+}
+
+// runnerPhase is the delay of the first run of a collector on an instance:
+// from a hash of both, below the interval and below a second.
+func runnerPhase(k dbpilot.InstanceKey, collector string, interval time.Duration) time.Duration {
+	span := min(interval, time.Second)
+	if span <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(k.String()))
+	h.Write([]byte(collector))
+	return time.Duration(h.Sum64() % uint64(span))
 }
 
 // fire starts a run of s unless one is going; a tick that finds one going
@@ -374,7 +399,7 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 // whether the server answered (a server error such as a missing privilege
 // still counts as connected).
 func (r *Runner) collect(ctx context.Context, s *runnerSlot, t Target) (samples []dbpilot.Sample, connected bool, err error) {
-	sess, err := r.pool.acquire(ctx)
+	sess, err := r.pool.acquire(ctx, s.timeout)
 	if err != nil {
 		return nil, false, err
 	}

@@ -77,21 +77,21 @@ var errRunnerClosed = dbpilot.Errorf(dbpilot.EUNAVAIL, "collector: runner stoppe
 
 // acquire returns a session: an idle one, or a new connection unless the
 // instance is down and its retry time has not come.
-func (p *runnerPool) acquire(ctx context.Context) (*runnerSession, error) {
+func (p *runnerPool) acquire(ctx context.Context, timeout time.Duration) (*runnerSession, error) {
 	select {
 	case p.tokens <- struct{}{}:
 	case <-ctx.Done():
 		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, ctx.Err(), "collector: wait for a connection")
 	}
-	s, err := p.get(ctx)
+	s, err := p.get(ctx, timeout)
 	if err != nil {
 		<-p.tokens
 	}
 	return s, err
 }
 
-func (p *runnerPool) get(ctx context.Context) (*runnerSession, error) {
-	if s, err := p.popIdle(); s != nil || err != nil {
+func (p *runnerPool) get(ctx context.Context, timeout time.Duration) (*runnerSession, error) {
+	if s, err := p.popIdle(timeout); s != nil || err != nil {
 		return s, err
 	}
 	select {
@@ -102,7 +102,7 @@ func (p *runnerPool) get(ctx context.Context) (*runnerSession, error) {
 	}
 	// Another run may have returned a session, or failed to connect, while
 	// this one waited.
-	if s, err := p.popIdle(); s != nil || err != nil {
+	if s, err := p.popIdle(timeout); s != nil || err != nil {
 		return s, err
 	}
 	p.mu.Lock()
@@ -141,18 +141,30 @@ func (p *runnerPool) get(ctx context.Context) (*runnerSession, error) {
 }
 
 // popIdle returns an idle session, or an error once the pool is closed.
-func (p *runnerPool) popIdle() (*runnerSession, error) {
+// popIdle takes an idle session, preferably one whose statement timeout
+// is already timeout: the every-second collectors then keep one session
+// and the slower ones (other timeouts) the other, instead of a SET before
+// most statements.
+func (p *runnerPool) popIdle(timeout time.Duration) (*runnerSession, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil, errRunnerClosed
 	}
-	if n := len(p.idle); n > 0 {
-		s := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		return s, nil
+	n := len(p.idle)
+	if n == 0 {
+		return nil, nil
 	}
-	return nil, nil
+	i := n - 1
+	for j := n - 1; j >= 0; j-- {
+		if p.idle[j].statementTimeout() == timeout {
+			i = j
+			break
+		}
+	}
+	s := p.idle[i]
+	p.idle = append(p.idle[:i], p.idle[i+1:]...)
+	return s, nil
 }
 
 // connect dials and prepares a session.
@@ -289,6 +301,13 @@ func (s *runnerSession) init(ctx context.Context, known *runnerIdent) error {
 		}
 	}
 	return nil
+}
+
+// statementTimeout is the server's statement limit set on the session.
+func (s *runnerSession) statementTimeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stmtMax
 }
 
 // setStatementTimeout makes the server stop statements of this session

@@ -24,10 +24,11 @@ func errUnknown() *sqlError {
 // must end (the instance died during a SLEEP).
 func (c *conn) query(q string, r *response) bool {
 	f := c.in.fleet
+	q = strings.TrimRight(strings.TrimSpace(q), ";")
 	f.statsMu.Lock()
 	f.queries++
+	f.kinds[statementKind(q)]++
 	f.statsMu.Unlock()
-	q = strings.TrimRight(strings.TrimSpace(q), ";")
 	u := strings.ToUpper(q)
 	now := time.Now()
 	in := c.in

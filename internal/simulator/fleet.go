@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,7 @@ type Fleet struct {
 	statsMu sync.Mutex
 	queries uint64
 	unknown map[string]uint64
+	kinds   map[string]uint64 // statements answered by statementKind
 }
 
 // Cluster is one primary and its replicas.
@@ -110,7 +112,7 @@ func New(opt Options) *Fleet {
 	if opt.Host == "" {
 		opt.Host = "127.0.0.1"
 	}
-	f := &Fleet{opt: opt, tmpl: loadTemplates(), start: time.Now(), byPort: map[int]*Instance{}, unknown: map[string]uint64{}}
+	f := &Fleet{opt: opt, tmpl: loadTemplates(), start: time.Now(), byPort: map[int]*Instance{}, unknown: map[string]uint64{}, kinds: map[string]uint64{}}
 	f.hostname, _ = os.Hostname()
 	if f.hostname == "" {
 		f.hostname = "localhost"
@@ -255,14 +257,33 @@ type Stats struct {
 	Queries     uint64            `json:"queries"`
 	Connections int               `json:"connections"`
 	Unknown     map[string]uint64 `json:"unknown"`
+	// Kinds counts statements by their first words (statementKind).
+	Kinds map[string]uint64 `json:"kinds"`
+}
+
+// statementKind names a statement by its first three words (SHOW GLOBAL
+// STATUS, SELECT @@global.version, ...), for Stats.
+func statementKind(q string) string {
+	f := strings.Fields(q)
+	if len(f) > 3 {
+		f = f[:3]
+	}
+	k := strings.Join(f, " ")
+	if len(k) > 48 {
+		k = k[:48]
+	}
+	return k
 }
 
 // Stats returns the statements answered and those not known.
 func (f *Fleet) Stats() Stats {
 	f.statsMu.Lock()
-	s := Stats{Queries: f.queries, Unknown: make(map[string]uint64, len(f.unknown))}
+	s := Stats{Queries: f.queries, Unknown: make(map[string]uint64, len(f.unknown)), Kinds: make(map[string]uint64, len(f.kinds))}
 	for k, v := range f.unknown {
 		s.Unknown[k] = v
+	}
+	for k, v := range f.kinds {
+		s.Kinds[k] = v
 	}
 	f.statsMu.Unlock()
 	for _, in := range f.byPort {
