@@ -54,6 +54,10 @@ type Config struct {
 	Interval map[string]time.Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
 	// Timeout bounds every run; zero means 80% of the collector's interval.
 	Timeout time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// WriteIdleCounters writes counters that have read 0 since the runner
+	// started; by default they are left out until they move (see
+	// runnerSlot.dropIdle), as global_status does with its own.
+	WriteIdleCounters bool `json:"write_idle_counters,omitempty" yaml:"write_idle_counters,omitempty"`
 }
 
 // Validate checks the configuration.
@@ -151,6 +155,13 @@ type runnerSlot struct {
 	mu       sync.Mutex
 	stat     Stat
 	sinkWarn time.Time // last time a sink error was logged
+	origin   time.Time // the ticker's start: ticks are origin + k × interval
+	lastT    time.Time // the time of the last batch
+	// Idle counters: state of the collector's unlabelled counters by name
+	// (nil: every sample written), and of the errors, skipped and slow
+	// counters of the collector itself.
+	idle map[string]uint8
+	self [3]uint8
 }
 
 // NewRunner runs collectors against one instance, sending each batch to
@@ -181,6 +192,9 @@ func NewRunner(t Target, opts mysql.Options, collectors []Collector, cfg Config,
 			kick: make(chan struct{}, 1),
 			stat: Stat{Collector: c.Name(), Interval: iv},
 		})
+		if _, own := c.(interface{ SetIdleCounters(bool) }); !own && !cfg.WriteIdleCounters {
+			r.slots[len(r.slots)-1].idle = map[string]uint8{}
+		}
 	}
 	r.pool = newRunnerPool(&runnerMySQLDialer{key: t.Key, opts: opts}, RunnerSessions)
 	r.pool.onReconnect = func() {
@@ -263,6 +277,9 @@ func (r *Runner) loop(ctx context.Context, s *runnerSlot) {
 	}
 	tick := time.NewTicker(s.interval)
 	defer tick.Stop()
+	s.mu.Lock()
+	s.origin = time.Now()
+	s.mu.Unlock()
 	r.fire(ctx, s, false)
 	for {
 		select {
@@ -274,6 +291,77 @@ func (r *Runner) loop(ctx context.Context, s *runnerSlot) {
 			r.fire(ctx, s, false)
 		}
 	}
+}
+
+// Idle-counter states (global_status keeps its own, by variable).
+const (
+	idleSeen  uint8 = 1 << iota // read 0 on every run so far, and left out
+	idleMoved                   // written once: written from then on
+)
+
+// idleStep advances one counter's idle state for a reading that is zero
+// or not; skip says idle counters are left out. It returns whether to
+// write the reading, and whether it is the first after readings left out
+// (dbpilot.Sample.FromZero).
+func idleStep(st *uint8, zero, skip bool) (write, fromZero bool) {
+	if !skip || *st&idleMoved != 0 {
+		return true, false
+	}
+	if zero {
+		*st |= idleSeen
+		return false, false
+	}
+	fromZero = *st&idleSeen != 0
+	*st |= idleMoved
+	return true, fromZero
+}
+
+// dropIdle leaves out the collector's unlabelled counters that have read
+// 0 on every run so far (a server's INNODB_METRICS has dozens), as
+// global_status does with its variables: a series costs the store about
+// a kilobyte whether it moves or not. Only the runs of s call it.
+func (s *runnerSlot) dropIdle(samples []dbpilot.Sample) []dbpilot.Sample {
+	if s.idle == nil {
+		return samples
+	}
+	out := samples[:0]
+	for _, smp := range samples {
+		if smp.Type == dbpilot.Counter && len(smp.Labels) == 0 {
+			st := s.idle[smp.Name]
+			write, fromZero := idleStep(&st, smp.Value == 0, true)
+			s.idle[smp.Name] = st
+			if !write {
+				continue
+			}
+			smp.FromZero = smp.FromZero || fromZero
+		}
+		out = append(out, smp)
+	}
+	return out
+}
+
+// sampleTime is the time a batch of a run started at start carries: the
+// tick it belongs to when it started within a tenth of the interval of one
+// (as Prometheus stamps scrapes with their schedule), else start; always
+// after the last batch's, in whole milliseconds. Samples one interval
+// apart compress to a bit of timestamp each in the TSDB's chunks, where
+// the scheduler's jitter cost a byte or two per sample.
+func (s *runnerSlot) sampleTime(start time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := start
+	if !s.origin.IsZero() && s.interval > 0 {
+		k := (start.Sub(s.origin) + s.interval/2) / s.interval
+		if tick := s.origin.Add(k * s.interval); tick.Sub(start).Abs() <= s.interval/10 {
+			t = tick
+		}
+	}
+	t = t.Truncate(time.Millisecond)
+	if !t.After(s.lastT) {
+		t = s.lastT.Add(time.Millisecond)
+	}
+	s.lastT = t
+	return t
 }
 
 // runnerPhase is the delay of the first run of a collector on an instance:
@@ -361,18 +449,27 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 	if s.up {
 		samples = runnerSetUp(samples, connected)
 	}
+	samples = s.dropIdle(samples)
 	lbl := []dbpilot.Label{{Name: "collector", Value: s.name}}
 	samples = append(samples,
-		dbpilot.Sample{Name: MetricCollectorDuration, Labels: lbl, Value: took.Seconds(), Type: dbpilot.Gauge, Help: "How long the collector's last run took."},
-		dbpilot.Sample{Name: MetricCollectorErrors, Labels: lbl, Value: float64(st.Errors), Type: dbpilot.Counter, Help: "Runs of the collector that failed."},
-		dbpilot.Sample{Name: MetricCollectorSkipped, Labels: lbl, Value: float64(st.Skipped), Type: dbpilot.Counter, Help: "Ticks skipped because the collector's previous run was still going."},
-		dbpilot.Sample{Name: MetricCollectorSlow, Labels: lbl, Value: float64(st.Slow), Type: dbpilot.Counter, Help: "Runs that took more than 10% of the collector's interval."},
-	)
+		dbpilot.Sample{Name: MetricCollectorDuration, Labels: lbl, Value: took.Seconds(), Type: dbpilot.Gauge, Help: "How long the collector's last run took."})
+	for i, c := range [...]struct {
+		name, help string
+		v          uint64
+	}{
+		{MetricCollectorErrors, "Runs of the collector that failed.", st.Errors},
+		{MetricCollectorSkipped, "Ticks skipped because the collector's previous run was still going.", st.Skipped},
+		{MetricCollectorSlow, "Runs that took more than 10% of the collector's interval.", st.Slow},
+	} {
+		if write, fromZero := idleStep(&s.self[i], c.v == 0, !r.cfg.WriteIdleCounters); write {
+			samples = append(samples, dbpilot.Sample{Name: c.name, Labels: lbl, Value: float64(c.v), Type: dbpilot.Counter, Help: c.help, FromZero: fromZero})
+		}
+	}
 	batch.Collector = s.name
 	if pc, ok := s.c.(PartialCollector); ok && err == nil {
 		batch.Partial = pc.LastPartial()
 	}
-	batch.Time = start
+	batch.Time = s.sampleTime(start)
 	batch.Took = took
 	batch.Slow = slow
 	batch.Samples = samples

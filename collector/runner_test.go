@@ -156,7 +156,7 @@ func runnerSample(b dbpilot.Batch, name string) (dbpilot.Sample, bool) {
 
 func TestRunnerBatchesAndSelfMetrics(t *testing.T) {
 	d := &runnerFakeDialer{}
-	r, sink := newTestRunner(t, d, Config{Interval: map[string]time.Duration{"global_status": 30 * time.Millisecond, "other": 30 * time.Millisecond}},
+	r, sink := newTestRunner(t, d, Config{Interval: map[string]time.Duration{"global_status": 30 * time.Millisecond, "other": 30 * time.Millisecond}, WriteIdleCounters: true},
 		runnerFunc{"other", time.Second, runnerQuery},
 		runnerFunc{"global_status", time.Second, runnerQuery},
 	)
@@ -477,4 +477,92 @@ func TestRunnerRetarget(t *testing.T) {
 		bs := sink.of("c")
 		return bs[len(bs)-1].Instance == moved && r.pool.dialCount() > dials
 	})
+}
+
+// TestRunnerSampleTime: runs that start near a tick carry the tick's time
+// (whole intervals apart, for the TSDB's timestamp compression); a run far
+// from any tick keeps its start; times always increase.
+func TestRunnerSampleTime(t *testing.T) {
+	origin := time.Date(2026, 11, 25, 10, 0, 0, 123_456_789, time.UTC)
+	s := &runnerSlot{interval: time.Second, origin: origin}
+	var got []time.Duration
+	for _, late := range []time.Duration{2 * time.Millisecond, 1*time.Second + 37*time.Millisecond, 2*time.Second - 20*time.Millisecond,
+		2*time.Second + 400*time.Millisecond, 2*time.Second + 401*time.Millisecond, 3 * time.Second} {
+		got = append(got, s.sampleTime(origin.Add(late)).Sub(origin.Truncate(time.Millisecond)))
+	}
+	want := []time.Duration{0, time.Second, 2 * time.Second, 2*time.Second + 400*time.Millisecond, 2*time.Second + 401*time.Millisecond, 3 * time.Second}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("sample times %v, want %v", got, want)
+		}
+	}
+	// A kicked run on a tick already used, then the tick's own run.
+	s2 := &runnerSlot{interval: time.Second, origin: origin}
+	a := s2.sampleTime(origin.Add(time.Second))
+	b := s2.sampleTime(origin.Add(time.Second + 5*time.Millisecond))
+	if !b.After(a) {
+		t.Errorf("two runs of one tick: %v then %v", a, b)
+	}
+}
+
+// TestRunnerIdleCounters: by default an unlabelled counter and the
+// collector's own error counter are left out while they read 0, then
+// written from their first move on, that first sample marked FromZero.
+func TestRunnerIdleCounters(t *testing.T) {
+	d := &runnerFakeDialer{}
+	var mu sync.Mutex
+	run := 0
+	c := runnerFunc{"other", time.Second, func(ctx context.Context, q Querier, _ Target) ([]dbpilot.Sample, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		run++
+		if run == 3 {
+			return nil, errors.New("broken run")
+		}
+		moved := 0.0
+		if run >= 4 {
+			moved = 5
+		}
+		return []dbpilot.Sample{{Name: "idle_total", Type: dbpilot.Counter}, {Name: "moves_total", Type: dbpilot.Counter, Value: moved},
+			{Name: "level", Type: dbpilot.Gauge}, {Name: "by_kind_total", Type: dbpilot.Counter, Labels: []dbpilot.Label{{Name: "kind", Value: "a"}}}}, nil
+	}}
+	r, sink := newTestRunner(t, d, Config{Interval: map[string]time.Duration{"other": 20 * time.Millisecond}}, c)
+	r.Start(context.Background())
+	runnerWait(t, 5*time.Second, "five batches", func() bool { return len(sink.of("other")) >= 5 })
+	r.Stop()
+	bs := sink.of("other")
+	has := func(b dbpilot.Batch, key string) (dbpilot.Sample, bool) {
+		s, ok := gsIndex(t, b.Samples)[key]
+		return s, ok
+	}
+	errs := MetricCollectorErrors + `{collector="other"}`
+	for i, b := range bs[:5] {
+		if _, ok := has(b, "idle_total"); ok {
+			t.Errorf("batch %d writes a counter that never moved", i)
+		}
+		if _, ok := has(b, "level"); !ok && i != 2 {
+			t.Errorf("batch %d lacks a gauge at 0", i)
+		}
+		if _, ok := has(b, `by_kind_total{kind="a"}`); !ok && i != 2 {
+			t.Errorf("batch %d lacks a labelled counter (left to the collector)", i)
+		}
+		m, ok := has(b, "moves_total")
+		switch {
+		case i < 3 && ok:
+			t.Errorf("batch %d writes moves_total at 0", i)
+		case i == 3 && (!ok || m.Value != 5 || !m.FromZero):
+			t.Errorf("batch 3: moves_total %+v (written %v), want 5 FromZero", m, ok)
+		case i == 4 && (!ok || m.FromZero):
+			t.Errorf("batch 4: moves_total %+v (written %v)", m, ok)
+		}
+		e, ok := has(b, errs)
+		switch {
+		case i < 2 && ok:
+			t.Errorf("batch %d writes %s at 0", i, errs)
+		case i == 2 && (!ok || e.Value != 1 || !e.FromZero):
+			t.Errorf("batch 2 (failed): %s = %+v (written %v), want 1 FromZero", errs, e, ok)
+		case i > 2 && (!ok || e.FromZero):
+			t.Errorf("batch %d: %s = %+v (written %v)", i, errs, e, ok)
+		}
+	}
 }

@@ -326,6 +326,7 @@ func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSin
 	}
 	s.allVars = cfg.Metrics.GlobalVariables == "all"
 	s.idle = cfg.Metrics.IdleCounters == "write"
+	s.cfg.WriteIdleCounters = s.idle
 	for name, iv := range cfg.Metrics.Intervals {
 		s.cfg.Interval[name] = iv.D()
 	}
