@@ -232,7 +232,65 @@ func (d *Daemon) mirror(sr *dbpilot.SharedRecovery) {
 	}
 	if cs := d.clusters[sr.Cluster]; cs != nil {
 		cs.notify()
+		d.adopt(cs, sr)
 	}
+}
+
+// adopt makes this serve take the new primary of a recovery that another
+// serve finished (a failover or switchover, state done), once per
+// recovery: the new primary becomes the cluster's primary, a failed-over
+// old primary is to be fenced should this serve lead when it returns, and
+// the watch loop observes the cluster at once. Without it a follower kept
+// the old primary until its next crawl found the new one, and a killed
+// primary started again writable in between (a standalone server) was
+// taken for the primary that had come back. It reports whether it adopted.
+func (d *Daemon) adopt(cs *clusterState, sr *dbpilot.SharedRecovery) bool {
+	if sr.State != dbpilot.SharedDone || sr.Candidate.IsZero() || sr.OldPrimary.Equal(sr.Candidate) {
+		return false
+	}
+	failover := sr.Kind == dbpilot.RecoveryFailoverAuto || sr.Kind == dbpilot.RecoveryFailoverManual
+	if !failover && sr.Kind != dbpilot.RecoverySwitchover {
+		return false
+	}
+	cs.mu.Lock()
+	if cs.adopted == sr.ID {
+		cs.mu.Unlock()
+		return false
+	}
+	cs.adopted = sr.ID
+	cs.setPrimary(sr.Candidate)
+	cs.known = appendKey(cs.known, sr.Candidate)
+	if failover {
+		cs.fenced[sr.OldPrimary] = true
+		cs.known = appendKey(cs.known, sr.OldPrimary)
+	}
+	cs.mu.Unlock()
+	d.log.Info("coordination: new primary adopted from a recovery of another serve", "cluster", cs.cfg.Name, "recovery", sr.ID,
+		"old_primary", sr.OldPrimary.String(), "primary", sr.Candidate.String(), "member", sr.Member)
+	select {
+	case cs.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// replacedShared is checked when the primary this serve watched answers
+// again after a failure: when the cluster's last shared recovery replaced
+// that primary (its watch event may have been missed), the recovery's new
+// primary is adopted and the primary that came back is not taken for the
+// primary. It reads etcd on that transition only.
+func (d *Daemon) replacedShared(ctx context.Context, cs *clusterState, primary dbpilot.InstanceKey) bool {
+	cs.mu.Lock()
+	failing := !cs.failingSince.IsZero()
+	cs.mu.Unlock()
+	if !failing {
+		return false
+	}
+	sr, err := d.coord.Recovery(ctx, cs.cfg.Name)
+	if err != nil || sr == nil || !sr.OldPrimary.Equal(primary) || sr.Member == d.coord.Member() {
+		return false // no record of its replacement, or our own (applied as it ran)
+	}
+	return d.adopt(cs, sr)
 }
 
 // resume takes over, once per leadership, a recovery the cluster's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,6 +64,7 @@ type clusterState struct {
 	lastVerdict  string
 	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
 	resumedToken int64                        // the leadership (fence token) whose takeover check ran
+	adopted      int64                        // the last shared recovery of another serve whose new primary was adopted
 	savedSig     string                       // the members as last saved (shouldSave)
 	savedAt      time.Time
 	fenceNoted   map[dbpilot.InstanceKey]string
@@ -149,9 +151,10 @@ type Liveness interface {
 	Hold(ctx context.Context, key dbpilot.InstanceKey, connected func()) error
 }
 
-// CollectorStarter starts metric collection on one instance.
+// CollectorStarter starts metric collection on one instance. The heartbeat
+// collector writes on the instance only as gate allows (heartbeat.go).
 type CollectorStarter interface {
-	Start(ctx context.Context, t dbpilot.MonitorTarget, base dbpilot.Batch) MetricsCollector
+	Start(ctx context.Context, t dbpilot.MonitorTarget, base dbpilot.Batch, gate *HeartbeatGate) MetricsCollector
 }
 
 // MetricsCollector is the collection running on one instance.
@@ -428,6 +431,29 @@ func appendKey(keys []dbpilot.InstanceKey, k dbpilot.InstanceKey) []dbpilot.Inst
 	return append(keys, k)
 }
 
+// keepUninspected adds to members the previous members that a partial
+// crawl (all) did not return, and takes the primary from them when the
+// crawl did not find it.
+func keepUninspected(members []*dbpilot.Instance, primary *dbpilot.Instance, prev, all []*dbpilot.Instance, cur dbpilot.InstanceKey) ([]*dbpilot.Instance, *dbpilot.Instance) {
+	seen := make(map[dbpilot.InstanceKey]bool, len(all))
+	for _, i := range all {
+		seen[i.Key.Normalized()] = true
+	}
+	var kept []*dbpilot.Instance
+	for _, p := range prev {
+		if !seen[p.Key.Normalized()] {
+			kept = append(kept, p)
+			if primary == nil && !cur.IsZero() && p.Key.Equal(cur) {
+				primary = p
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return members, primary
+	}
+	return append(slices.Clone(members), kept...), primary
+}
+
 // observe crawls the cluster once and updates its state; it returns the
 // cluster's instances and its primary.
 func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Instance, *dbpilot.Instance, error) {
@@ -438,6 +464,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		seeds = appendKey(seeds, cs.primary)
 	}
 	cur := cs.primary
+	prev := cs.instances
 	cs.mu.Unlock()
 
 	bound := d.cfg.PollInterval.D()
@@ -473,6 +500,14 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 			detached = append(detached, i)
 		}
 	}
+	if err != nil {
+		// A partial crawl (the bound passed before every instance was
+		// inspected): members it did not reach keep their last
+		// observation (its ObservedAt says how old) instead of leaving
+		// the cluster, which would stop their monitoring and end their
+		// series, only for the next crawl to start them again.
+		members, primary = keepUninspected(members, primary, prev, all, cur)
+	}
 	problems := topology.Analyze(members, topology.AnalyzeOptions{})
 
 	cs.mu.Lock()
@@ -485,7 +520,10 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	}
 	forgotten := cs.ageOut(now, d.cfg.ForgetAfter.D(), primary)
 	cs.instances, cs.detached = members, detached
-	if primary != nil {
+	// A primary decided while the crawl ran (a recovery, another serve's
+	// recovery adopted) is newer than what the crawl started from: it is
+	// kept, and the next tick observes from it.
+	if primary != nil && cs.primary == cur {
 		cs.setPrimary(primary.Key)
 		cs.status.Primary = primary.Key
 	}
@@ -653,6 +691,15 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 	}
 	if primary == nil {
 		return
+	}
+	cs.mu.Lock()
+	moved := !cs.primary.Equal(primary.Key)
+	cs.mu.Unlock()
+	if moved {
+		return // a primary decided while the crawl ran: the next tick observes from it
+	}
+	if primary.Reachable && d.coord != nil && d.replacedShared(ctx, cs, primary.Key) {
+		return // the woken tick observes the new primary
 	}
 	v := d.assess(ctx, cs, primary, members)
 	if !auto || v.State != dbpilot.ClusterDead || !cs.cfg.AutoFailover || !leader {

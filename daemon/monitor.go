@@ -22,6 +22,7 @@ type runnerEntry struct {
 	r       MetricsCollector
 	cluster string
 	target  dbpilot.MonitorTarget
+	gate    *HeartbeatGate
 }
 
 // roleOf names an instance's role in its cluster.
@@ -67,27 +68,43 @@ func (m *monitor) reconcile(ctx context.Context, cluster string, members []*dbpi
 		seen[k] = true
 		e := m.runners[k]
 		if !i.Reachable {
-			continue // the runner reconnects by itself; mysql_up shows 0
+			// The runner reconnects by itself (mysql_up shows 0 meanwhile)
+			// but keeps its target: no heartbeat is written on the
+			// instance until an observation reaches it and decides its
+			// role again (a killed primary may come back writable after a
+			// failover).
+			if e != nil {
+				e.gate.reachable.Store(false)
+			}
+			continue
 		}
 		t := dbpilot.MonitorTarget{Key: i.Key, Flavor: i.Flavor, Version: i.Version, Role: roleOf(i, members), ServerID: i.ServerID, PrimaryServerID: primaryID}
 		if e == nil {
 			base := dbpilot.Batch{Instance: i.Key, Cluster: cluster, Role: t.Role}
-			m.runners[k] = &runnerEntry{r: m.start.Start(ctx, t, base), cluster: cluster, target: t}
+			gate := newHeartbeatGate(m.d.coord, cluster)
+			m.runners[k] = &runnerEntry{r: m.start.Start(ctx, t, base, gate), cluster: cluster, target: t, gate: gate}
 			continue
 		}
 		if e.target != t {
 			e.r.SetTarget(t)
 			e.target = t
 		}
+		e.gate.reachable.Store(true) // after the role it was reached with
 	}
 	for k, e := range m.runners {
 		if e.cluster == cluster && !seen[k] {
-			e.r.Stop()
 			delete(m.runners, k)
-			if m.forget != nil {
-				m.forget(k)
-			}
 			m.d.log.Info("stopped monitoring", "cluster", cluster, "instance", k.String())
+			// Stop waits for the runs going (up to a collector's timeout):
+			// not under m.mu, which every cluster's observation and the
+			// alert evaluator take (at 1000 instances one stop held them
+			// all for seconds). The series end once the runner is done.
+			go func(k dbpilot.InstanceKey, r MetricsCollector) {
+				r.Stop()
+				if m.forget != nil {
+					m.forget(k)
+				}
+			}(k, e.r)
 		}
 	}
 }

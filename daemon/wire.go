@@ -176,7 +176,17 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 	}
 	if w.MetricsStore != nil {
 		opt.Metrics = w.MetricsStore
-		opt.Collectors = newCollectorStarter(cfg, probe, w.MetricsStore, w.Logger)
+		// Collectors' sessions connect with more patience than the probes:
+		// detection does not wait on them, and at a fleet's scale (a serve
+		// starting on 1000 instances, a network coming back) a connection
+		// may take more than the probe timeout without the server being
+		// down; giving up then only adds another connection to the storm.
+		copts := probe
+		// Their statements are bounded by each collector's own run
+		// timeout (a share of its interval), not the probe's.
+		copts.ConnectTimeout = max(probe.ConnectTimeout, collectorConnectTimeout)
+		copts.QueryTimeout = max(probe.QueryTimeout, collectorConnectTimeout)
+		opt.Collectors = newCollectorStarter(cfg, copts, w.MetricsStore, w.Logger)
 	}
 	return New(cfg, opt)
 }
@@ -279,6 +289,10 @@ func (f *fanout) Unqueryable() error {
 	return nil
 }
 
+// collectorConnectTimeout is the least connect timeout of the collectors'
+// sessions.
+const collectorConnectTimeout = 2 * time.Second
+
 // adminOptions returns the admin connection options with the probe timeouts.
 func adminOptions(c *Config) mysql.Options {
 	return mysql.Options{
@@ -339,7 +353,15 @@ func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSin
 	return s
 }
 
-func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, base dbpilot.Batch) MetricsCollector {
+func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, base dbpilot.Batch, gate *HeartbeatGate) MetricsCollector {
+	r := collector.NewRunner(t, s.opts, s.collectors(gate), s.cfg, s.sink, base, s.log.With("instance", t.Key.String()))
+	r.Start(ctx)
+	return r
+}
+
+// collectors returns the enabled collectors of one instance, configured;
+// the heartbeat collector behind gate (nil: ungated).
+func (s *collectorStarter) collectors(gate *HeartbeatGate) []collector.Collector {
 	var cs []collector.Collector
 	for _, c := range Collectors() {
 		if s.enabled == nil || s.enabled[c.Name()] {
@@ -352,12 +374,13 @@ func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, b
 			if v, ok := c.(interface{ SetIdleCounters(bool) }); ok {
 				v.SetIdleCounters(s.idle)
 			}
+			if gate != nil && c.Name() == "heartbeat" {
+				c = gatedHeartbeat{Collector: c, gate: gate}
+			}
 			cs = append(cs, c)
 		}
 	}
-	r := collector.NewRunner(t, s.opts, cs, s.cfg, s.sink, base, s.log.With("instance", t.Key.String()))
-	r.Start(ctx)
-	return r
+	return cs
 }
 
 // readCredentialsFile reads a credentials file (mysql's option-file format,

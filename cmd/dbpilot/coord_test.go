@@ -231,6 +231,23 @@ func (r *coordRig) resetSlaveCount() map[string]int {
 	return out
 }
 
+// heartbeatWrites counts the heartbeat rows written on a node, in its
+// general log.
+func (r *coordRig) heartbeatWrites(node string) int {
+	n := 0
+	for _, nd := range r.d.Nodes {
+		if nd.Name != node {
+			continue
+		}
+		matches, _ := filepath.Glob(filepath.Join(nd.Datadir, "*.log"))
+		for _, m := range matches {
+			b, _ := os.ReadFile(m)
+			n += strings.Count(string(b), "REPLACE INTO dbpilot.heartbeat")
+		}
+	}
+	return n
+}
+
 func totalEvents(t *testing.T, serves []*coordServe, event string, recovery int64) (int, map[string]int) {
 	per := map[string]int{}
 	total := 0
@@ -319,6 +336,14 @@ func TestCoordinatedServes(t *testing.T) {
 	}
 	p1 = r.waitPrimary("node1", 10*time.Second)
 	t.Logf("switchover through serve %s, run by %s: %s is the primary", follower.id, lead.id, p1)
+	// The heartbeat is written by the leader alone: about one row a second
+	// on the primary, not one per serve.
+	time.Sleep(time.Second)
+	hb0 := r.heartbeatWrites(p1)
+	time.Sleep(4 * time.Second)
+	if n := r.heartbeatWrites(p1) - hb0; n < 2 || n > 6 {
+		t.Errorf("heartbeat rows written on the primary %s in 4 s: %d, want about 4 (the leader's alone; three serves would write about 12)", p1, n)
+	}
 
 	// 2. A leader paused past its lease while a slow pre-failover hook holds
 	// its recovery open: another serve takes the recovery over; the paused
@@ -417,6 +442,12 @@ func TestCoordinatedServes(t *testing.T) {
 			err := s.get(t, "/api/coordination", &st)
 			return err == nil && st.State == dbpilot.CoordinationUnavailable && st.Reason != "", fmt.Sprintf("%v %+v", err, st)
 		})
+	}
+	// Nobody leads: nobody writes the heartbeat.
+	hb0 = r.heartbeatWrites(p3)
+	time.Sleep(2 * time.Second)
+	if n := r.heartbeatWrites(p3) - hb0; n != 0 {
+		t.Errorf("heartbeat rows written on %s without etcd quorum: %d, want none", p3, n)
 	}
 	if err := sandbox.Kill(d, p3); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,157 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/collector"
+)
+
+// The heartbeat collector is the one place where serve writes on a server
+// outside a topology change: REPLACE INTO dbpilot.heartbeat on an instance
+// whose role is primary (and, once per connection, the CREATE of its
+// schema and table). A write there on a server that is not, or no longer,
+// the cluster's primary is an errant transaction: a killed primary started
+// again writable (no read_only in its my.cnf) and written to before it is
+// fenced cannot rejoin. So the write is gated here, in the daemon, which
+// knows what the collector does not:
+//
+//   - the instance was reachable at the cluster's last observation: a
+//     runner keeps its target (role primary) while its server is down, and
+//     reconnects by itself when it is back; the role is decided again only
+//     by an observation that reaches it;
+//   - with coordination, this serve leads the cluster: followers only read
+//     the rows the leader writes, and each statement of the leader is
+//     preceded by the same fencing check as every mutating step of a
+//     recovery (fencedCtl), so no write is issued once leadership is lost.
+//     While coordination is unavailable nobody leads and nobody writes: the
+//     lag is then left out of the samples (it would only measure the time
+//     since the last write and fire ReplicationLagHigh on every replica);
+//     Seconds_Behind_Master remains.
+
+// roleWriter is the MonitorTarget.Role on which the heartbeat collector
+// writes (a cluster's primary, a ring member); roleWriterNotLed is what it
+// is given instead when this serve must not write.
+const (
+	roleWriter       = "primary"
+	roleWriterNotLed = "primary-not-written"
+)
+
+// metricHeartbeatLag is the heartbeat collector's lag series.
+const metricHeartbeatLag = "dbpilot_heartbeat_lag_seconds"
+
+// HeartbeatGate decides, for one monitored instance, whether serve writes
+// the heartbeat row on it now. The monitor makes one per runner and keeps
+// it in step with the cluster's observations.
+type HeartbeatGate struct {
+	coord   dbpilot.Coordinator // nil: this serve acts alone
+	cluster string
+	// reachable: the cluster's last observation reached the instance.
+	reachable atomic.Bool
+}
+
+func newHeartbeatGate(co dbpilot.Coordinator, cluster string) *HeartbeatGate {
+	g := &HeartbeatGate{coord: co, cluster: cluster}
+	g.reachable.Store(true) // runners start on reachable instances only
+	return g
+}
+
+// hbMode is how the heartbeat collector runs on an instance now.
+type hbMode int
+
+const (
+	hbWrite       hbMode = iota // write (as leader, under fence; or alone)
+	hbRead                      // read only: not the leader, or not observed reachable
+	hbUnavailable               // read only and without the lag: coordination unavailable, nobody writes
+)
+
+// mode returns how the heartbeat may run now, with the fence a leader
+// writes under (zero when this serve acts alone).
+func (g *HeartbeatGate) mode() (hbMode, dbpilot.Fence) {
+	if g.coord == nil {
+		if !g.reachable.Load() {
+			return hbRead, dbpilot.Fence{}
+		}
+		return hbWrite, dbpilot.Fence{}
+	}
+	f, err := g.coord.Lead(g.cluster)
+	switch {
+	case err == nil && g.reachable.Load():
+		return hbWrite, f
+	case err != nil && dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL:
+		return hbUnavailable, dbpilot.Fence{}
+	}
+	return hbRead, dbpilot.Fence{}
+}
+
+// gatedHeartbeat is the heartbeat collector behind a HeartbeatGate.
+type gatedHeartbeat struct {
+	collector.Collector
+	gate *HeartbeatGate
+}
+
+func (h gatedHeartbeat) Collect(ctx context.Context, q collector.Querier, t collector.Target) ([]dbpilot.Sample, error) {
+	mode, f := h.gate.mode()
+	if mode == hbWrite {
+		if t.Role != roleWriter || h.gate.coord == nil {
+			return h.Collector.Collect(ctx, q, t)
+		}
+		s, err := h.Collector.Collect(ctx, fencedQuerier{Querier: q, gate: h.gate, fence: f}, t)
+		if !errors.Is(err, dbpilot.ErrLeadershipLost) {
+			return s, err
+		}
+		// Leadership lost between Lead and the write: nothing was
+		// written; read as a follower does.
+		mode = hbRead
+	}
+	if t.Role == roleWriter {
+		t.Role, q = roleWriterNotLed, noWrites{q}
+	}
+	s, err := h.Collector.Collect(ctx, q, t)
+	if mode == hbUnavailable {
+		s = withoutLag(s)
+	}
+	return s, err
+}
+
+// withoutLag removes the heartbeat lag from samples (in place).
+func withoutLag(samples []dbpilot.Sample) []dbpilot.Sample {
+	out := samples[:0]
+	for _, s := range samples {
+		if s.Name != metricHeartbeatLag {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// fencedQuerier checks the leader's fence before every statement that
+// writes (Exec); reads pass through. It is a comparable value: the
+// collector compares the querier of a run with the one it made its table
+// on, to make it again on a new connection.
+type fencedQuerier struct {
+	collector.Querier
+	gate  *HeartbeatGate
+	fence dbpilot.Fence
+}
+
+func (q fencedQuerier) Exec(ctx context.Context, stmts ...string) error {
+	if err := q.gate.coord.Check(ctx, q.fence); err != nil {
+		if !errors.Is(err, dbpilot.ErrLeadershipLost) {
+			err = fmt.Errorf("%w: %w", dbpilot.ErrLeadershipLost, err)
+		}
+		return err
+	}
+	return q.Querier.Exec(ctx, stmts...)
+}
+
+// noWrites refuses every write: the heartbeat collector of a non-writer
+// issues none, and must not.
+type noWrites struct{ collector.Querier }
+
+func (noWrites) Exec(context.Context, ...string) error {
+	return dbpilot.Errorf(dbpilot.ECONFLICT, "heartbeat: this serve does not write on the instance now")
+}
