@@ -379,7 +379,21 @@ type runnerMySQLDialer struct {
 	db   *mysql.DB
 }
 
+// runnerDials bounds the connections every runner of the process opens at
+// once. A serve starting on a fleet (or a network coming back) would
+// otherwise open thousands together; their handshakes then took longer than
+// the connect timeout, each failure was retried, and the storm never ended
+// (1000 simulated instances on 2 cores). Runs wait for a slot within their
+// own timeout.
+var runnerDials = make(chan struct{}, 32)
+
 func (d *runnerMySQLDialer) dial(ctx context.Context) (runnerConn, error) {
+	select {
+	case runnerDials <- struct{}{}:
+		defer func() { <-runnerDials }()
+	case <-ctx.Done():
+		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, ctx.Err(), "collector: wait for a connection slot to %s", d.key)
+	}
 	d.mu.Lock()
 	db, key, opts := d.db, d.key, d.opts
 	d.mu.Unlock()

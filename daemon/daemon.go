@@ -431,27 +431,24 @@ func appendKey(keys []dbpilot.InstanceKey, k dbpilot.InstanceKey) []dbpilot.Inst
 	return append(keys, k)
 }
 
-// keepUninspected adds to members the previous members that a partial
-// crawl (all) did not return, and takes the primary from them when the
-// crawl did not find it.
-func keepUninspected(members []*dbpilot.Instance, primary *dbpilot.Instance, prev, all []*dbpilot.Instance, cur dbpilot.InstanceKey) ([]*dbpilot.Instance, *dbpilot.Instance) {
+// withUninspected adds to a partial crawl (all) the last observation of
+// each previous member it did not return; stale reports which those are.
+func withUninspected(all, prev []*dbpilot.Instance) (merged []*dbpilot.Instance, stale map[dbpilot.InstanceKey]bool) {
 	seen := make(map[dbpilot.InstanceKey]bool, len(all))
 	for _, i := range all {
 		seen[i.Key.Normalized()] = true
 	}
-	var kept []*dbpilot.Instance
+	merged = all
 	for _, p := range prev {
-		if !seen[p.Key.Normalized()] {
-			kept = append(kept, p)
-			if primary == nil && !cur.IsZero() && p.Key.Equal(cur) {
-				primary = p
+		if k := p.Key.Normalized(); !seen[k] {
+			if stale == nil {
+				merged, stale = slices.Clone(all), map[dbpilot.InstanceKey]bool{}
 			}
+			merged = append(merged, p)
+			stale[k], seen[k] = true, true
 		}
 	}
-	if len(kept) == 0 {
-		return members, primary
-	}
-	return append(slices.Clone(members), kept...), primary
+	return merged, stale
 }
 
 // observe crawls the cluster once and updates its state; it returns the
@@ -474,6 +471,18 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	all, err := topology.Discover(ctx, d.probe, seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now})
 	if err != nil && len(all) == 0 {
 		return nil, nil, err
+	}
+	var stale map[dbpilot.InstanceKey]bool
+	if err != nil {
+		// A partial crawl (the bound passed before every instance was
+		// inspected): the members it did not reach keep their last
+		// observation (its ObservedAt says how old). Without them a
+		// replica inspected alone looked like a primary of its own: the
+		// cluster's primary moved to it, and the members it left out had
+		// their monitoring stopped and their series ended, only for the
+		// next crawl to start them again (at 1000 instances under load,
+		// every cluster flapped).
+		all, stale = withUninspected(all, prev)
 	}
 	comps := topology.Clusters(all)
 	comp := pickComponent(comps, cur, cs.cfg.seeds)
@@ -500,20 +509,12 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 			detached = append(detached, i)
 		}
 	}
-	if err != nil {
-		// A partial crawl (the bound passed before every instance was
-		// inspected): members it did not reach keep their last
-		// observation (its ObservedAt says how old) instead of leaving
-		// the cluster, which would stop their monitoring and end their
-		// series, only for the next crawl to start them again.
-		members, primary = keepUninspected(members, primary, prev, all, cur)
-	}
 	problems := topology.Analyze(members, topology.AnalyzeOptions{})
 
 	cs.mu.Lock()
 	now := d.now()
 	for _, i := range all {
-		if i.Reachable {
+		if i.Reachable && !stale[i.Key.Normalized()] {
 			cs.known = appendKey(cs.known, i.Key)
 			cs.lastSeen[i.Key.Normalized()] = now
 		}

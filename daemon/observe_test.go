@@ -4,31 +4,31 @@ import (
 	"testing"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/topology"
 )
 
-// TestKeepUninspected: after a partial crawl, members it did not return
-// stay with their last observation, and the primary is taken from them
-// when the crawl missed it; inspected instances are not duplicated.
-func TestKeepUninspected(t *testing.T) {
+// TestWithUninspected: a partial crawl that reached one replica only keeps
+// the last observation of the others, so the cluster keeps its primary
+// and its members (the replica alone looked like a primary of its own).
+func TestWithUninspected(t *testing.T) {
 	k := func(p int) dbpilot.InstanceKey { return dbpilot.InstanceKey{Host: "127.0.0.1", Port: p} }
-	inst := func(p int) *dbpilot.Instance { return &dbpilot.Instance{Key: k(p), Reachable: true} }
-	prev := []*dbpilot.Instance{inst(1), inst(2), inst(3)}
-	crawled := []*dbpilot.Instance{inst(2)}
-	members, primary := keepUninspected(crawled, nil, prev, crawled, k(1))
-	var got []int
-	for _, m := range members {
-		got = append(got, m.Key.Port)
+	primary := &dbpilot.Instance{Key: k(1), Reachable: true, ServerID: 1, Replicas: []dbpilot.InstanceKey{k(2), k(3)}}
+	replica := func(p int) *dbpilot.Instance {
+		return &dbpilot.Instance{Key: k(p), Reachable: true, ServerID: uint32(p), ReadOnly: true,
+			Channels: []dbpilot.ReplicationChannel{{Source: k(1), IORunning: "Yes", SQLRunning: true}}}
 	}
-	if len(got) != 3 || got[0] != 2 || got[1] != 1 || got[2] != 3 {
-		t.Errorf("members %v, want 2 then the uninspected 1 and 3", got)
+	prev := []*dbpilot.Instance{primary, replica(2), replica(3)}
+	crawl := []*dbpilot.Instance{replica(3)}
+	all, stale := withUninspected(crawl, prev)
+	if len(all) != 3 || !stale[k(1)] || !stale[k(2)] || stale[k(3)] || all[0] != crawl[0] {
+		t.Fatalf("merged %d instances, stale %v", len(all), stale)
 	}
-	if primary == nil || primary != prev[0] {
-		t.Errorf("primary %v, want the previous observation of 127.0.0.1:1", primary)
+	comps := topology.Clusters(all)
+	if len(comps) != 1 || len(comps[0].Primaries) != 1 || !comps[0].Primaries[0].Equal(k(1)) || len(comps[0].Instances) != 3 {
+		t.Fatalf("components %+v, want one of 3 under 127.0.0.1:1", comps)
 	}
-	// A crawl that returned the primary unreachable keeps that verdict.
-	down := &dbpilot.Instance{Key: k(1)}
-	members, primary = keepUninspected([]*dbpilot.Instance{inst(2)}, nil, prev, []*dbpilot.Instance{down, inst(2)}, k(1))
-	if primary != nil || len(members) != 2 {
-		t.Errorf("an unreachable primary was replaced by its old observation: %v, %d members", primary, len(members))
+	// A complete crawl is returned as is.
+	if got, stale := withUninspected(prev, prev); len(got) != 3 || stale != nil {
+		t.Errorf("complete crawl: %d instances, stale %v", len(got), stale)
 	}
 }
