@@ -264,11 +264,11 @@ func (r *Runner) Stats() []Stat {
 
 func (r *Runner) loop(ctx context.Context, s *runnerSlot) {
 	defer r.wg.Done()
-	// Each (instance, collector) runs at its own phase of the second, so
-	// that a fleet's collections do not all start on the same millisecond
-	// (a serve that starts, or a network that comes back, would otherwise
-	// send every instance's statements at once, every second).
-	if p := runnerPhase(r.target.Key, s.name, s.interval); p > 0 {
+	// Each (instance, collector) runs in one of a few phases of the second,
+	// on the wall clock: a fleet's collections do not all start on the same
+	// millisecond, yet those of a phase wake together (spreading every
+	// run over the second doubled serve's CPU: a wake-up per run).
+	if p := runnerPhase(r.target.Key, s.name, s.interval, time.Now()); p > 0 {
 		select {
 		case <-ctx.Done():
 			return
@@ -364,9 +364,13 @@ func (s *runnerSlot) sampleTime(start time.Time) time.Time {
 	return t
 }
 
-// runnerPhase is the delay of the first run of a collector on an instance:
-// from a hash of both, below the interval and below a second.
-func runnerPhase(k dbpilot.InstanceKey, collector string, interval time.Duration) time.Duration {
+// runnerPhases is how many phases of the second collectors run in.
+const runnerPhases = 4
+
+// runnerPhase is the delay from now of the first run of a collector on an
+// instance: to the next start of its phase (one of runnerPhases, from a
+// hash of both) on the wall clock, the phases dividing min(interval, 1 s).
+func runnerPhase(k dbpilot.InstanceKey, collector string, interval time.Duration, now time.Time) time.Duration {
 	span := min(interval, time.Second)
 	if span <= 0 {
 		return 0
@@ -374,7 +378,8 @@ func runnerPhase(k dbpilot.InstanceKey, collector string, interval time.Duration
 	h := fnv.New64a()
 	h.Write([]byte(k.String()))
 	h.Write([]byte(collector))
-	return time.Duration(h.Sum64() % uint64(span))
+	at := time.Duration(h.Sum64()%runnerPhases) * span / runnerPhases
+	return (at - time.Duration(now.UnixNano())%span + span) % span
 }
 
 // fire starts a run of s unless one is going; a tick that finds one going

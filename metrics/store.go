@@ -103,8 +103,9 @@ type Store struct {
 	life   sync.RWMutex // Write and Forget hold it for reading, Close for writing
 	closed bool
 
-	jobs      chan *appendJob // to the committer (commitLoop)
-	committed chan struct{}   // closed when the committer returns
+	gmu        sync.Mutex   // guards pending and committing (commit)
+	pending    []*appendJob // Writes waiting for a commit
+	committing bool         // a Write is committing the pending ones
 
 	mu      sync.RWMutex
 	sources map[sourceKey]*source
@@ -223,10 +224,7 @@ func open(opt Options, tune func(*tsdb.Options)) (*Store, error) {
 			Parser:                   p,
 		}),
 		freeSpace: freeSpace,
-		jobs:      make(chan *appendJob, maxGroupJobs),
-		committed: make(chan struct{}),
 	}
-	go s.commitLoop()
 	s.initSelfMetrics()
 	return s, nil
 }
@@ -299,8 +297,6 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.jobs) // no Write holds s.life: none is waiting on the committer
-	<-s.committed
 	if err := s.db.Close(); err != nil {
 		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "metrics store: close %s", s.opt.Dir)
 	}
@@ -384,13 +380,12 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 	if err := s.checkFreeSpace(); err != nil {
 		return s.writeFailed(dbpilot.WrapError(dbpilot.EUNAVAIL, err, "metrics of %s (%s) not stored", instance, b.Collector))
 	}
-	// The appends go to the committer, which writes the jobs of every
-	// Write waiting with one TSDB transaction; src.mu stays held until it is
-	// done with this source's entries.
+	// The appends are committed with those of every Write waiting (one
+	// TSDB transaction); src.mu stays held until they are done with this
+	// source's entries.
 	src.key, src.live = key, live // reused by the next batch
-	job := &appendJob{t: t, prevT: src.lastT, ended: ended, live: live, done: make(chan struct{})}
-	s.jobs <- job
-	<-job.done
+	job := &appendJob{t: t, prevT: src.lastT, ended: ended, live: live, done: make(chan struct{}), turn: make(chan struct{})}
+	s.commit(job)
 	if job.err != nil {
 		return s.writeFailed(dbpilot.WrapError(dbpilot.EUNAVAIL, job.err, "metrics of %s (%s) not stored", instance, b.Collector))
 	}
@@ -414,7 +409,8 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 type appendJob struct {
 	t, prevT    int64 // the batch's time, the source's previous write
 	ended, live []*entry
-	done        chan struct{}
+	done        chan struct{} // closed when committed
+	turn        chan struct{} // closed when its Write is to commit the next group
 	// Results.
 	appended, outOfOrder int
 	firstBad             string
@@ -428,33 +424,43 @@ const (
 	maxGroupSamples = 50_000
 )
 
-// commitLoop is the committer: it takes the jobs waiting (the Writes of
-// many instances' collectors arrive together every second) and writes
-// them with one appender and one commit, so that a fleet's second costs a
-// few WAL writes and one set of appender buffers instead of one of each
-// per batch. It returns when s.jobs is closed.
-func (s *Store) commitLoop() {
-	defer close(s.committed)
-	var group []*appendJob
-	for job := range s.jobs {
-		group = append(group[:0], job)
-		n := len(job.live) + len(job.ended)
-	drain:
-		for len(group) < maxGroupJobs && n < maxGroupSamples {
-			select {
-			case j, ok := <-s.jobs:
-				if !ok {
-					break drain
-				}
-				group = append(group, j)
-				n += len(j.live) + len(j.ended)
-			default:
-				break drain
-			}
+// commit returns once job is committed. The Writes of many instances'
+// collectors arrive together: the first to find no commit going becomes
+// the committer and commits every job waiting (its own first) in one TSDB
+// transaction, then hands the turn to the first job that arrived meanwhile,
+// whose Write commits the next group (flat combining). A fleet's second
+// costs a few WAL writes and one set of appender buffers instead of one of
+// each per batch; a lone Write commits in its own goroutine at once; no
+// Write commits more than one group of others.
+func (s *Store) commit(job *appendJob) {
+	s.gmu.Lock()
+	s.pending = append(s.pending, job)
+	if s.committing {
+		s.gmu.Unlock()
+		select {
+		case <-job.done:
+			return
+		case <-job.turn:
 		}
-		s.commitGroup(group)
-		clear(group)
+		s.gmu.Lock()
 	}
+	s.committing = true
+	n, samples := 0, 0
+	for n < len(s.pending) && n < maxGroupJobs && samples < maxGroupSamples {
+		samples += len(s.pending[n].live) + len(s.pending[n].ended)
+		n++
+	}
+	group := slices.Clone(s.pending[:n])
+	s.pending = append(s.pending[:0], s.pending[n:]...)
+	s.gmu.Unlock()
+	s.commitGroup(group)
+	s.gmu.Lock()
+	if len(s.pending) > 0 {
+		close(s.pending[0].turn) // the committing flag passes to it
+	} else {
+		s.committing = false
+	}
+	s.gmu.Unlock()
 }
 
 // commitGroup appends and commits the jobs of group together; an error of
