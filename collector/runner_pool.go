@@ -384,8 +384,10 @@ type runnerMySQLDialer struct {
 // otherwise open thousands together; their handshakes then took longer than
 // the connect timeout, each failure was retried, and the storm never ended
 // (1000 simulated instances on 2 cores). Runs wait for a slot within their
-// own timeout.
-var runnerDials = make(chan struct{}, 32)
+// own timeout. 64 leaves room for dials to black-holed hosts, each holding
+// a slot for up to the connect timeout, beside the reconnections of live
+// instances.
+var runnerDials = make(chan struct{}, 64)
 
 func (d *runnerMySQLDialer) dial(ctx context.Context) (runnerConn, error) {
 	select {
