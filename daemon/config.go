@@ -429,19 +429,11 @@ func (c *Config) Validate() error {
 	for _, n := range collectorNames {
 		known[n] = true
 	}
-	switch c.Metrics.GlobalVariables {
-	case "":
-		c.Metrics.GlobalVariables = "essential"
-	case "essential", "all":
-	default:
-		return fmt.Errorf("metrics.global_variables: %q is neither essential nor all", c.Metrics.GlobalVariables)
+	if err := choice(&c.Metrics.GlobalVariables, "metrics.global_variables", "essential", "all"); err != nil {
+		return err
 	}
-	switch c.Metrics.IdleCounters {
-	case "":
-		c.Metrics.IdleCounters = "skip"
-	case "skip", "write":
-	default:
-		return fmt.Errorf("metrics.idle_counters: %q is neither skip nor write", c.Metrics.IdleCounters)
+	if err := choice(&c.Metrics.IdleCounters, "metrics.idle_counters", "skip", "write"); err != nil {
+		return err
 	}
 	if f := c.Metrics.FullStatusInterval; f != nil && (f.D() < 0 || f.D() > time.Hour) {
 		return fmt.Errorf("metrics.full_status_interval: %s is outside 0..1h", f.D())
@@ -618,4 +610,17 @@ func readSecretFile(path string) (string, error) {
 		return "", fmt.Errorf("%s is empty", path)
 	}
 	return s, nil
+}
+
+// choice checks a setting that is def (the default, set when empty) or
+// other.
+func choice(v *string, key, def, other string) error {
+	switch *v {
+	case "":
+		*v = def
+	case def, other:
+	default:
+		return fmt.Errorf("%s: %q is neither %s nor %s", key, *v, def, other)
+	}
+	return nil
 }

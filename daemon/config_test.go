@@ -55,6 +55,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{minimal + "listen: nowhere\n", `listen: "nowhere" is not HOST:PORT`},
 		{minimal + "hooks: {on_timeout: maybe}\n", "hooks.on_timeout"},
 		{minimal + "metrics: {global_variables: some}\n", "metrics.global_variables"},
+		{minimal + "metrics: {idle_counters: zero}\n", "metrics.idle_counters: \"zero\" is neither skip nor write"},
 		{minimal + "metrics: {full_status_interval: -1s}\n", "metrics.full_status_interval"},
 		{minimal + "coordination: {etcd: {endpoints: []}}\n", "coordination.etcd.endpoints"},
 		{minimal + "coordination: {etcd: {endpoints: [\"http://127.0.0.1:2379\"], lease_ttl: 1s}}\n", "coordination.etcd.lease_ttl"},
