@@ -131,6 +131,7 @@ type Runner struct {
 	log   *slog.Logger
 	slots []*runnerSlot
 	pool  *runnerPool
+	kick  chan struct{} // run the slow collectors now (kickSlow)
 
 	mu     sync.Mutex
 	target Target
@@ -150,7 +151,6 @@ type runnerSlot struct {
 	timeout  time.Duration
 	up       bool // its batches carry mysql_up
 	running  atomic.Bool
-	kick     chan struct{}
 
 	mu       sync.Mutex
 	stat     Stat
@@ -178,7 +178,7 @@ func NewRunner(t Target, opts mysql.Options, collectors []Collector, cfg Config,
 	if t.Role != "" {
 		base.Role = t.Role
 	}
-	r := &Runner{cfg: cfg, sink: sink, log: log.With("instance", t.Key.String()), target: t, base: base}
+	r := &Runner{cfg: cfg, sink: sink, log: log.With("instance", t.Key.String()), target: t, base: base, kick: make(chan struct{}, 1)}
 	upIndex := 0
 	for i, c := range collectors {
 		if c.Name() == upCollector {
@@ -189,7 +189,6 @@ func NewRunner(t Target, opts mysql.Options, collectors []Collector, cfg Config,
 		iv := cfg.interval(c)
 		r.slots = append(r.slots, &runnerSlot{
 			c: c, name: c.Name(), interval: iv, timeout: cfg.timeout(iv), up: i == upIndex,
-			kick: make(chan struct{}, 1),
 			stat: Stat{Collector: c.Name(), Interval: iv},
 		})
 		if _, own := c.(interface{ SetIdleCounters(bool) }); !own && !cfg.WriteIdleCounters {
@@ -207,15 +206,13 @@ func NewRunner(t Target, opts mysql.Options, collectors []Collector, cfg Config,
 	return r
 }
 
-// Start starts one goroutine per collector; each runs its collector at
-// once, then on every tick. Stop ends them.
+// Start starts the goroutine that runs the collectors, each first in its
+// phase of the second, then on every tick. Stop ends it.
 func (r *Runner) Start(ctx context.Context) {
 	r.startOnce.Do(func() {
 		ctx, r.cancel = context.WithCancel(ctx)
-		for _, s := range r.slots {
-			r.wg.Add(1)
-			go r.loop(ctx, s)
-		}
+		r.wg.Add(1)
+		go r.loop(ctx)
 	})
 }
 
@@ -262,33 +259,58 @@ func (r *Runner) Stats() []Stat {
 	return out
 }
 
-func (r *Runner) loop(ctx context.Context, s *runnerSlot) {
+// loop runs every collector of the instance on its schedule, in one
+// goroutine (one per collector was nine stacks per instance: about 70 MB,
+// and as many roots for the garbage collector to scan, at 1000 instances).
+// Each (instance, collector) runs in one of a few phases of the second, on
+// the wall clock: a fleet's collections do not all start on the same
+// millisecond, yet those of a phase wake together (spreading every run
+// over the second doubled serve's CPU: a wake-up per run). A collector's
+// first run is not a tick; its ticks follow every interval from it, and a
+// tick the loop was too late for is dropped, as a time.Ticker drops it.
+func (r *Runner) loop(ctx context.Context) {
 	defer r.wg.Done()
-	// Each (instance, collector) runs in one of a few phases of the second,
-	// on the wall clock: a fleet's collections do not all start on the same
-	// millisecond, yet those of a phase wake together (spreading every
-	// run over the second doubled serve's CPU: a wake-up per run).
-	if p := runnerPhase(r.target.Key, s.name, s.interval, time.Now()); p > 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(p):
-		}
+	now := time.Now()
+	target, _ := r.current()
+	next := make([]time.Time, len(r.slots))
+	started := make([]bool, len(r.slots))
+	for i, s := range r.slots {
+		next[i] = now.Add(runnerPhase(target.Key, s.name, s.interval, now))
+		s.mu.Lock()
+		s.origin = next[i]
+		s.mu.Unlock()
 	}
-	tick := time.NewTicker(s.interval)
-	defer tick.Stop()
-	s.mu.Lock()
-	s.origin = time.Now()
-	s.mu.Unlock()
-	r.fire(ctx, s, false)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		soonest := next[0]
+		for _, t := range next[1:] {
+			if t.Before(soonest) {
+				soonest = t
+			}
+		}
+		timer.Reset(time.Until(soonest))
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
-			r.fire(ctx, s, true)
-		case <-s.kick:
-			r.fire(ctx, s, false)
+		case <-timer.C:
+			now := time.Now()
+			for i, s := range r.slots {
+				if now.Before(next[i]) {
+					continue
+				}
+				r.fire(ctx, s, started[i])
+				started[i] = true
+				for !next[i].After(now) {
+					next[i] = next[i].Add(s.interval)
+				}
+			}
+		case <-r.kick:
+			for _, s := range r.slots {
+				if s.interval >= RunnerKickInterval {
+					r.fire(ctx, s, false)
+				}
+			}
 		}
 	}
 }
@@ -403,13 +425,9 @@ func (r *Runner) fire(ctx context.Context, s *runnerSlot, tick bool) {
 
 // kickSlow makes collectors with long intervals run now (after a reconnection).
 func (r *Runner) kickSlow() {
-	for _, s := range r.slots {
-		if s.interval >= RunnerKickInterval {
-			select {
-			case s.kick <- struct{}{}:
-			default:
-			}
-		}
+	select {
+	case r.kick <- struct{}{}:
+	default:
 	}
 }
 
