@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -31,7 +32,19 @@ const (
 )
 
 // replication reads the state and progress of every replication channel.
-type replication struct{}
+type replication struct {
+	mu sync.Mutex
+	// MariaDB's parallel workers: a replica without any (the default,
+	// slave_parallel_threads=0) is checked again every
+	// replNoWorkersRecheck only, its zeros written in between.
+	noWorkersAt time.Time
+	now         func() time.Time
+}
+
+// replNoWorkersRecheck is how long a MariaDB replica seen without parallel
+// workers is not asked again (a change of slave_parallel_threads needs
+// the replica stopped).
+const replNoWorkersRecheck = 10 * time.Second
 
 // NewReplication returns the "replication" collector, run every second. It
 // reads SHOW ALL SLAVES STATUS (MariaDB) or SHOW REPLICA STATUS (MySQL
@@ -66,12 +79,12 @@ type replication struct{}
 // connections, so no label. MySQL: from
 // performance_schema.replication_applier_status_by_worker, per channel
 // (label channel); skipped when the table cannot be read.
-func NewReplication() Collector { return replication{} }
+func NewReplication() Collector { return &replication{now: time.Now} }
 
-func (replication) Name() string                   { return "replication" }
-func (replication) DefaultInterval() time.Duration { return time.Second }
+func (*replication) Name() string                   { return "replication" }
+func (*replication) DefaultInterval() time.Duration { return time.Second }
 
-func (replication) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
+func (c *replication) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
 	d := mysql.Dialect{Flavor: t.Flavor, Version: t.Version}
 	rows, err := q.Query(ctx, d.ShowReplicaStatusSQL())
 	if err != nil {
@@ -111,9 +124,22 @@ func (replication) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.
 		return out, nil
 	}
 	if maria {
+		c.mu.Lock()
+		recent := !c.noWorkersAt.IsZero() && c.now().Sub(c.noWorkersAt) < replNoWorkersRecheck
+		c.mu.Unlock()
+		if recent {
+			return append(out, replMariaWorkerSamples(&mysql.Rows{})...), nil
+		}
 		r, err := q.Query(ctx, replMariaWorkersSQL)
 		switch {
 		case err == nil:
+			c.mu.Lock()
+			if len(r.Values) == 0 {
+				c.noWorkersAt = c.now()
+			} else {
+				c.noWorkersAt = time.Time{}
+			}
+			c.mu.Unlock()
 			out = append(out, replMariaWorkerSamples(r)...)
 		case !rhiServerError(err):
 			return out, err

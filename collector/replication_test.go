@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/mysql"
@@ -69,3 +70,67 @@ func (l *rhiLogQuerier) Query(_ context.Context, q string, _ ...any) (*mysql.Row
 }
 
 func (l *rhiLogQuerier) Exec(context.Context, ...string) error { return nil }
+
+// TestReplicationWorkersRecheck: a MariaDB replica seen without parallel
+// workers is asked again only after replNoWorkersRecheck, its zeros
+// written in between; one with workers is asked every run.
+func TestReplicationWorkersRecheck(t *testing.T) {
+	ctx := context.Background()
+	maria := Target{Flavor: dbpilot.FlavorMariaDB, Version: dbpilot.Version{Major: 10, Minor: 11}}
+	status := rhiParseVertical("*** 1. row ***\n     Master_Host: h\nSlave_IO_Running: Yes\nSlave_SQL_Running: Yes\n")
+	log := &rhiLogQuerier{}
+	c := NewReplication().(*replication)
+	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	workers := func() int {
+		n := 0
+		for _, q := range log.queries {
+			if q == replMariaWorkersSQL {
+				n++
+			}
+		}
+		return n
+	}
+	q := &rhiCountingQuerier{log: log, rows: map[string]*mysql.Rows{"SHOW ALL SLAVES STATUS": status}}
+	for i := range 12 {
+		samples, err := c.Collect(ctx, q, maria)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rhiFormat(samples); !strings.Contains(got, "dbpilot_replication_applier_workers_total 0") {
+			t.Fatalf("run %d lacks the workers' zeros:\n%s", i, got)
+		}
+		now = now.Add(time.Second)
+	}
+	if n := workers(); n != 2 {
+		t.Errorf("workers asked %d times in 12 s, want 2 (at 0 s and 10 s)", n)
+	}
+	// With workers, every run asks.
+	q.rows[replMariaWorkersSQL] = &mysql.Rows{Columns: []string{"STATE"}, Values: [][]*string{{rhiPtr("Waiting for work from SQL thread")}}}
+	now = now.Add(replNoWorkersRecheck)
+	for range 3 {
+		if _, err := c.Collect(ctx, q, maria); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+	}
+	if n := workers(); n != 5 {
+		t.Errorf("workers asked %d times, want 5", n)
+	}
+}
+
+// rhiCountingQuerier answers from rows and logs every query in log.
+type rhiCountingQuerier struct {
+	log  *rhiLogQuerier
+	rows map[string]*mysql.Rows
+}
+
+func (c *rhiCountingQuerier) Query(ctx context.Context, q string, args ...any) (*mysql.Rows, error) {
+	c.log.Query(ctx, q, args...)
+	if r := c.rows[q]; r != nil {
+		return r, nil
+	}
+	return &mysql.Rows{}, nil
+}
+
+func (c *rhiCountingQuerier) Exec(context.Context, ...string) error { return nil }
