@@ -173,13 +173,8 @@ const (
 	gsMoved                   // written once: written from then on
 )
 
-// gsParse turns SHOW GLOBAL STATUS rows (name, value) into samples.
-func gsParse(r *mysql.Rows) []dbpilot.Sample {
-	return gsParseTier(r, nil, true)
-}
-
-// gsParseTier is gsParse of every variable (full) or of the every-second
-// set only. With state (the instance's idle-counter state, grown as
+// gsParseTier turns SHOW GLOBAL STATUS rows (name, value) into samples:
+// of every variable (full) or of the every-second set only. With state (the instance's idle-counter state, grown as
 // needed), counters that have read 0 on every run are left out.
 func gsParseTier(r *mysql.Rows, state *[]uint8, full bool) []dbpilot.Sample {
 	out := make([]dbpilot.Sample, 0, len(r.Values))

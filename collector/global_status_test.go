@@ -113,7 +113,7 @@ func TestGlobalStatusMySQL(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			samples := gsParse(gsFixture(t, tc.file))
+			samples := gsParseTier(gsFixture(t, tc.file), nil, true)
 			got := gsIndex(t, samples)
 			gsCheck(t, got, tc.wants)
 			gsCheckAbsent(t, got, "mysql_global_status_rsa_public_key", "mysql_global_status_current_tls_version",

@@ -174,7 +174,7 @@ func (r *Rows) NameValues() map[string]string {
 
 // Query runs one statement with the query timeout and reads every row.
 func (d *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
-	qctx, cancel := withQueryTimeout(ctx, d.opts.QueryTimeout)
+	qctx, cancel := WithQueryTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
 	rows, err := d.db.QueryContext(qctx, query, args...)
 	if err != nil {

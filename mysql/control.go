@@ -685,7 +685,7 @@ func (p *pinnedConn) Exec(ctx context.Context, stmts ...string) error {
 }
 
 func (p *pinnedConn) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
-	qctx, cancel := withQueryTimeout(ctx, p.d.opts.QueryTimeout)
+	qctx, cancel := WithQueryTimeout(ctx, p.d.opts.QueryTimeout)
 	defer cancel()
 	rows, err := p.c.QueryContext(qctx, query, args...)
 	if err != nil {

@@ -95,16 +95,11 @@ func (a *rowArena) value(b []byte) *string {
 	return s
 }
 
-// withQueryTimeout returns ctx bounded by d, without a new context (and
+// WithQueryTimeout returns ctx bounded by d, without a new context (and
 // its timer) when ctx already ends sooner.
-func withQueryTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func WithQueryTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, d)
-}
-
-// WithQueryTimeout is withQueryTimeout for other packages' sessions.
-func WithQueryTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return withQueryTimeout(ctx, d)
 }
