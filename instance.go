@@ -116,9 +116,13 @@ const (
 // SHOW REPLICA/SLAVE STATUS (MySQL), in one vocabulary.
 type ReplicationChannel struct {
 	// Name is the MariaDB connection name or MySQL channel name; "" is the default.
-	Name       string      `json:"name"`
-	Source     InstanceKey `json:"source"`
-	SourceUser string      `json:"source_user,omitempty"`
+	Name   string      `json:"name"`
+	Source InstanceKey `json:"source"`
+	// PrintedSource is the source as the replica printed it (Master_Host,
+	// Master_Port) when discovery knows that server by another address
+	// (Source); zero otherwise.
+	PrintedSource InstanceKey `json:"printed_source,omitzero"`
+	SourceUser    string      `json:"source_user,omitempty"`
 
 	IORunning    IOState `json:"io_running"`
 	SQLRunning   bool    `json:"sql_running"`

@@ -41,3 +41,15 @@ type PartialCollector interface {
 	Collector
 	LastPartial() bool
 }
+
+// ObservingCollector is a Collector that can build its samples from serve's
+// latest observation of the instance (Runner.Observe): discovery reads the
+// replica status and GTID positions every poll, and reading them again for
+// metrics doubled those statements on every server. The runner calls
+// FromObservation, with the batch stamped at the observation's time,
+// when an observation arrived since the collector's last run and within
+// its interval; Collect otherwise. q serves what the observation lacks.
+type ObservingCollector interface {
+	Collector
+	FromObservation(ctx context.Context, q Querier, t Target, obs *dbpilot.Instance) ([]dbpilot.Sample, error)
+}

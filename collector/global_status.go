@@ -177,7 +177,7 @@ const (
 // of every variable (full) or of the every-second set only. With state (the instance's idle-counter state, grown as
 // needed), counters that have read 0 on every run are left out.
 func gsParseTier(r *mysql.Rows, state *[]uint8, full bool) []dbpilot.Sample {
-	out := make([]dbpilot.Sample, 0, len(r.Values))
+	out := make([]dbpilot.Sample, 0, len(r.Values)+runnerExtraSamples)
 	for _, row := range r.Values {
 		if len(row) < 2 || row[0] == nil || row[1] == nil {
 			continue

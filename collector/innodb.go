@@ -304,44 +304,76 @@ const innoMetricsPrefix = "mysql_info_schema_innodb_metrics_"
 // innoMetricsSamples names INNODB_METRICS rows (NAME, SUBSYSTEM, COUNT,
 // TYPE) as mysqld_exporter does.
 func innoMetricsSamples(r *mysql.Rows) []dbpilot.Sample {
-	var out []dbpilot.Sample
-	for _, row := range r.Maps() {
-		row = rhiUpperKeys(row)
-		name, subsystem, typ := row["NAME"], row["SUBSYSTEM"], strings.ToLower(row["TYPE"])
-		value, err := strconv.ParseFloat(strings.TrimSpace(row["COUNT"]), 64)
+	iName, iSub, iType, iCount := r.Index("NAME"), r.Index("SUBSYSTEM"), r.Index("TYPE"), r.Index("COUNT")
+	out := make([]dbpilot.Sample, 0, len(r.Values)+runnerExtraSamples)
+	for _, row := range r.Values {
+		name := mysql.Str(row, iName)
+		value, err := strconv.ParseFloat(strings.TrimSpace(mysql.Str(row, iCount)), 64)
 		if err != nil || name == "" {
 			continue
 		}
-		if subsystem == "buffer_page_io" {
-			m := innoBufferPageRE.FindStringSubmatch(name)
-			if m == nil {
-				continue
-			}
-			out = append(out, rhiSample(innoMetricsPrefix+"buffer_page_"+m[1]+"_total", dbpilot.Counter, value, "type", m[2]))
-			continue
-		}
-		if subsystem == "buffer" {
-			if m := innoBufferRE.FindStringSubmatch(name); m != nil {
-				switch m[2] {
-				case "total":
-					// The sum of the others.
-				case "dirty":
-					out = append(out, rhiSample(innoMetricsPrefix+"buffer_pool_dirty_pages", dbpilot.Gauge, value))
-				default:
-					out = append(out, rhiSample(innoMetricsPrefix+"buffer_pool_pages", dbpilot.Gauge, value, "state", m[2]))
-				}
-				continue
-			}
-		}
-		metric := innoMetricsPrefix + innoMetricName(subsystem+"_"+name)
-		// Counters may read negative (https://bugs.mysql.com/75966): gauges then.
-		if (typ == "counter" || typ == "status_counter") && value >= 0 {
-			out = append(out, rhiSample(metric+"_total", dbpilot.Counter, value))
-		} else {
-			out = append(out, rhiSample(metric, dbpilot.Gauge, value))
+		d := innoMetricDescFor(mysql.Str(row, iSub), name, mysql.Str(row, iType))
+		switch {
+		case d.skip:
+		case d.counter != "" && value >= 0:
+			out = append(out, dbpilot.Sample{Name: d.counter, Type: dbpilot.Counter, Value: value, Labels: d.labels})
+		default:
+			out = append(out, dbpilot.Sample{Name: d.gauge, Type: dbpilot.Gauge, Value: value, Labels: d.labels})
 		}
 	}
 	return out
+}
+
+// innoMetricDesc is how one INNODB_METRICS row is written.
+type innoMetricDesc struct {
+	skip    bool
+	counter string // the name when the row is a counter reading >= 0
+	gauge   string // the name otherwise
+	labels  []dbpilot.Label
+}
+
+// innoMetricDescs caches innoMetricDescFor by subsystem, name and type: the
+// same few hundred rows are read on every instance every few seconds.
+var innoMetricDescs sync.Map
+
+func innoMetricDescFor(subsystem, name, typ string) *innoMetricDesc {
+	key := subsystem + "\x00" + name + "\x00" + typ
+	if d, ok := innoMetricDescs.Load(key); ok {
+		return d.(*innoMetricDesc)
+	}
+	d := newInnoMetricDesc(subsystem, name, strings.ToLower(typ))
+	v, _ := innoMetricDescs.LoadOrStore(key, d)
+	return v.(*innoMetricDesc)
+}
+
+func newInnoMetricDesc(subsystem, name, typ string) *innoMetricDesc {
+	if subsystem == "buffer_page_io" {
+		m := innoBufferPageRE.FindStringSubmatch(name)
+		if m == nil {
+			return &innoMetricDesc{skip: true}
+		}
+		n := innoMetricsPrefix + "buffer_page_" + m[1] + "_total"
+		return &innoMetricDesc{counter: n, gauge: n, labels: []dbpilot.Label{{Name: "type", Value: m[2]}}}
+	}
+	if subsystem == "buffer" {
+		if m := innoBufferRE.FindStringSubmatch(name); m != nil {
+			switch m[2] {
+			case "total":
+				return &innoMetricDesc{skip: true} // the sum of the others
+			case "dirty":
+				return &innoMetricDesc{gauge: innoMetricsPrefix + "buffer_pool_dirty_pages"}
+			default:
+				return &innoMetricDesc{gauge: innoMetricsPrefix + "buffer_pool_pages", labels: []dbpilot.Label{{Name: "state", Value: m[2]}}}
+			}
+		}
+	}
+	metric := innoMetricsPrefix + innoMetricName(subsystem+"_"+name)
+	d := &innoMetricDesc{gauge: metric}
+	// Counters may read negative (https://bugs.mysql.com/75966): gauges then.
+	if typ == "counter" || typ == "status_counter" {
+		d.counter = metric + "_total"
+	}
+	return d
 }
 
 // innoMetricName replaces characters a metric name cannot hold.

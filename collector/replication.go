@@ -90,15 +90,12 @@ func (c *replication) Collect(ctx context.Context, q Querier, t Target) ([]dbpil
 	if err != nil {
 		return nil, err
 	}
-	chans, err := mysql.ParseReplicaStatusRows(t.Flavor, rows.Maps())
+	chans, err := mysql.ReplicaStatus(t.Flavor, rows)
 	if err != nil {
 		return nil, err
 	}
 	maria := t.Flavor == dbpilot.FlavorMariaDB
-	var out []dbpilot.Sample
-	for _, c := range chans {
-		out = append(out, replChannelSamples(c, maria)...)
-	}
+	out := replChannelsSamples(chans, maria)
 
 	// Server-wide GTID position. A refusal (privilege, a server without
 	// GTIDs) leaves it out; a broken connection fails the run.
@@ -106,7 +103,9 @@ func (c *replication) Collect(ctx context.Context, q Querier, t Target) ([]dbpil
 		r, err := q.Query(ctx, replMariaGTIDSQL)
 		switch {
 		case err == nil:
-			out = append(out, replMariaGTIDSamples(r, len(chans) > 0)...)
+			if len(r.Values) == 1 && len(r.Values[0]) == 2 {
+				out = append(out, replMariaGTIDSamples(r.Values[0][0], r.Values[0][1], len(chans) > 0)...)
+			}
 		case !rhiServerError(err):
 			return out, err
 		}
@@ -114,13 +113,42 @@ func (c *replication) Collect(ctx context.Context, q Querier, t Target) ([]dbpil
 		r, err := q.Query(ctx, replMySQLGTIDSQL)
 		switch {
 		case err == nil:
-			out = append(out, replMySQLGTIDSamples(r)...)
+			if len(r.Values) == 1 && len(r.Values[0]) == 2 {
+				out = append(out, replMySQLGTIDSamples(r.Values[0][0], r.Values[0][1])...)
+			}
 		case !rhiServerError(err):
 			return out, err
 		}
 	}
+	return c.workers(ctx, q, maria, len(chans) > 0, out)
+}
 
-	if len(chans) == 0 {
+// FromObservation builds the samples Collect would from discovery's
+// observation of the instance (its channels and GTID positions, read
+// moments ago), querying only the applier workers.
+func (c *replication) FromObservation(ctx context.Context, q Querier, t Target, obs *dbpilot.Instance) ([]dbpilot.Sample, error) {
+	maria := obs.Flavor == dbpilot.FlavorMariaDB
+	if obs.Flavor == "" {
+		maria = t.Flavor == dbpilot.FlavorMariaDB
+	}
+	out := replChannelsSamples(obs.Channels, maria)
+	str := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	if maria {
+		out = append(out, replMariaGTIDSamples(str(obs.GTID.CurrentPos), str(obs.GTID.SlavePos), len(obs.Channels) > 0)...)
+	} else {
+		out = append(out, replMySQLGTIDSamples(str(obs.GTID.Mode), str(obs.GTID.Executed))...)
+	}
+	return c.workers(ctx, q, maria, len(obs.Channels) > 0, out)
+}
+
+// workers appends the applier workers' samples of a replica to out.
+func (c *replication) workers(ctx context.Context, q Querier, maria, replica bool, out []dbpilot.Sample) ([]dbpilot.Sample, error) {
+	if !replica {
 		return out, nil
 	}
 	if maria {
@@ -156,6 +184,15 @@ func (c *replication) Collect(ctx context.Context, q Querier, t Target) ([]dbpil
 	return out, nil
 }
 
+// replChannelsSamples returns the samples of every channel.
+func replChannelsSamples(chans []dbpilot.ReplicationChannel, maria bool) []dbpilot.Sample {
+	out := make([]dbpilot.Sample, 0, len(chans)*12+8+runnerExtraSamples)
+	for _, c := range chans {
+		out = append(out, replChannelSamples(c, maria)...)
+	}
+	return out
+}
+
 // replChannelSamples returns one channel's mysql_slave_status_* samples and
 // its received GTIDs.
 func replChannelSamples(c dbpilot.ReplicationChannel, maria bool) []dbpilot.Sample {
@@ -163,10 +200,15 @@ func replChannelSamples(c dbpilot.ReplicationChannel, maria bool) []dbpilot.Samp
 	if maria {
 		channelName, connectionName = "", c.Name
 	}
-	labels := []string{"master_host", c.Source.Host, "master_uuid", c.SourceUUID,
-		"channel_name", channelName, "connection_name", connectionName}
+	host := c.Source.Host
+	if !c.PrintedSource.IsZero() {
+		host = c.PrintedSource.Host // as the server printed it
+	}
+	// One label slice for the channel's samples (sinks do not modify it).
+	labels := rhiSample("", 0, 0, "master_host", host, "master_uuid", c.SourceUUID,
+		"channel_name", channelName, "connection_name", connectionName).Labels
 	g := func(name string, v float64) dbpilot.Sample {
-		return rhiSample("mysql_slave_status_"+name, dbpilot.Gauge, v, labels...)
+		return dbpilot.Sample{Name: "mysql_slave_status_" + name, Type: dbpilot.Gauge, Value: v, Labels: labels}
 	}
 	out := []dbpilot.Sample{
 		g("slave_io_running", rhiBool(c.IORunning == dbpilot.IORunning)),
@@ -204,10 +246,7 @@ func replChannelSamples(c dbpilot.ReplicationChannel, maria bool) []dbpilot.Samp
 // replMariaGTIDSamples reads @@gtid_current_pos and @@gtid_slave_pos; the
 // applied positions only on a replica (a former replica keeps a stale
 // gtid_slave_pos).
-func replMariaGTIDSamples(r *mysql.Rows, replica bool) []dbpilot.Sample {
-	if len(r.Values) != 1 || len(r.Values[0]) != 2 {
-		return nil
-	}
+func replMariaGTIDSamples(current, slave *string, replica bool) []dbpilot.Sample {
 	var out []dbpilot.Sample
 	perDomain := func(name string, v *string) {
 		if v == nil {
@@ -223,22 +262,22 @@ func replMariaGTIDSamples(r *mysql.Rows, replica bool) []dbpilot.Sample {
 			}
 		}
 	}
-	perDomain("dbpilot_replication_gtid_seq", r.Values[0][0])
+	perDomain("dbpilot_replication_gtid_seq", current)
 	if replica {
-		perDomain("dbpilot_replication_gtid_applied_seq", r.Values[0][1])
+		perDomain("dbpilot_replication_gtid_applied_seq", slave)
 	}
 	return out
 }
 
-// replMySQLGTIDSamples counts @@gtid_executed when gtid_mode is not OFF.
-func replMySQLGTIDSamples(r *mysql.Rows) []dbpilot.Sample {
-	if len(r.Values) != 1 || len(r.Values[0]) != 2 || r.Values[0][0] == nil || r.Values[0][1] == nil {
+// replMySQLGTIDSamples reads @@gtid_mode and @@gtid_executed.
+func replMySQLGTIDSamples(mode, executed *string) []dbpilot.Sample {
+	if mode == nil || executed == nil {
 		return nil
 	}
-	if strings.EqualFold(strings.TrimSpace(*r.Values[0][0]), "OFF") {
+	if strings.EqualFold(strings.TrimSpace(*mode), "OFF") {
 		return nil
 	}
-	s, err := gtid.ParseMySQLSet(*r.Values[0][1])
+	s, err := gtid.ParseMySQLSet(*executed)
 	if err != nil {
 		return nil
 	}

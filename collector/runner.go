@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,8 @@ type Runner struct {
 	target Target
 	base   dbpilot.Batch
 
+	obs atomic.Pointer[dbpilot.Instance] // the latest observation (Observe)
+
 	startOnce sync.Once
 	stopOnce  sync.Once
 	cancel    context.CancelFunc
@@ -162,6 +165,10 @@ type runnerSlot struct {
 	// counters of the collector itself.
 	idle map[string]uint8
 	self [3]uint8
+	lbl  []dbpilot.Label // the collector label of its own metrics
+	// usedObs is the time of the last observation an ObservingCollector's
+	// run took its samples from.
+	usedObs time.Time
 }
 
 // NewRunner runs collectors against one instance, sending each batch to
@@ -190,6 +197,7 @@ func NewRunner(t Target, opts mysql.Options, collectors []Collector, cfg Config,
 		r.slots = append(r.slots, &runnerSlot{
 			c: c, name: c.Name(), interval: iv, timeout: cfg.timeout(iv), up: i == upIndex,
 			stat: Stat{Collector: c.Name(), Interval: iv},
+			lbl:  []dbpilot.Label{{Name: "collector", Value: c.Name()}},
 		})
 		if _, own := c.(interface{ SetIdleCounters(bool) }); !own && !cfg.WriteIdleCounters {
 			r.slots[len(r.slots)-1].idle = map[string]uint8{}
@@ -245,6 +253,37 @@ func (r *Runner) SetTarget(t Target) {
 	if t.Key != old {
 		r.pool.retarget(t.Key)
 	}
+}
+
+// Observe hands the runner serve's latest observation of its instance
+// (reachable, with its replication channels and GTID positions), for the
+// collectors that take their samples from it (ObservingCollector). The
+// runner keeps it; the caller must not modify it afterwards.
+func (r *Runner) Observe(inst *dbpilot.Instance) {
+	if inst == nil || !inst.Reachable || inst.ObservedAt.IsZero() {
+		return
+	}
+	r.obs.Store(inst)
+}
+
+// observation returns the observation s's run at now is to use: one that
+// arrived since s's last such run and is at most an interval old, for an
+// ObservingCollector; nil otherwise.
+func (r *Runner) observation(s *runnerSlot, now time.Time) *dbpilot.Instance {
+	if _, ok := s.c.(ObservingCollector); !ok {
+		return nil
+	}
+	obs := r.obs.Load()
+	if obs == nil || now.Sub(obs.ObservedAt) > s.interval || now.Before(obs.ObservedAt) {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !obs.ObservedAt.After(s.usedObs) || !obs.ObservedAt.After(s.lastT) {
+		return nil
+	}
+	s.usedObs = obs.ObservedAt
+	return obs
 }
 
 // Stats returns the counts of every collector, in the order given to
@@ -342,6 +381,11 @@ func idleStep(st *uint8, zero, skip bool) (write, fromZero bool) {
 // 0 on every run so far (a server's INNODB_METRICS has dozens), as
 // global_status does with its variables: a series costs the store about
 // a kilobyte whether it moves or not. Only the runs of s call it.
+// runnerExtraSamples is how many samples a run adds to its collector's
+// (mysql_up, the collector's duration and counters): collectors that size
+// their output leave that much room, so it is not copied to grow.
+const runnerExtraSamples = 5
+
 func (s *runnerSlot) dropIdle(samples []dbpilot.Sample) []dbpilot.Sample {
 	if s.idle == nil {
 		return samples
@@ -378,6 +422,19 @@ func (s *runnerSlot) sampleTime(start time.Time) time.Time {
 			t = tick
 		}
 	}
+	t = t.Truncate(time.Millisecond)
+	if !t.After(s.lastT) {
+		t = s.lastT.Add(time.Millisecond)
+	}
+	s.lastT = t
+	return t
+}
+
+// stampAt is the time of a batch whose values were read at t (an
+// observation's): t in whole milliseconds, after the last batch's.
+func (s *runnerSlot) stampAt(t time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	t = t.Truncate(time.Millisecond)
 	if !t.After(s.lastT) {
 		t = s.lastT.Add(time.Millisecond)
@@ -441,8 +498,9 @@ func (r *Runner) current() (Target, dbpilot.Batch) {
 func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 	target, batch := r.current()
 	start := time.Now()
+	obs := r.observation(s, start)
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	samples, connected, err := r.collect(rctx, s, target)
+	samples, connected, err := r.collect(rctx, s, target, obs)
 	cancel()
 	took := time.Since(start)
 	if ctx.Err() != nil {
@@ -473,7 +531,8 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 		samples = runnerSetUp(samples, connected)
 	}
 	samples = s.dropIdle(samples)
-	lbl := []dbpilot.Label{{Name: "collector", Value: s.name}}
+	samples = slices.Grow(samples, runnerExtraSamples)
+	lbl := s.lbl // shared by every run: sinks do not modify labels
 	samples = append(samples,
 		dbpilot.Sample{Name: MetricCollectorDuration, Labels: lbl, Value: took.Seconds(), Type: dbpilot.Gauge, Help: "How long the collector's last run took."})
 	for i, c := range [...]struct {
@@ -492,7 +551,11 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 	if pc, ok := s.c.(PartialCollector); ok && err == nil {
 		batch.Partial = pc.LastPartial()
 	}
-	batch.Time = s.sampleTime(start)
+	if obs != nil {
+		batch.Time = s.stampAt(obs.ObservedAt) // when the values were read
+	} else {
+		batch.Time = s.sampleTime(start)
+	}
 	batch.Took = took
 	batch.Slow = slow
 	batch.Samples = samples
@@ -518,7 +581,7 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 // collect gets a session and runs the collector on it. connected reports
 // whether the server answered (a server error such as a missing privilege
 // still counts as connected).
-func (r *Runner) collect(ctx context.Context, s *runnerSlot, t Target) (samples []dbpilot.Sample, connected bool, err error) {
+func (r *Runner) collect(ctx context.Context, s *runnerSlot, t Target, obs *dbpilot.Instance) (samples []dbpilot.Sample, connected bool, err error) {
 	sess, err := r.pool.acquire(ctx, s.timeout)
 	if err != nil {
 		return nil, false, err
@@ -530,7 +593,7 @@ func (r *Runner) collect(ctx context.Context, s *runnerSlot, t Target) (samples 
 		r.pool.release(sess, err, ctx.Err() != nil)
 		return nil, false, err
 	}
-	samples, err = r.safeCollect(ctx, s, sess, t)
+	samples, err = r.safeCollect(ctx, s, sess, t, obs)
 	failed := sess.failed()
 	r.pool.release(sess, failed, ctx.Err() != nil)
 	switch {
@@ -550,13 +613,16 @@ var errRunnerPanic = errors.New("collector panicked")
 
 // safeCollect runs Collect, turning a panic into an error: one broken
 // collector must not take the daemon down.
-func (r *Runner) safeCollect(ctx context.Context, s *runnerSlot, q Querier, t Target) (samples []dbpilot.Sample, err error) {
+func (r *Runner) safeCollect(ctx context.Context, s *runnerSlot, q Querier, t Target, obs *dbpilot.Instance) (samples []dbpilot.Sample, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("collector panicked", "collector", s.name, "panic", fmt.Sprint(p))
 			samples, err = nil, fmt.Errorf("collector %s: %w: %v", s.name, errRunnerPanic, p)
 		}
 	}()
+	if oc, ok := s.c.(ObservingCollector); ok && obs != nil {
+		return oc.FromObservation(ctx, q, t, obs)
+	}
 	return s.c.Collect(ctx, q, t)
 }
 

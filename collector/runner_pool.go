@@ -461,7 +461,7 @@ func (c *runnerSQLConn) Query(ctx context.Context, query string, args ...any) (*
 		return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
 	}
 	defer rows.Close()
-	res, err := mysql.ReadRows(rows)
+	res, err := mysql.ReadQueryRows(query, rows)
 	if err != nil {
 		return nil, mysql.Classify(err, c.key, c.user, "query "+runnerFirstWords(query))
 	}

@@ -82,7 +82,9 @@ func (m *monitor) reconcile(ctx context.Context, cluster string, members []*dbpi
 		if e == nil {
 			base := dbpilot.Batch{Instance: i.Key, Cluster: cluster, Role: t.Role}
 			gate := newHeartbeatGate(m.d.coord, cluster)
-			m.runners[k] = &runnerEntry{r: m.start.Start(ctx, t, base, gate), cluster: cluster, target: t, gate: gate}
+			e = &runnerEntry{r: m.start.Start(ctx, t, base, gate), cluster: cluster, target: t, gate: gate}
+			m.runners[k] = e
+			observe(e.r, i)
 			continue
 		}
 		if e.target != t {
@@ -90,6 +92,7 @@ func (m *monitor) reconcile(ctx context.Context, cluster string, members []*dbpi
 			e.target = t
 		}
 		e.gate.reachable.Store(true) // after the role it was reached with
+		observe(e.r, i)
 	}
 	for k, e := range m.runners {
 		if e.cluster == cluster && !seen[k] {
@@ -109,6 +112,15 @@ func (m *monitor) reconcile(ctx context.Context, cluster string, members []*dbpi
 	}
 }
 
+// observe hands a runner that takes observations (collector.Runner) the
+// instance as this poll saw it: its replication samples come from it
+// instead of a second SHOW ALL SLAVES STATUS.
+func observe(r MetricsCollector, i *dbpilot.Instance) {
+	if o, ok := r.(interface{ Observe(*dbpilot.Instance) }); ok {
+		o.Observe(i)
+	}
+}
+
 // stop stops every runner.
 func (m *monitor) stop() {
 	m.mu.Lock()
@@ -120,15 +132,17 @@ func (m *monitor) stop() {
 }
 
 // known reports whether an instance is monitored (alerts for others stop).
+// The evaluator asks once per alerting series: a map lookup, not a walk of
+// every runner (which was quadratic in the fleet's size).
 func (m *monitor) known(instance string) bool {
+	k, err := dbpilot.ParseInstanceKey(instance)
+	if err != nil {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k, e := range m.runners {
-		if k.String() == instance || e.target.Key.String() == instance {
-			return true
-		}
-	}
-	return false
+	_, ok := m.runners[k.Normalized()]
+	return ok
 }
 
 // Monitored returns how many instances metrics are collected from.

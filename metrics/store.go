@@ -146,6 +146,7 @@ type source struct {
 	// Buffers of Write, kept between batches.
 	key  []byte
 	live []*entry
+	job  appendJob
 }
 
 // entry is one series of a source.
@@ -384,8 +385,15 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 	// TSDB transaction); src.mu stays held until they are done with this
 	// source's entries.
 	src.key, src.live = key, live // reused by the next batch
-	job := &appendJob{t: t, prevT: src.lastT, ended: ended, live: live, done: make(chan struct{}), turn: make(chan struct{})}
+	// The source's job is reused: src.mu allows one Write of it at a time.
+	job := &src.job
+	if job.wake == nil {
+		job.wake = make(chan wake, 1)
+	}
+	job.t, job.prevT, job.ended, job.live = t, src.lastT, ended, live
+	job.appended, job.outOfOrder, job.firstBad, job.err = 0, 0, "", nil
 	s.commit(job)
+	job.ended, job.live = nil, nil
 	if job.err != nil {
 		return s.writeFailed(dbpilot.WrapError(dbpilot.EUNAVAIL, job.err, "metrics of %s (%s) not stored", instance, b.Collector))
 	}
@@ -409,13 +417,22 @@ func (s *Store) Write(ctx context.Context, b dbpilot.Batch) error {
 type appendJob struct {
 	t, prevT    int64 // the batch's time, the source's previous write
 	ended, live []*entry
-	done        chan struct{} // closed when committed
-	turn        chan struct{} // closed when its Write is to commit the next group
+	// wake receives wakeDone when another Write committed the job, or
+	// wakeTurn when its own Write is to commit the next group; exactly one
+	// of them per commit (buffered: the sender never waits).
+	wake chan wake
 	// Results.
 	appended, outOfOrder int
 	firstBad             string
 	err                  error // nothing of the job was stored
 }
+
+type wake uint8
+
+const (
+	wakeDone wake = iota + 1
+	wakeTurn
+)
 
 // Group commit limits: one TSDB transaction takes the jobs waiting, up to
 // these.
@@ -437,10 +454,8 @@ func (s *Store) commit(job *appendJob) {
 	s.pending = append(s.pending, job)
 	if s.committing {
 		s.gmu.Unlock()
-		select {
-		case <-job.done:
+		if <-job.wake == wakeDone {
 			return
-		case <-job.turn:
 		}
 		s.gmu.Lock()
 	}
@@ -456,7 +471,7 @@ func (s *Store) commit(job *appendJob) {
 	s.commitGroup(group)
 	s.gmu.Lock()
 	if len(s.pending) > 0 {
-		close(s.pending[0].turn) // the committing flag passes to it
+		s.pending[0].wake <- wakeTurn // the committing flag passes to it
 	} else {
 		s.committing = false
 	}
@@ -478,11 +493,13 @@ func (s *Store) commitGroup(group []*appendJob) {
 	} else {
 		err = app.Commit()
 	}
-	for _, j := range group {
+	for i, j := range group {
 		if err != nil {
 			j.err = err
 		}
-		close(j.done)
+		if i > 0 { // the first is the committer's own
+			j.wake <- wakeDone
+		}
 	}
 }
 

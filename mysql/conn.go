@@ -155,6 +155,40 @@ func (r *Rows) Maps() []map[string]string {
 	return out
 }
 
+// canonicalIndex maps the canonical names of r's columns (canonicalName)
+// to their positions. Should two columns fold into one name, the first in
+// sorted order wins, as for canonicalRow.
+func (r *Rows) canonicalIndex() map[string]int {
+	index := make(map[string]int, len(r.Columns))
+	for i, c := range r.Columns {
+		cn := canonicalName(c)
+		if j, dup := index[cn]; dup && r.Columns[j] < c {
+			continue // the earlier-sorting column keeps the name
+		}
+		index[cn] = i
+	}
+	return index
+}
+
+// Index returns the position of the column named name (compared without
+// case), or -1.
+func (r *Rows) Index(name string) int {
+	for i, c := range r.Columns {
+		if strings.EqualFold(c, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Str returns the value of column i of row, "" for NULL or i < 0.
+func Str(row []*string, i int) string {
+	if i < 0 || i >= len(row) || row[i] == nil {
+		return ""
+	}
+	return *row[i]
+}
+
 // NameValues reads name/value rows — SHOW [GLOBAL] STATUS, SHOW VARIABLES,
 // or a SELECT of VARIABLE_NAME, VARIABLE_VALUE — into a map keyed by the
 // lower-cased name (the first column) with the value (the second) as the
@@ -181,7 +215,7 @@ func (d *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error
 		return nil, d.classify(err, "query "+firstWords(query))
 	}
 	defer rows.Close()
-	res, err := ReadRows(rows)
+	res, err := ReadQueryRows(query, rows)
 	if err != nil {
 		return nil, d.classify(err, "query "+firstWords(query))
 	}

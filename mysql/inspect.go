@@ -262,7 +262,7 @@ const semiSyncVariablesSQL = "SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync%'"
 // buildInstance fills an Instance from the variables (canonical names) and
 // status the inspection read.
 func buildInstance(key dbpilot.InstanceKey, id serverIdent, vars, status map[string]string) (*dbpilot.Instance, error) {
-	f := &fields{row: vars, what: "server variables"}
+	f := &fields{row: mapRow(vars), what: "server variables"}
 	inst := &dbpilot.Instance{
 		Key:            key,
 		Reachable:      true,
@@ -304,7 +304,7 @@ func buildInstance(key dbpilot.InstanceKey, id serverIdent, vars, status map[str
 			EnforceGTIDConsistency: enforce,
 		}
 	}
-	sf := &fields{row: canonicalRow(status), what: "server status"}
+	sf := &fields{row: mapRow(canonicalRow(status)), what: "server status"}
 	inst.Uptime = time.Duration(sf.uint("uptime", 32)) * time.Second
 	inst.SemiSync = parseSemiSync(vars, status)
 	if f.err != nil {
@@ -326,13 +326,12 @@ func (s *session) readChannels(ctx context.Context, id serverIdent) ([]dbpilot.R
 	if err != nil {
 		return nil, err
 	}
-	var channels []dbpilot.ReplicationChannel
-	for _, row := range r.Maps() {
-		c, err := parseReplicaStatusRow(id.Flavor, row)
-		if err != nil {
-			return nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "mysql: %s on %s", op, s.key)
-		}
-		channels = append(channels, c)
+	channels, err := ReplicaStatus(id.Flavor, r)
+	if err != nil {
+		return nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "mysql: %s on %s", op, s.key)
+	}
+	if len(channels) == 0 {
+		channels = nil
 	}
 	if len(channels) == 0 || !id.Flavor.IsMySQLFamily() || !id.Version.AtLeast(5, 7, 0) {
 		return channels, nil

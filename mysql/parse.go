@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -53,6 +55,30 @@ func parseServerVersion(version string, flavor dbpilot.Flavor) (dbpilot.Version,
 // "rpl_semi_sync_master_clients"; log_replica_updates reads
 // "log_slave_updates". Words that merely start alike (Replicate_Do_DB) stay.
 func canonicalName(name string) string {
+	if c, ok := canonicalNames.Load(name); ok {
+		return c.(string)
+	}
+	c := foldName(name)
+	// Servers print a few hundred distinct names; the bound only guards
+	// against a caller passing arbitrary strings.
+	if canonicalCount.Load() < maxCanonicalNames {
+		if _, loaded := canonicalNames.LoadOrStore(strings.Clone(name), c); !loaded {
+			canonicalCount.Add(1)
+		}
+	}
+	return c
+}
+
+// canonicalNames caches canonicalName: replica status, variables and status
+// are read every second on every instance, with the same names each time.
+var (
+	canonicalNames sync.Map // name -> canonical name
+	canonicalCount atomic.Int32
+)
+
+const maxCanonicalNames = 8192
+
+func foldName(name string) string {
 	parts := strings.Split(strings.ToLower(strings.TrimSpace(name)), "_")
 	for i, p := range parts {
 		switch p {
@@ -72,6 +98,20 @@ func canonicalName(name string) string {
 // original name sorts first wins, so that the result does not depend on map
 // order.
 func canonicalRow(row map[string]string) map[string]string {
+	out := make(map[string]string, len(row))
+	for k, v := range row {
+		ck := canonicalName(k)
+		if _, dup := out[ck]; dup {
+			return canonicalRowSorted(row)
+		}
+		out[ck] = v
+	}
+	return out
+}
+
+// canonicalRowSorted is canonicalRow for a row where two names fold into
+// one: the first in sorted order wins.
+func canonicalRowSorted(row map[string]string) map[string]string {
 	keys := make([]string, 0, len(row))
 	for k := range row {
 		keys = append(keys, k)
@@ -90,12 +130,43 @@ func canonicalRow(row map[string]string) map[string]string {
 // fields reads typed values from a canonical row, remembering the first
 // malformed one.
 type fields struct {
-	row  map[string]string
+	row  valueRow
 	what string // "replica status", for errors
 	err  error
 }
 
-func (f *fields) str(name string) string { return f.row[name] }
+// valueRow is one row of values by canonical name: a map, or a result's
+// row with its columns' positions (indexedRow: no map per row).
+type valueRow interface {
+	get(name string) (string, bool)
+}
+
+type mapRow map[string]string
+
+func (m mapRow) get(name string) (string, bool) {
+	v, ok := m[name]
+	return v, ok
+}
+
+// indexedRow is a row of a result whose canonical column names index maps
+// to positions; NULL reads as absent.
+type indexedRow struct {
+	index map[string]int
+	vals  []*string
+}
+
+func (r indexedRow) get(name string) (string, bool) {
+	i, ok := r.index[name]
+	if !ok || i >= len(r.vals) || r.vals[i] == nil {
+		return "", false
+	}
+	return *r.vals[i], true
+}
+
+func (f *fields) str(name string) string {
+	v, _ := f.row.get(name)
+	return v
+}
 
 func (f *fields) fail(name, val, want string) {
 	if f.err == nil {
@@ -104,7 +175,7 @@ func (f *fields) fail(name, val, want string) {
 }
 
 func (f *fields) uint(name string, bits int) uint64 {
-	v, ok := f.row[name]
+	v, ok := f.row.get(name)
 	v = strings.TrimSpace(v)
 	if !ok || v == "" {
 		return 0
@@ -118,7 +189,7 @@ func (f *fields) uint(name string, bits int) uint64 {
 }
 
 func (f *fields) int(name string) int {
-	v, ok := f.row[name]
+	v, ok := f.row.get(name)
 	v = strings.TrimSpace(v)
 	if !ok || v == "" {
 		return 0
@@ -133,7 +204,7 @@ func (f *fields) int(name string) int {
 
 // optInt64 returns nil for an absent (NULL) or empty value.
 func (f *fields) optInt64(name string) *int64 {
-	v, ok := f.row[name]
+	v, ok := f.row.get(name)
 	v = strings.TrimSpace(v)
 	if !ok || v == "" {
 		return nil
@@ -147,7 +218,7 @@ func (f *fields) optInt64(name string) *int64 {
 }
 
 func (f *fields) bool(name string) bool {
-	v, ok := f.row[name]
+	v, ok := f.row.get(name)
 	if !ok {
 		return false
 	}
@@ -160,7 +231,7 @@ func (f *fields) bool(name string) bool {
 
 // seconds reads a decimal number of seconds such as "30.000".
 func (f *fields) seconds(name string) time.Duration {
-	v, ok := f.row[name]
+	v, ok := f.row.get(name)
 	v = strings.TrimSpace(v)
 	if !ok || v == "" {
 		return 0
@@ -254,18 +325,23 @@ func ioState(v string) dbpilot.IOState {
 // performance_schema.replication_connection_configuration); MariaDB prints
 // Slave_heartbeat_period.
 func parseReplicaStatusRow(flavor dbpilot.Flavor, row map[string]string) (dbpilot.ReplicationChannel, error) {
-	r := canonicalRow(row)
-	_, hasHost := r["master_host"]
-	_, hasIO := r["slave_io_running"]
+	return parseCanonicalReplicaStatus(flavor, mapRow(canonicalRow(row)))
+}
+
+// parseCanonicalReplicaStatus is parseReplicaStatusRow of a row whose names
+// are canonical already (mapRow of a canonical map, or indexedRow).
+func parseCanonicalReplicaStatus(flavor dbpilot.Flavor, r valueRow) (dbpilot.ReplicationChannel, error) {
+	_, hasHost := r.get("master_host")
+	_, hasIO := r.get("slave_io_running")
 	if !hasHost && !hasIO {
 		return dbpilot.ReplicationChannel{}, dbpilot.Errorf(dbpilot.EINTERNAL, "replica status row has no Master_Host/Source_Host column")
 	}
 	f := &fields{row: r, what: "replica status"}
 	var c dbpilot.ReplicationChannel
-	if n, ok := r["connection_name"]; ok {
+	if n, ok := r.get("connection_name"); ok {
 		c.Name = n
 	} else {
-		c.Name = r["channel_name"] // Channel_name before 8.0.22, Channel_Name after
+		c.Name, _ = r.get("channel_name") // Channel_name before 8.0.22, Channel_Name after
 	}
 	c.Source = dbpilot.InstanceKey{Host: f.str("master_host"), Port: int(f.uint("master_port", 16))}
 	c.SourceUser = f.str("master_user")
@@ -274,7 +350,7 @@ func parseReplicaStatusRow(flavor dbpilot.Flavor, row map[string]string) (dbpilo
 	c.SQLRunning = strings.EqualFold(strings.TrimSpace(f.str("slave_sql_running")), "yes")
 	c.IOStateText = f.str("slave_io_state")
 	c.SQLStateText = f.str("slave_sql_running_state")
-	if _, ok := r["slave_sql_running_state"]; !ok {
+	if _, ok := r.get("slave_sql_running_state"); !ok {
 		c.SQLStateText = f.str("slave_sql_state") // MariaDB's SHOW ALL SLAVES STATUS has both
 	}
 
@@ -284,8 +360,8 @@ func parseReplicaStatusRow(flavor dbpilot.Flavor, row map[string]string) (dbpilo
 	c.LastSQLError = redactPasswords(f.str("last_sql_error"))
 	c.SecondsBehind = f.optInt64("seconds_behind_master")
 
-	_, hasUsingGTID := r["using_gtid"]
-	_, hasAutoPos := r["auto_position"]
+	_, hasUsingGTID := r.get("using_gtid")
+	_, hasAutoPos := r.get("auto_position")
 	mysqlGTID := flavor.IsMySQLFamily() || (flavor != dbpilot.FlavorMariaDB && !hasUsingGTID && hasAutoPos)
 	if mysqlGTID {
 		c.UsingGTID = "No"
@@ -311,7 +387,7 @@ func parseReplicaStatusRow(flavor dbpilot.Flavor, row map[string]string) (dbpilo
 	c.HeartbeatPeriod = f.seconds("slave_heartbeat_period")
 	// MariaDB has the period in the row; MySQL's comes from performance_schema
 	// (applyHeartbeats) and stays unknown until read there.
-	if _, ok := f.row["slave_heartbeat_period"]; !ok {
+	if _, ok := f.row.get("slave_heartbeat_period"); !ok {
 		c.HeartbeatUnknown = true
 	}
 	c.SQLDelay = f.int("sql_delay")

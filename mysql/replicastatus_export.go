@@ -18,3 +18,18 @@ func ParseReplicaStatusRows(flavor dbpilot.Flavor, rows []map[string]string) ([]
 	}
 	return out, nil
 }
+
+// ReplicaStatus reads a replica status result (see ParseReplicaStatusRows)
+// with its column names folded once for all rows.
+func ReplicaStatus(flavor dbpilot.Flavor, r *Rows) ([]dbpilot.ReplicationChannel, error) {
+	index := r.canonicalIndex()
+	out := make([]dbpilot.ReplicationChannel, 0, len(r.Values))
+	for _, vals := range r.Values {
+		c, err := parseCanonicalReplicaStatus(flavor, indexedRow{index: index, vals: vals})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}

@@ -3,6 +3,8 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -17,6 +19,42 @@ import (
 // the largest cost of a 1000-instance serve. A value kept for long (a
 // cache key) is best cloned (strings.Clone): it keeps its block alive.
 func ReadRows(rows *sql.Rows) (*Rows, error) {
+	return readRows(rows, 0)
+}
+
+// ReadQueryRows is ReadRows for the rows of query, sized for as many rows
+// as query's last result had: a status or replica status read every second
+// on every instance grows no slice by doubling.
+func ReadQueryRows(query string, rows *sql.Rows) (*Rows, error) {
+	hint := 0
+	if n, ok := rowHints.Load(query); ok {
+		hint = n.(int)
+	}
+	res, err := readRows(rows, hint)
+	if err == nil && len(res.Values) != hint && len(query) <= maxHintQuery {
+		if hint > 0 || rowHintCount.Load() < maxRowHints {
+			if _, loaded := rowHints.Swap(query, len(res.Values)); !loaded {
+				rowHintCount.Add(1)
+			}
+		}
+	}
+	return res, err
+}
+
+// rowHints holds the last row count of each query text (ReadQueryRows):
+// monitoring runs a few dozen distinct statements; the bounds keep
+// arbitrary ones out.
+var (
+	rowHints     sync.Map // query → int
+	rowHintCount atomic.Int32
+)
+
+const (
+	maxRowHints  = 1024
+	maxHintQuery = 4096
+)
+
+func readRows(rows *sql.Rows, hint int) (*Rows, error) {
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
@@ -28,6 +66,9 @@ func ReadRows(rows *sql.Rows) (*Rows, error) {
 		ptrs[i] = &raw[i]
 	}
 	res := &Rows{Columns: cols}
+	if hint > 0 {
+		res.Values = make([][]*string, 0, hint)
+	}
 	var a rowArena
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {

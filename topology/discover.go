@@ -169,7 +169,13 @@ func unalias(out []*dbpilot.Instance, alias map[dbpilot.InstanceKey]dbpilot.Inst
 	for _, inst := range out {
 		inst.Channels = slices.Clone(inst.Channels) // the inspector's may be shared
 		for i := range inst.Channels {
-			inst.Channels[i].Source = canon(inst.Channels[i].Source)
+			c := &inst.Channels[i]
+			if k := canon(c.Source); k != c.Source {
+				if c.PrintedSource.IsZero() {
+					c.PrintedSource = c.Source
+				}
+				c.Source = k
+			}
 		}
 		if len(inst.Replicas) == 0 {
 			continue

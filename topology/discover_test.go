@@ -306,3 +306,24 @@ func TestDiscoverAliases(t *testing.T) {
 		t.Errorf("clusters: %+v", cl)
 	}
 }
+
+// unalias rewrites a channel's source to the address the server is known
+// by and keeps the address the replica printed (metrics label it so).
+func TestUnaliasKeepsPrintedSource(t *testing.T) {
+	printed := dbpilot.InstanceKey{Host: "db1.example", Port: 3306}
+	known := dbpilot.InstanceKey{Host: "10.0.0.1", Port: 3306}
+	other := dbpilot.InstanceKey{Host: "10.0.0.9", Port: 3306}
+	inst := &dbpilot.Instance{Key: dbpilot.InstanceKey{Host: "10.0.0.2", Port: 3306},
+		Channels: []dbpilot.ReplicationChannel{{Name: "a", Source: printed}, {Name: "b", Source: other}}}
+	shared := inst.Channels
+	unalias([]*dbpilot.Instance{inst}, map[dbpilot.InstanceKey]dbpilot.InstanceKey{printed.Normalized(): known})
+	if c := inst.Channels[0]; c.Source != known || c.PrintedSource != printed {
+		t.Errorf("aliased channel: source %v printed %v; want %v and %v", c.Source, c.PrintedSource, known, printed)
+	}
+	if c := inst.Channels[1]; c.Source != other || !c.PrintedSource.IsZero() {
+		t.Errorf("channel without alias: source %v printed %v; want %v and none", c.Source, c.PrintedSource, other)
+	}
+	if shared[0].Source != printed {
+		t.Error("the inspector's channels were modified in place")
+	}
+}
