@@ -315,7 +315,7 @@ func innoMetricsSamples(r *mysql.Rows) []dbpilot.Sample {
 		d := innoMetricDescFor(mysql.Str(row, iSub), name, mysql.Str(row, iType))
 		switch {
 		case d.skip:
-		case d.counter != "" && value >= 0:
+		case d.counter != "" && (value >= 0 || d.gauge == ""):
 			out = append(out, dbpilot.Sample{Name: d.counter, Type: dbpilot.Counter, Value: value, Labels: d.labels})
 		default:
 			out = append(out, dbpilot.Sample{Name: d.gauge, Type: dbpilot.Gauge, Value: value, Labels: d.labels})
@@ -328,7 +328,7 @@ func innoMetricsSamples(r *mysql.Rows) []dbpilot.Sample {
 type innoMetricDesc struct {
 	skip    bool
 	counter string // the name when the row is a counter reading >= 0
-	gauge   string // the name otherwise
+	gauge   string // the name otherwise ("": a counter whatever its sign)
 	labels  []dbpilot.Label
 }
 
@@ -352,8 +352,9 @@ func newInnoMetricDesc(subsystem, name, typ string) *innoMetricDesc {
 		if m == nil {
 			return &innoMetricDesc{skip: true}
 		}
+		// Always a counter (no gauge twin), as mysqld_exporter writes it.
 		n := innoMetricsPrefix + "buffer_page_" + m[1] + "_total"
-		return &innoMetricDesc{counter: n, gauge: n, labels: []dbpilot.Label{{Name: "type", Value: m[2]}}}
+		return &innoMetricDesc{counter: n, labels: []dbpilot.Label{{Name: "type", Value: m[2]}}}
 	}
 	if subsystem == "buffer" {
 		if m := innoBufferRE.FindStringSubmatch(name); m != nil {
