@@ -373,3 +373,9 @@ func statusLine(status string, body []byte) string {
 	}
 	return status + ": " + line
 }
+
+// WriteBenchMetrics sends one interval of a `dbpilot bench` run to serve's
+// metrics: POST /api/bench/metrics.
+func (c *Client) WriteBenchMetrics(ctx context.Context, b dbpilot.Batch) error {
+	return c.do(ctx, http.MethodPost, "/api/bench/metrics", nil, b, nil, nil)
+}

@@ -71,6 +71,7 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	s.mux.HandleFunc("POST /api/clusters/{name}/switchover", s.authorized(s.switchover))
 	s.mux.HandleFunc("POST /api/relocate", s.authorized(s.relocate))
 	s.mux.HandleFunc("POST /api/clusters/{name}/ack", s.authorized(s.ack))
+	s.mux.HandleFunc("POST /api/bench/metrics", s.authorized(s.benchMetrics))
 	s.registerAlerts()
 	return s
 }
@@ -608,4 +609,29 @@ func (w *captureWriter) Write(b []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	return len(b), nil
+}
+
+// benchMetricsWriter is the service's side of POST /api/bench/metrics
+// (daemon.Daemon.WriteBenchMetrics).
+type benchMetricsWriter interface {
+	WriteBenchMetrics(ctx context.Context, b dbpilot.Batch) error
+}
+
+// benchMetrics stores one interval of a `dbpilot bench` run in serve's
+// metrics: a dbpilot.Batch of dbpilot_bench_* samples.
+func (s *Server) benchMetrics(w http.ResponseWriter, r *http.Request) {
+	bw, ok := s.svc.(benchMetricsWriter)
+	if !ok {
+		s.writeError(w, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "this serve does not store bench metrics"), nil)
+		return
+	}
+	var b dbpilot.Batch
+	if !s.decode(w, r, &b) {
+		return
+	}
+	if err := bw.WriteBenchMetrics(r.Context(), b); err != nil {
+		s.writeError(w, err, nil)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -49,6 +49,8 @@ type Options struct {
 	// Dial, when set, opens the TCP connections (tests route them through a
 	// proxy to cut dbpilot's path to a server without touching replication).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Database is the default database of the sessions ("": none).
+	Database string
 	// MaxConns is the size of the pool; default 2. Parallel work (dump,
 	// restore) opens one connection per worker.
 	MaxConns int
@@ -80,6 +82,7 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 	cfg.Passwd = opts.Password
 	cfg.Net = "tcp"
 	cfg.Addr = key.String()
+	cfg.DBName = opts.Database
 	if opts.Socket != "" {
 		cfg.Net = "unix"
 		cfg.Addr = opts.Socket

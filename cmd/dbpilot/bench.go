@@ -1,0 +1,612 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/loadgen"
+	"github.com/dbpilot/dbpilot/mysql"
+	"github.com/dbpilot/dbpilot/sandbox"
+	"github.com/spf13/cobra"
+)
+
+// benchFlags are the flags every bench verb shares: where, as whom, which
+// workload and data.
+type benchFlags struct {
+	target   targetFlags
+	svc      serviceFlags
+	cluster  string
+	db       string
+	workload string
+	prep     loadgen.PrepareOptions
+}
+
+func (b *benchFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVarP(&b.target.user, "user", "u", "", "user name (default $DBPILOT_USER, the credentials file, or root; with --sandbox an application account is made)")
+	f.StringVarP(&b.target.password, "password", "p", "", "password (prefer $DBPILOT_PASSWORD or --credentials-file: flags show in ps)")
+	f.StringVar(&b.target.credentials, "credentials-file", "", "my.cnf-style file with user= and password= under [client] or [dbpilot]; must be mode 0600")
+	f.DurationVar(&b.target.connectTimeout, "connect-timeout", mysql.DefaultConnectTimeout, "connect timeout")
+	f.DurationVar(&b.target.queryTimeout, "query-timeout", 60*time.Second, "timeout of each statement (a stall longer than this fails the transaction)")
+	f.StringVar(&b.svc.sandbox, "sandbox", "", "run against this sandbox's primary (found again after a failover)")
+	f.StringVar(&b.svc.server, "server", "", "follow the primary of --cluster through a running 'dbpilot serve' at this URL")
+	f.StringVar(&b.svc.token, "token", "", "API token for --server (default $DBPILOT_TOKEN, or the sandbox's token)")
+	f.StringVar(&b.cluster, "cluster", "", "with --server: the cluster (default the sandbox's name)")
+	f.StringVar(&b.db, "db", "sbtest", "database of the benchmark's tables (sysbench's default, so its data can be reused)")
+	f.StringVar(&b.workload, "workload", "oltp_read_write", "workload: "+strings.Join(loadgen.Workloads(), ", "))
+	f.IntVar(&b.prep.Tables, "tables", 1, "oltp_*: tables sbtest1..N")
+	f.IntVar(&b.prep.TableSize, "table-size", 10000, "oltp_*: rows per table")
+	f.IntVar(&b.prep.Nodes, "nodes", 100000, "linkbench: nodes")
+}
+
+// benchAppUser is the account the bench uses on a sandbox: like an
+// application it has no privilege that bypasses read_only, so a write sent
+// to a demoted primary fails instead of leaving an errant transaction.
+var benchAppUser = mysql.Credentials{User: "dbpilot_bench", Password: "bench-client-pw"}
+
+// resolve builds the router: the server or cluster, the credentials and
+// the database.
+func (b *benchFlags) resolve(ctx context.Context, a *app, args []string, poolSize int) (*benchRouter, error) {
+	if err := benchDatabase(b.db); err != nil {
+		return nil, err
+	}
+	r := &benchRouter{poolSize: poolSize}
+	creds, err := b.target.credentialsFromFlags()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(args) > 1:
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "bench: one server, not %d", len(args))
+	case len(args) == 1 && (b.svc.sandbox != "" || b.svc.server != ""):
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "bench: give HOST:PORT, --sandbox NAME or --server URL --cluster NAME, not several")
+	case len(args) == 1:
+		k, err := dbpilot.ParseInstanceKey(args[0])
+		if err != nil {
+			return nil, err
+		}
+		r.fixed = k
+	case b.svc.sandbox == "" && b.svc.server == "":
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "bench: name the server as HOST:PORT, or --sandbox NAME, or --server URL --cluster NAME")
+	}
+	if b.svc.sandbox != "" {
+		d, err := sandbox.Load(b.svc.sandbox)
+		if err != nil {
+			return nil, err
+		}
+		r.sandbox = d
+		if creds.User == "" {
+			creds = benchAppUser
+		}
+		if b.cluster == "" {
+			b.cluster = d.Name
+		}
+	}
+	if b.svc.server != "" {
+		if b.cluster == "" {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "bench: --server needs --cluster NAME")
+		}
+		svc, _, err := b.svc.open(ctx, a, true)
+		if err != nil {
+			return nil, err
+		}
+		r.api, r.cluster = svc, b.cluster
+	}
+	if creds.User == "" {
+		creds.User = "root"
+	}
+	r.opts = mysql.Options{Credentials: creds, ConnectTimeout: b.target.connectTimeout, QueryTimeout: b.target.queryTimeout, Database: b.db}
+	return r, nil
+}
+
+// setup creates the database (and, on a sandbox, the application account)
+// on the primary with the sandbox's admin account.
+func (b *benchFlags) setup(ctx context.Context, r *benchRouter) error {
+	primary, _, err := r.locate(ctx)
+	if err != nil {
+		return err
+	}
+	opts := r.opts
+	opts.Database = ""
+	if r.sandbox != nil {
+		opts = r.sandbox.AdminOptions()
+	}
+	db, err := mysql.Open(ctx, primary, opts)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	stmts := []string{"CREATE DATABASE IF NOT EXISTS `" + b.db + "`"}
+	if r.sandbox != nil && r.opts.User == benchAppUser.User {
+		for _, h := range []string{"127.0.0.1", "localhost"} {
+			stmts = append(stmts,
+				fmt.Sprintf("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", mysql.Quote(benchAppUser.User), mysql.Quote(h), mysql.Quote(benchAppUser.Password)),
+				fmt.Sprintf("GRANT ALL ON `%s`.* TO %s@%s", b.db, mysql.Quote(benchAppUser.User), mysql.Quote(h)))
+		}
+	}
+	return db.Exec(ctx, stmts...)
+}
+
+func (a *app) benchCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench prepare|run|cleanup",
+		Short: "Load-test a server or a cluster with honest (open-loop) latency",
+		Long: `Open-loop load with latency measured from each transaction's intended start:
+a stalled server shows in the percentiles and in the backlog, instead of
+silently lowering the load as a closed-loop client does (coordinated
+omission). Workloads: sysbench's oltp_* (same schema and statements, so a
+sysbench-prepared dataset in --db sbtest is reused) and LinkBench's social
+graph (linkbench).
+
+  dbpilot bench prepare   create and load the tables (refused when they exist, unless --force)
+  dbpilot bench run       run the load; live line per interval; summary, JSON, CSV, HTML report
+  dbpilot bench cleanup   drop what prepare created (nothing else: a marker table lists it)` + exitHelp,
+	}
+	cmd.AddCommand(a.benchPrepareCommand(), a.benchRunCommand(), a.benchCleanupCommand())
+	return cmd
+}
+
+func (a *app) benchPrepareCommand() *cobra.Command {
+	var b benchFlags
+	cmd := &cobra.Command{
+		Use:   "prepare [HOST:PORT] [--sandbox NAME | --server URL --cluster NAME] --workload W",
+		Short: "Create and load the benchmark's tables",
+		Example: `  dbpilot bench prepare --sandbox demo --workload oltp_read_write --tables 4 --table-size 100000
+  dbpilot bench prepare 127.0.0.1:3306 -u bench --workload linkbench --nodes 1000000 --parallel 8`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w, err := loadgen.NewWorkload(b.workload)
+			if err != nil {
+				return dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
+			}
+			ctx := cmd.Context()
+			r, err := b.resolve(ctx, a, args, b.prep.Parallel+1)
+			if err != nil {
+				return err
+			}
+			defer r.close()
+			if err := b.setup(ctx, r); err != nil {
+				return err
+			}
+			primary, _, err := r.locate(ctx)
+			if err != nil {
+				return err
+			}
+			p, err := r.pool(ctx, primary)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			if err := w.Prepare(ctx, p.SQL(), b.prep); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "prepared %s in %s.%s on %s in %s\n", w.Name(), primary, b.db, r.describe(), time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	b.register(cmd)
+	cmd.Flags().IntVar(&b.prep.Parallel, "parallel", 4, "connections loading data")
+	cmd.Flags().BoolVar(&b.prep.Force, "force", false, "drop and recreate tables that exist")
+	return cmd
+}
+
+func (a *app) benchCleanupCommand() *cobra.Command {
+	var b benchFlags
+	cmd := &cobra.Command{
+		Use:   "cleanup [HOST:PORT] [--sandbox NAME | --server URL --cluster NAME] --workload W",
+		Short: "Drop the tables prepare created (as its marker table lists them)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w, err := loadgen.NewWorkload(b.workload)
+			if err != nil {
+				return dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
+			}
+			ctx := cmd.Context()
+			r, err := b.resolve(ctx, a, args, 2)
+			if err != nil {
+				return err
+			}
+			defer r.close()
+			primary, _, err := r.locate(ctx)
+			if err != nil {
+				return err
+			}
+			p, err := r.pool(ctx, primary)
+			if err != nil {
+				return err
+			}
+			if err := w.Cleanup(ctx, p.SQL()); err != nil {
+				return err
+			}
+			if err := p.Exec(ctx, "DROP TABLE IF EXISTS "+loadgen.LedgerTable); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "cleaned up %s in %s.%s\n", w.Name(), primary, b.db)
+			return nil
+		},
+	}
+	b.register(cmd)
+	return cmd
+}
+
+// benchRunFlags are run's own flags.
+type benchRunFlags struct {
+	rate, ramp, arrival string
+	maxConc, threads    int
+	duration, interval  time.Duration
+	seed                int64
+	asJSON              bool
+	csv, out            string
+	readFrom            string
+	during              string
+	at                  time.Duration
+}
+
+func (a *app) benchRunCommand() *cobra.Command {
+	var (
+		b  benchFlags
+		rf benchRunFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "run [HOST:PORT] [--sandbox NAME | --server URL --cluster NAME] --workload W (--rate R | --ramp A..B:D | --threads N)",
+		Short: "Run the load and report latency from each transaction's intended start",
+		Long: `Run a workload open loop (--rate or --ramp: transactions scheduled at their
+intended start times, executed by up to --max-concurrency connections,
+latency from the intended start, backlog reported) or closed loop
+(--threads N without a rate, as sysbench runs, for comparison).
+
+--rate takes a rate, or a schedule of steps: 1000:60s,5000:60s. --ramp
+100..10000:5m raises the rate linearly to find the knee. --arrival poisson
+draws exponential gaps instead of constant ones.
+
+--during failover|switchover|kill-primary --at 30s changes the topology
+mid-run through serve (--server, or --sandbox with a serve running for it):
+switchover and failover ask serve; kill-primary sends SIGKILL to the
+sandbox's primary (serve's automatic failover recovers it); failover kills
+it and asks serve to fail over at once. The writer follows the primary, and
+the report gives what clients saw: the write-unavailability window (first
+failed to first successful write), failed transactions, latency before,
+during and after, and acknowledged writes missing on the new primary (each
+write transaction records a unique id in ` + loadgen.LedgerTable + `).
+
+A line per interval goes to the terminal (stderr with --json); Ctrl-C stops
+the run and prints and writes the summary so far. Exits 1 when an
+acknowledged write was lost.` + exitHelp,
+		Example: `  dbpilot bench run --sandbox demo --workload oltp_read_write --rate 1000 --duration 60s
+  dbpilot bench run --sandbox demo --workload oltp_point_select --ramp 100..20000:2m --out /tmp/knee
+  dbpilot bench run --sandbox demo --server http://127.0.0.1:7070 --rate 500 --during kill-primary --at 20s --duration 60s
+  dbpilot bench run 127.0.0.1:3306 -u bench --workload oltp_point_select --threads 8 --duration 30s --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.benchRun(cmd.Context(), &b, &rf, args)
+		},
+	}
+	b.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&rf.rate, "rate", "", "transactions/s, or steps RATE:DURATION,... (open loop)")
+	f.StringVar(&rf.ramp, "ramp", "", "linear ramp FROM..TO:DURATION (open loop)")
+	f.StringVar(&rf.arrival, "arrival", "constant", "arrivals: constant or poisson")
+	f.IntVar(&rf.maxConc, "max-concurrency", 64, "open loop: connections at most")
+	f.IntVar(&rf.threads, "threads", 0, "closed loop: connections running back to back (no --rate)")
+	f.DurationVar(&rf.duration, "duration", 60*time.Second, "run time (a --rate schedule or --ramp sets its own)")
+	f.DurationVar(&rf.interval, "interval", time.Second, "reporting interval")
+	f.Int64Var(&rf.seed, "seed", 1, "random seed (same seed, same transactions)")
+	f.BoolVar(&rf.asJSON, "json", false, "print the summary and intervals as one JSON object")
+	f.StringVar(&rf.csv, "csv", "", "write the intervals as CSV to this file")
+	f.StringVar(&rf.out, "out", "", "write an HTML report with charts (PNG and SVG too) to this directory")
+	f.StringVar(&rf.readFrom, "read-from", "primary", "read-only transactions go to: primary or replicas")
+	f.StringVar(&rf.during, "during", "", "a topology change mid-run: failover, switchover or kill-primary")
+	f.DurationVar(&rf.at, "at", 30*time.Second, "with --during: when, from the start")
+	return cmd
+}
+
+// benchRun runs the load.
+func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, args []string) error {
+	w, err := loadgen.NewWorkload(b.workload)
+	if err != nil {
+		return dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
+	}
+	opt := loadgen.RunOptions{Workload: w, Duration: rf.duration, Interval: rf.interval, Seed: rf.seed,
+		MaxConcurrency: rf.maxConc, Threads: rf.threads}
+	switch {
+	case rf.rate != "" && rf.ramp != "":
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: give --rate or --ramp, not both")
+	case rf.rate != "":
+		s, err := loadgen.ParseRate(rf.rate)
+		if err != nil {
+			return dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
+		}
+		opt.Rate = &s
+	case rf.ramp != "":
+		s, err := loadgen.ParseRamp(rf.ramp)
+		if err != nil {
+			return dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
+		}
+		opt.Rate = &s
+	case rf.threads <= 0:
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: give --rate R (open loop) or --threads N (closed loop)")
+	}
+	if opt.Rate != nil && rf.threads > 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --threads is the closed loop; with --rate use --max-concurrency")
+	}
+	if opt.Rate != nil {
+		if d := opt.Rate.Duration(); d > 0 {
+			opt.Duration = d
+		}
+	}
+	switch loadgen.Arrival(rf.arrival) {
+	case loadgen.ArrivalConstant, loadgen.ArrivalPoisson:
+		opt.Arrival = loadgen.Arrival(rf.arrival)
+	default:
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --arrival %q: want constant or poisson", rf.arrival)
+	}
+	if rf.readFrom != "primary" && rf.readFrom != "replicas" {
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --read-from %q: want primary or replicas", rf.readFrom)
+	}
+	if opt.Duration <= 0 || rf.interval <= 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --duration and --interval must be positive")
+	}
+	switch rf.during {
+	case "", "failover", "switchover", "kill-primary":
+	default:
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --during %q: want failover, switchover or kill-primary", rf.during)
+	}
+	if rf.during != "" {
+		if b.svc.server == "" {
+			return dbpilot.Errorf(dbpilot.EINVALID, "bench: --during acts through serve: give --server URL (and --sandbox NAME or --cluster NAME)")
+		}
+		if rf.during != "switchover" && b.svc.sandbox == "" {
+			return dbpilot.Errorf(dbpilot.EINVALID, "bench: --during %s kills the primary's process: it needs --sandbox NAME", rf.during)
+		}
+		if rf.at <= 0 || rf.at >= opt.Duration {
+			return dbpilot.Errorf(dbpilot.EINVALID, "bench: --at %s must fall inside the run (--duration %s)", rf.at, opt.Duration)
+		}
+	}
+
+	pool := max(rf.maxConc, rf.threads) + 2
+	r, err := b.resolve(ctx, a, args, pool)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	// The server must answer at start (exit 2 otherwise).
+	if r.sandbox != nil {
+		if err := b.setup(ctx, r); err != nil {
+			return err
+		}
+	}
+	primary, _, err := r.locate(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := r.pool(ctx, primary); err != nil {
+		return err
+	}
+
+	opt.Connect = r.writer
+	if rf.readFrom == "replicas" {
+		opt.ConnectRead = r.reader
+	}
+	opt.OnReconnect = r.invalidate
+	if rf.during != "" {
+		p, _ := r.pool(ctx, primary)
+		if err := p.Exec(ctx, loadgen.LedgerCreateSQL, "DELETE FROM "+loadgen.LedgerTable); err != nil {
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "bench: create %s on %s", loadgen.LedgerTable, primary)
+		}
+		opt.Ledger = &loadgen.Ledger{}
+		opt.EventAt = rf.at
+	}
+
+	live := a.stdout
+	if rf.asJSON {
+		live = a.stderr
+	}
+	pusher := newBenchPusher(r, w.Name(), func(err error) {
+		fmt.Fprintf(a.stderr, "bench: intervals not written to serve's metrics (the run goes on): %v\n", err)
+	})
+	opt.OnInterval = func(iv loadgen.Interval) {
+		fmt.Fprintln(live, loadgen.FormatLine(iv))
+		pusher.push(ctx, iv)
+	}
+
+	// Ctrl-C ends the run; the summary so far is still printed and written.
+	runCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	eventErr := make(chan error, 1)
+	if rf.during != "" {
+		go func() { eventErr <- a.benchEvent(runCtx, b, r, rf, primary) }()
+	}
+	mode := "closed loop"
+	if opt.Rate != nil {
+		mode = "open loop"
+	}
+	fmt.Fprintf(live, "bench: %s on %s (%s.%s), %s, %s\n", w.Name(), r.describe(), primary, b.db, mode, opt.Duration)
+	res, err := loadgen.Run(runCtx, opt)
+	if err != nil {
+		return err
+	}
+	res.Summary.Target = r.describe()
+	if rf.during != "" {
+		ev := res.Summary.Event
+		if ev == nil {
+			ev = &loadgen.EventReport{}
+			res.Summary.Event = ev
+		}
+		ev.Kind, ev.OldPrimary = rf.during, primary.String()
+		select {
+		case err := <-eventErr:
+			if err != nil {
+				fmt.Fprintf(a.stderr, "bench: %s: %v\n", rf.during, err)
+			}
+		default:
+			fmt.Fprintf(a.stderr, "bench: the run ended before the %s finished\n", rf.during)
+		}
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		db, now, err := r.primaryDB(lctx)
+		if err == nil {
+			ev.NewPrimary = now.String()
+			ev.AckedWrites = opt.Ledger.Acked()
+			var sample []uint64
+			ev.LostWrites, sample, err = opt.Ledger.Lost(lctx, db.SQL())
+			db.Close()
+			if ev.LostWrites > 0 {
+				fmt.Fprintf(a.stderr, "bench: %d acknowledged writes missing on %s, e.g. ids %v\n", ev.LostWrites, now, sample)
+			}
+		}
+		cancel()
+		if err != nil {
+			fmt.Fprintf(a.stderr, "bench: lost-write check not done: %v\n", err)
+		}
+	}
+	return a.benchOutput(res, rf, live)
+}
+
+// benchOutput prints and writes the results.
+func (a *app) benchOutput(res *loadgen.Result, rf *benchRunFlags, live interface{ Write([]byte) (int, error) }) error {
+	var errs []error
+	if rf.csv != "" {
+		if err := writeFileWith(rf.csv, func(f *os.File) error { return loadgen.WriteCSV(f, res.Intervals) }); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if rf.out != "" {
+		index, err := loadgen.WriteReport(rf.out, res.Summary, res.Intervals)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			fmt.Fprintf(live, "report: %s\n", index)
+		}
+	}
+	if rf.asJSON {
+		if err := loadgen.WriteJSON(a.stdout, res); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		fmt.Fprint(a.stdout, loadgen.FormatSummary(res.Summary))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if ev := res.Summary.Event; ev != nil && ev.LostWrites > 0 {
+		return errProblemsFound
+	}
+	return nil
+}
+
+// writeFileWith creates path and writes it with fn.
+func writeFileWith(path string, fn func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("bench: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// benchEvent waits until --at and changes the topology through serve.
+func (a *app) benchEvent(ctx context.Context, b *benchFlags, r *benchRouter, rf *benchRunFlags, primary dbpilot.InstanceKey) error {
+	t := time.NewTimer(rf.at)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	switch rf.during {
+	case "switchover":
+		_, err := r.api.Switchover(ctx, b.cluster, dbpilot.OperationOptions{})
+		return err
+	case "kill-primary", "failover":
+		node := ""
+		for _, n := range r.sandbox.Nodes {
+			if n.Key().Equal(primary) {
+				node = n.Name
+			}
+		}
+		if node == "" {
+			return dbpilot.Errorf(dbpilot.ENOTFOUND, "bench: the primary %s is not a node of sandbox %s", primary, r.sandbox.Name)
+		}
+		if err := sandbox.Kill(r.sandbox, node); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "bench: killed %s (%s) at %s\n", node, primary, rf.at)
+		if rf.during == "failover" {
+			// serve must see the primary dead before it fails over.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, err := r.api.Failover(ctx, b.cluster, dbpilot.OperationOptions{})
+				if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+					return err
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	return nil
+}
+
+// benchPusher writes each interval into serve's metrics (with --server),
+// so that the console shows the load beside the servers' metrics. A
+// failure is reported once and the run goes on.
+type benchPusher struct {
+	api interface {
+		WriteBenchMetrics(context.Context, dbpilot.Batch) error
+	}
+	instance dbpilot.InstanceKey
+	cluster  string
+	workload string
+	warned   bool
+	warn     func(error)
+}
+
+func newBenchPusher(r *benchRouter, workload string, warn func(error)) *benchPusher {
+	p := &benchPusher{cluster: r.cluster, workload: workload, warn: warn}
+	if w, ok := r.api.(interface {
+		WriteBenchMetrics(context.Context, dbpilot.Batch) error
+	}); ok {
+		p.api = w
+		p.instance = r.primary
+	}
+	return p
+}
+
+func (p *benchPusher) push(ctx context.Context, iv loadgen.Interval) {
+	if p.api == nil || p.warned {
+		return
+	}
+	wl := []dbpilot.Label{{Name: "workload", Value: p.workload}}
+	g := func(name string, v float64, extra ...dbpilot.Label) dbpilot.Sample {
+		return dbpilot.Sample{Name: name, Type: dbpilot.Gauge, Value: v, Labels: append(extra, wl...)}
+	}
+	q := func(quantile string, ms float64) dbpilot.Sample {
+		return g("dbpilot_bench_latency_seconds", ms/1000, dbpilot.Label{Name: "quantile", Value: quantile})
+	}
+	b := dbpilot.Batch{Instance: p.instance, Cluster: p.cluster, Time: iv.Start.Add(time.Duration(iv.Seconds * float64(time.Second))),
+		Samples: []dbpilot.Sample{
+			g("dbpilot_bench_rate_target", iv.RateTarget),
+			g("dbpilot_bench_rate", iv.Rate),
+			g("dbpilot_bench_errors_per_second", float64(iv.Errors)/max(iv.Seconds, 1e-9)),
+			g("dbpilot_bench_busy_connections", float64(iv.Busy)),
+			g("dbpilot_bench_backlog", float64(iv.Backlog)),
+			q("0.5", iv.P50), q("0.9", iv.P90), q("0.99", iv.P99), q("0.999", iv.P999), q("1", iv.Max),
+		}}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := p.api.WriteBenchMetrics(pctx, b); err != nil {
+		p.warned = true
+		p.warn(err)
+	}
+}
