@@ -3,15 +3,19 @@ package loadgen
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/sandbox"
+	driver "github.com/go-sql-driver/mysql"
 )
 
 // wlDB starts one single-server sandbox for the workload tests and returns
@@ -291,6 +295,36 @@ func TestIntegrationWorkloads(t *testing.T) {
 					}
 				}
 				t.Logf("mix over %d: %v", total, ops)
+
+				// Concurrent clients keep counttable consistent too; only
+				// deadlocks and lock wait timeouts may fail.
+				var wg sync.WaitGroup
+				var failed atomic.Int64
+				for g := range 4 {
+					wg.Go(func() {
+						conn, err := db.Conn(ctx)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						defer conn.Close()
+						c := w.NewClient(int64(1000 + g))
+						for range 300 {
+							op, _ := c.Next()
+							if err := c.Run(ctx, conn, op, nil); err != nil {
+								var me *driver.MySQLError
+								if !errors.As(err, &me) || (me.Number != 1213 && me.Number != 1205) {
+									t.Errorf("concurrent %s: %v", w.Ops()[op], err)
+									return
+								}
+								failed.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				t.Logf("concurrent: %d of 1200 transactions deadlocked", failed.Load())
+				wlLinkCountsConsistent(t, db)
 			}
 
 			// Prepare again is refused, naming the table and the database.

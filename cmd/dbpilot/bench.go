@@ -411,8 +411,13 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 	pusher := newBenchPusher(r, w.Name(), func(err error) {
 		fmt.Fprintf(a.stderr, "bench: intervals not written to serve's metrics (the run goes on): %v\n", err)
 	})
+	var runStart time.Time
 	opt.OnInterval = func(iv loadgen.Interval) {
-		fmt.Fprintln(live, loadgen.FormatLine(iv))
+		if runStart.IsZero() {
+			runStart = iv.Start
+		}
+		end := iv.Start.Add(time.Duration(iv.Seconds * float64(time.Second)))
+		fmt.Fprintln(live, loadgen.FormatLineAt(end.Sub(runStart), iv))
 		pusher.push(ctx, iv)
 	}
 
