@@ -26,6 +26,9 @@ type benchFlags struct {
 	db       string
 	workload string
 	prep     loadgen.PrepareOptions
+	// sizeGiven: --tables, --table-size or --nodes was given (run then
+	// takes them instead of reading the data's size).
+	sizeGiven bool
 }
 
 func (b *benchFlags) register(cmd *cobra.Command) {
@@ -50,6 +53,10 @@ func (b *benchFlags) register(cmd *cobra.Command) {
 // application it has no privilege that bypasses read_only, so a write sent
 // to a demoted primary fails instead of leaving an errant transaction.
 var benchAppUser = mysql.Credentials{User: "dbpilot_bench", Password: "bench-client-pw"}
+
+// benchPrepareTimeout bounds one statement of prepare and cleanup (a
+// multi-row INSERT, an index build on a large table).
+const benchPrepareTimeout = time.Hour
 
 // resolve builds the router: the server or cluster, the credentials and
 // the database.
@@ -172,6 +179,9 @@ func (a *app) benchPrepareCommand() *cobra.Command {
 				return err
 			}
 			defer r.close()
+			// Loading and indexing a large table takes longer than a
+			// transaction's timeout.
+			r.opts.QueryTimeout = max(r.opts.QueryTimeout, benchPrepareTimeout)
 			if err := b.setup(ctx, r); err != nil {
 				return err
 			}
@@ -214,6 +224,7 @@ func (a *app) benchCleanupCommand() *cobra.Command {
 				return err
 			}
 			defer r.close()
+			r.opts.QueryTimeout = max(r.opts.QueryTimeout, benchPrepareTimeout)
 			primary, _, err := r.locate(ctx)
 			if err != nil {
 				return err
@@ -222,10 +233,8 @@ func (a *app) benchCleanupCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The run's ledger table is in the marker table too.
 			if err := w.Cleanup(ctx, p.SQL()); err != nil {
-				return err
-			}
-			if err := p.Exec(ctx, "DROP TABLE IF EXISTS "+loadgen.LedgerTable); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "cleaned up %s in %s.%s\n", w.Name(), primary, b.db)
@@ -285,6 +294,8 @@ acknowledged write was lost.` + exitHelp,
   dbpilot bench run 127.0.0.1:3306 -u bench --workload oltp_point_select --threads 8 --duration 30s --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			b.sizeGiven = f.Changed("tables") || f.Changed("table-size") || f.Changed("nodes")
 			return a.benchRun(cmd.Context(), &b, &rf, args)
 		},
 	}
@@ -386,8 +397,18 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 	if err != nil {
 		return err
 	}
-	if _, err := r.pool(ctx, primary); err != nil {
+	pp, err := r.pool(ctx, primary)
+	if err != nil {
 		return err
+	}
+	// The clients pick rows within the prepared data: its size as given, or
+	// as read from the server (sysbench's or LinkBench's data too).
+	if c, ok := w.(loadgen.Configurer); ok {
+		if b.sizeGiven {
+			c.Configure(b.prep)
+		} else if _, err := c.Detect(ctx, pp.SQL()); err != nil {
+			return dbpilot.WrapError(dbpilot.ErrorCode(err), err, "bench: the data of %s in %s.%s (run bench prepare first)", w.Name(), primary, b.db)
+		}
 	}
 
 	opt.Connect = r.writer
@@ -396,9 +417,11 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 	}
 	opt.OnReconnect = r.invalidate
 	if rf.during != "" {
-		p, _ := r.pool(ctx, primary)
-		if err := p.Exec(ctx, loadgen.LedgerCreateSQL, "DELETE FROM "+loadgen.LedgerTable); err != nil {
+		if err := pp.Exec(ctx, loadgen.LedgerCreateSQL, "DELETE FROM "+loadgen.LedgerTable); err != nil {
 			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "bench: create %s on %s", loadgen.LedgerTable, primary)
+		}
+		if err := loadgen.MarkTable(ctx, pp.SQL(), w.Name(), loadgen.LedgerTable); err != nil {
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "bench: record %s in %s", loadgen.LedgerTable, loadgen.MarkerTable)
 		}
 		opt.Ledger = &loadgen.Ledger{}
 		opt.EventAt = rf.at
