@@ -162,7 +162,8 @@ sp=$!
 "${SB[@]}" oltp_write_only --threads=16 --rate="$CO_RATE" --time="$CO_SECONDS" --report-interval=1 --percentile=99.9 run >"$WORK/sb-co" 2>&1 || true
 wait "$sp"
 read -r _ sbtps sbp999 sbmax < <(sbfield "$WORK/sb-co")
-sbqueue=$(grep -o 'queue: [0-9]*' "$WORK/sb-co" | awk '{print $2}' | sort -n | tail -1)
+# sysbench's interval lines with --rate carry "queue length" or "queue:".
+sbqueue=$(grep -oE 'queue( length)?:? [0-9]+' "$WORK/sb-co" | grep -oE '[0-9]+$' | sort -n | tail -1 || true)
 stall &
 sp=$!
 "$DBP" bench run "${DB[@]}" --workload oltp_write_only --rate "$CO_RATE" --max-concurrency 16 --duration "${CO_SECONDS}s" --json --out "$WORK/co-report" >"$WORK/db-co" 2>"$WORK/db-co.err" || { log "dbpilot CO run failed"; tail -5 "$WORK/db-co.err" >&2; }

@@ -554,6 +554,7 @@ type lbClient struct {
 	d   *lbDists
 	rng *rand.Rand
 	cum [lbCountLink + 1]float64
+	ps  stmtCache
 }
 
 // Next picks an operation by LinkBench's mix.
@@ -602,7 +603,7 @@ func (c *lbClient) Run(ctx context.Context, conn *sql.Conn, op int, ledger *Ledg
 		return fmt.Errorf("bench: no connection")
 	}
 	lid := ledgerID(ledger, lbWrites(op))
-	s := &session{conn: conn}
+	s := &session{conn: conn, ps: &c.ps}
 	if err := c.run(ctx, s, op, lid); err != nil {
 		return s.abort(ctx, fmt.Errorf("%s: %w", lbOps[op], err))
 	}

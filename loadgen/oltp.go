@@ -287,6 +287,7 @@ type oltpClient struct {
 	tables    int
 	tableSize int
 	rng       *rand.Rand
+	ps        stmtCache
 }
 
 // Next returns the one operation; it writes for read_write, write_only
@@ -299,7 +300,7 @@ func (c *oltpClient) Run(ctx context.Context, conn *sql.Conn, op int, ledger *Le
 		return fmt.Errorf("bench: %s has no operation %d", oltpNames[c.kind], op)
 	}
 	id := ledgerID(ledger, c.write)
-	if err := runStatements(ctx, conn, c.statements(id)); err != nil {
+	if err := runStatements(ctx, conn, &c.ps, c.statements(id)); err != nil {
 		return err
 	}
 	ledger.Ack(id)

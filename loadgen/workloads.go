@@ -83,6 +83,55 @@ const rollbackTimeout = 5 * time.Second
 type session struct {
 	conn *sql.Conn
 	open bool
+	ps   *stmtCache // nil: statements sent as text
+}
+
+// stmtCache holds a client's prepared statements on its current
+// connection, by SQL text. Like sysbench (--db-ps-mode=auto), the bench
+// prepares its statements on the server once per connection and executes
+// them in the binary protocol: the server skips parsing, and the client
+// formats no SQL. A new connection (after a reconnect) starts afresh.
+type stmtCache struct {
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+}
+
+// maxCachedStmts bounds a connection's prepared statements (the server's
+// max_prepared_stmt_count is shared by every connection).
+const maxCachedStmts = 64
+
+// get returns q prepared on conn.
+func (c *stmtCache) get(ctx context.Context, conn *sql.Conn, q string) (*sql.Stmt, error) {
+	if c.conn != conn {
+		c.reset()
+		c.conn = conn
+	}
+	if st := c.stmts[q]; st != nil {
+		return st, nil
+	}
+	if len(c.stmts) >= maxCachedStmts {
+		c.reset()
+		c.conn = conn
+	}
+	st, err := conn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*sql.Stmt{}
+	}
+	c.stmts[q] = st
+	return st, nil
+}
+
+// reset closes every statement (the connection may be gone: errors are of
+// no interest).
+func (c *stmtCache) reset() {
+	for q, st := range c.stmts {
+		_ = st.Close()
+		delete(c.stmts, q)
+	}
+	c.conn = nil
 }
 
 // begin opens a transaction.
@@ -97,7 +146,18 @@ func (s *session) begin(ctx context.Context) error {
 // exec runs a statement that returns no rows and returns the rows it
 // affected.
 func (s *session) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	res, err := s.conn.ExecContext(ctx, q, args...)
+	var (
+		res sql.Result
+		err error
+	)
+	if s.ps != nil && len(args) > 0 {
+		var st *sql.Stmt
+		if st, err = s.ps.get(ctx, s.conn, q); err == nil {
+			res, err = st.ExecContext(ctx, args...)
+		}
+	} else {
+		res, err = s.conn.ExecContext(ctx, q, args...)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", firstWord(q), err)
 	}
@@ -111,7 +171,18 @@ func (s *session) exec(ctx context.Context, q string, args ...any) (int64, error
 // query runs a statement and reads its rows; scan, when not nil, is
 // called for each row.
 func (s *session) query(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
-	rows, err := s.conn.QueryContext(ctx, q, args...)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if s.ps != nil && len(args) > 0 {
+		var st *sql.Stmt
+		if st, err = s.ps.get(ctx, s.conn, q); err == nil {
+			rows, err = st.QueryContext(ctx, args...)
+		}
+	} else {
+		rows, err = s.conn.QueryContext(ctx, q, args...)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", firstWord(q), err)
 	}
@@ -169,11 +240,11 @@ func (s *session) abort(ctx context.Context, err error) error {
 
 // runStatements executes a generated transaction on conn: on the first
 // error it rolls back (best effort) and returns the error.
-func runStatements(ctx context.Context, conn *sql.Conn, stmts []stmt) error {
+func runStatements(ctx context.Context, conn *sql.Conn, ps *stmtCache, stmts []stmt) error {
 	if conn == nil {
 		return errors.New("bench: no connection")
 	}
-	s := &session{conn: conn}
+	s := &session{conn: conn, ps: ps}
 	for _, st := range stmts {
 		if err := s.run(ctx, st); err != nil {
 			return s.abort(ctx, err)
