@@ -26,6 +26,7 @@
 #   TABLES=4 ROWS=100000 THREADS=4 SECONDS_=30 ROUNDS=2 RATES="500 1000 2000 4000 8000"
 #   RATE_SECONDS=15 CO_RATE=200 CO_SECONDS=20 STALL_AT=8 STALL=2 MEM_RATE=2000
 #   MEM_SECONDS=600 BUFFER_POOL=512M DBPILOT_BIN (a dbpilot binary to use)
+#   SECTIONS="ceiling rate co memory" (the parts to run)
 # Needs mariadb-server, mariadb-client, sysbench, GNU time (installed if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,8 @@ STALL_AT="${STALL_AT:-8}"
 STALL="${STALL:-2}"
 MEM_RATE="${MEM_RATE:-2000}"
 MEM_SECONDS="${MEM_SECONDS:-600}"
+SECTIONS="${SECTIONS:-ceiling rate co memory}"
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 BUFFER_POOL="${BUFFER_POOL:-512M}"
 
 log() { echo "bench: $*" >&2; }
@@ -120,6 +123,7 @@ echo "dbpilot bench vs sysbench — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cor
 printf 'dataset: dbpilot bench prepare, %s tables x %s rows, %.1f s\n\n' "$TABLES" "$ROWS" "$(echo "$t1 - $t0" | bc -l)"
 
 # ---- 2. ceiling --------------------------------------------------------------
+if want ceiling; then
 echo "== ceiling: oltp_point_select, closed loop, $THREADS connections, ${SECONDS_} s, $ROUNDS rounds each (alternating)"
 printf '%-9s %5s %12s %10s %16s %10s\n' tool round transactions tps "cpu ms/1000 tx" "RSS MB"
 sum_s_tps=0 sum_d_tps=0 sum_s_cpu=0 sum_d_cpu=0
@@ -140,8 +144,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 printf 'throughput dbpilot/sysbench %.2fx (target >= 1.0x); CPU per 1000 tx dbpilot/sysbench %.2fx (target <= 1.0x)\n\n' \
 	"$(echo "$sum_d_tps / $sum_s_tps" | bc -l)" "$(echo "$sum_d_cpu / $sum_s_cpu" | bc -l)"
+fi
 
 # ---- 3. rate accuracy ----------------------------------------------------------
+if want rate; then
 echo "== rate accuracy: oltp_point_select, open loop, ${RATE_SECONDS} s per rate"
 printf '%8s %10s %9s %9s %9s %12s\n' target achieved ratio p99_ms max_ms max_backlog
 for rate in $RATES; do
@@ -150,18 +156,21 @@ for rate in $RATES; do
 	printf '%8s %10.1f %9.4f %9.2f %9.2f %12s\n' "$rate" "$ach" "$(echo "$ach / $rate" | bc -l)" "$p99" "$mx" "$bl"
 done
 echo
+fi
 
 # ---- 4. coordinated omission ---------------------------------------------------------
 stall() {
 	sleep "$STALL_AT"
 	mariadb -h127.0.0.1 -P"$PORT" -udbpilot -p"$APW" -e "FLUSH TABLES WITH READ LOCK; SELECT SLEEP($STALL); UNLOCK TABLES" >/dev/null
 }
+if want co; then
 echo "== coordinated omission: oltp_write_only at $CO_RATE tx/s for ${CO_SECONDS} s; FLUSH TABLES WITH READ LOCK for ${STALL} s at ${STALL_AT} s"
 stall &
 sp=$!
-"${SB[@]}" oltp_write_only --threads=16 --rate="$CO_RATE" --time="$CO_SECONDS" --report-interval=1 --percentile=99.9 run >"$WORK/sb-co" 2>&1 || true
+# sysbench takes whole percentiles only: its p99 is compared.
+"${SB[@]}" oltp_write_only --threads=16 --rate="$CO_RATE" --time="$CO_SECONDS" --report-interval=1 --percentile=99 run >"$WORK/sb-co" 2>&1 || { log "sysbench CO run failed: $(tail -1 "$WORK/sb-co")"; }
 wait "$sp"
-read -r _ sbtps sbp999 sbmax < <(sbfield "$WORK/sb-co")
+read -r _ sbtps sbp99 sbmax < <(sbfield "$WORK/sb-co")
 # sysbench's interval lines with --rate carry "queue length" or "queue:".
 sbqueue=$(grep -oE 'queue( length)?:? [0-9]+' "$WORK/sb-co" | grep -oE '[0-9]+$' | sort -n | tail -1 || true)
 stall &
@@ -170,12 +179,14 @@ sp=$!
 wait "$sp"
 read -r dbtps dbp99 dbp999 dbmax dbbl < <(dbfield "$WORK/db-co" rate_achieved p99_ms p999_ms max_ms max_backlog)
 printf '%-9s %10s %10s %10s %10s %16s\n' tool tps p99_ms p99.9_ms max_ms most_waiting
-printf '%-9s %10s %10s %10s %10s %16s\n' sysbench "$sbtps" "-" "$sbp999" "$sbmax" "${sbqueue:-?} (queue)"
+printf '%-9s %10s %10s %10s %10s %16s\n' sysbench "$sbtps" "$sbp99" "-" "$sbmax" "${sbqueue:-?} (queue)"
 printf '%-9s %10.1f %10.2f %10.2f %10.2f %16s\n' dbpilot "$dbtps" "$dbp99" "$dbp999" "$dbmax" "$dbbl (backlog)"
 echo "the stall was ${STALL}000 ms: a client waiting behind it sees that much; sysbench's latency starts when a thread picks the transaction up"
 echo
+fi
 
 # ---- 5. memory ---------------------------------------------------------------
+want memory || exit 0
 echo "== memory: dbpilot bench open loop, oltp_point_select at $MEM_RATE tx/s for ${MEM_SECONDS} s, RSS every 10 s"
 "$DBP" bench run "${DB[@]}" --workload oltp_point_select --rate "$MEM_RATE" --duration "${MEM_SECONDS}s" --json >"$WORK/db-mem" 2>/dev/null &
 mp=$!

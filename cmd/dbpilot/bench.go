@@ -185,11 +185,7 @@ func (a *app) benchPrepareCommand() *cobra.Command {
 			if err := b.setup(ctx, r); err != nil {
 				return err
 			}
-			primary, _, err := r.locate(ctx)
-			if err != nil {
-				return err
-			}
-			p, err := r.pool(ctx, primary)
+			primary, p, err := r.primaryPool(ctx)
 			if err != nil {
 				return err
 			}
@@ -225,11 +221,7 @@ func (a *app) benchCleanupCommand() *cobra.Command {
 			}
 			defer r.close()
 			r.opts.QueryTimeout = max(r.opts.QueryTimeout, benchPrepareTimeout)
-			primary, _, err := r.locate(ctx)
-			if err != nil {
-				return err
-			}
-			p, err := r.pool(ctx, primary)
+			primary, p, err := r.primaryPool(ctx)
 			if err != nil {
 				return err
 			}
@@ -393,11 +385,7 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 			return err
 		}
 	}
-	primary, _, err := r.locate(ctx)
-	if err != nil {
-		return err
-	}
-	pp, err := r.pool(ctx, primary)
+	primary, pp, err := r.primaryPool(ctx)
 	if err != nil {
 		return err
 	}

@@ -163,6 +163,16 @@ func (r *benchRouter) pool(ctx context.Context, key dbpilot.InstanceKey) (*mysql
 	return p, nil
 }
 
+// primaryPool returns the current primary and its connection pool.
+func (r *benchRouter) primaryPool(ctx context.Context) (dbpilot.InstanceKey, *mysql.DB, error) {
+	key, _, err := r.locate(ctx)
+	if err != nil {
+		return key, nil, err
+	}
+	p, err := r.pool(ctx, key)
+	return key, p, err
+}
+
 // writer returns a new connection to the current primary.
 func (r *benchRouter) writer(ctx context.Context) (*sql.Conn, error) {
 	key, _, err := r.locate(ctx)

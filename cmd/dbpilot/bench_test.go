@@ -84,22 +84,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 
 	// Through serve, with the primary killed mid-run.
-	port := closedPort(t)
-	api := fmt.Sprintf("http://127.0.0.1:%d", port)
-	ctx, cancel := context.WithCancel(context.Background())
-	var sOut, sErr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--sandbox", d.Name, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, &sOut, &sErr)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop within 30 s")
-		}
-	})
+	api, _, sErr := startServe(t, d.Name)
 	testutil.WaitFor(t, 20*time.Second, "serve observes the cluster", func() (bool, string) {
 		resp, err := http.Get(api + "/api/clusters/" + d.Name)
 		if err != nil {

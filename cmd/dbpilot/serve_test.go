@@ -38,15 +38,18 @@ func (s *syncBuffer) String() string {
 // HTTP API and the CLI's --server mode: health, 401 without a token, 404 for
 // an unknown cluster, a dry run, the refusal of a second serve, an automatic
 // failover after a real kill, recoveries and ack.
-func TestServeEndToEnd(t *testing.T) {
-	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3, SemiSync: true})
+// startServe runs `dbpilot serve --sandbox NAME` in-process on a free
+// loopback port until the test ends; it returns the API's URL and serve's
+// output.
+func startServe(t *testing.T, name string) (url string, out, errOut *syncBuffer) {
+	t.Helper()
 	port := closedPort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	url = fmt.Sprintf("http://127.0.0.1:%d", port)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	out, errOut = &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--sandbox", d.Name, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, &out, &errOut)
+		done <- run(ctx, []string{"serve", "--sandbox", name, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, out, errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -56,6 +59,12 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Error("serve did not stop within 30 s")
 		}
 	})
+	return url, out, errOut
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3, SemiSync: true})
+	url, out, errOut := startServe(t, d.Name)
 	get := func(path string) (int, string) {
 		resp, err := http.Get(url + path)
 		if err != nil {
