@@ -125,12 +125,34 @@ func TestBenchEndToEnd(t *testing.T) {
 		return strings.Contains(string(b), `"1"]`), string(b)
 	})
 
+	// A switchover under load: the writer follows the new primary, and no
+	// acknowledged write is lost.
+	code, out, errOut = runCLI(t, append([]string{"bench", "run", "--server", api, "--workload", "oltp_write_only",
+		"--rate", "100", "--duration", "6s", "--during", "switchover", "--at", "2s", "--json"}, prep[:2]...)...)
+	if code != 0 {
+		t.Fatalf("run --during switchover: exit %d\n%s\nserve:\n%s", code, errOut, sErr.String())
+	}
+	var sw struct {
+		Summary loadgen.Summary `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &sw); err != nil {
+		t.Fatalf("run --json: %v\n%s", err, out)
+	}
+	if e := sw.Summary.Event; e == nil || e.Kind != "switchover" || e.NewPrimary == "" || e.NewPrimary == e.OldPrimary ||
+		e.LostWrites != 0 || e.AckedWrites < 100 || e.UnavailableMS >= 4000 {
+		t.Errorf("switchover under load: %+v\n%s", e, errOut)
+	} else {
+		t.Logf("switchover under load: writes unavailable %.0f ms, %d failed, %d acknowledged, %d lost", e.UnavailableMS, e.Failed, e.AckedWrites, e.LostWrites)
+		ev = e
+	}
+
 	// Cleanup drops what prepare made, not an unrelated table of the same
 	// family's name.
 	newPrimary := d.Nodes[1]
 	if ev != nil && ev.NewPrimary == d.Nodes[2].Key().String() {
 		newPrimary = d.Nodes[2]
 	}
+
 	db, err := mysql.Open(context.Background(), newPrimary.Key(), d.AdminOptions())
 	if err != nil {
 		t.Fatal(err)
