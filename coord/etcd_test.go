@@ -69,10 +69,13 @@ func TestElectionAndFencing(t *testing.T) {
 	if _, err := other.Lead("c"); dbpilot.ErrorCode(err) != dbpilot.ECONFLICT || !strings.Contains(err.Error(), leader.Member()) {
 		t.Errorf("follower's Lead = %v, want ECONFLICT naming %s", err, leader.Member())
 	}
-	if m, api := other.LeaderOf("c"); m != leader.Member() || api != "" {
+	// The follower learns the leader from a watch: it may take a moment
+	// on a loaded machine.
+	testutil.WaitFor(t, 5*time.Second, "the follower knows the leader", func() (bool, string) {
+		m, api := other.LeaderOf("c")
 		// api is empty: Options.API was not set.
-		t.Errorf("LeaderOf = %q %q", m, api)
-	}
+		return m == leader.Member() && api == "", fmt.Sprintf("LeaderOf = %q %q", m, api)
+	})
 	// A recovery begun under the fence is visible to the other member.
 	sr := &dbpilot.SharedRecovery{Kind: dbpilot.RecoveryFailoverAuto, OldPrimary: dbpilot.InstanceKey{Host: "h", Port: 1}, Started: time.Now()}
 	if err := leader.BeginRecovery(context.Background(), f, sr); err != nil || sr.ID != 1 {

@@ -332,7 +332,13 @@ clusters:
 			v := p.Attr(`.chart[data-chart="qps"]`, "data-points")
 			n, _ := strconv.Atoi(v)
 			nodata := p.Has(`.chart[data-chart="qps"] .nodata`)
-			return n > 0 && !nodata, fmt.Sprintf("data-points=%s, no-data notice %v", v, nodata)
+			if n > 0 && !nodata {
+				return true, ""
+			}
+			// What serve stored, for the failure message: none, or data the
+			// page did not draw.
+			return false, fmt.Sprintf("data-points=%s, no-data notice %v; serve's own query: %s", v, nodata,
+				webStored(s.URL, fmt.Sprintf(`count(mysql_global_status_questions{cluster=%q})`, d.Name)))
 		})
 		if !p.Has(`.chart[data-chart="qps"] canvas`) {
 			t.Error("the qps chart has no canvas")
@@ -823,4 +829,16 @@ clusters:
 		t.Errorf("%d edges drawn as closing the cycle, want 1", n)
 	}
 	p.Screenshot("ring")
+}
+
+// webStored runs an instant PromQL query on serve's metrics API and
+// returns its answer, shortened (for failure messages).
+func webStored(base, expr string) string {
+	resp, err := http.Get(base + "/api/metrics/query?" + url.Values{"expr": {expr}}.Encode())
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 400))
+	return fmt.Sprintf("%d %s", resp.StatusCode, b)
 }
