@@ -560,9 +560,14 @@ func (a *app) benchEvent(ctx context.Context, b *benchFlags, r *benchRouter, rf 
 		}
 		fmt.Fprintf(a.stderr, "bench: killed %s (%s) at %s\n", node, primary, rf.at)
 		if rf.during == "failover" {
-			// serve must see the primary dead before it fails over.
+			// serve must see the primary dead before it fails over; with
+			// auto_failover on, its own recovery may come first.
 			deadline := time.Now().Add(10 * time.Second)
 			for {
+				if st, err := r.api.ClusterStatus(ctx, b.cluster); err == nil && !st.Primary.IsZero() && !st.Primary.Equal(primary) {
+					fmt.Fprintf(a.stderr, "bench: serve had already failed over to %s\n", st.Primary)
+					return nil
+				}
 				_, err := r.api.Failover(ctx, b.cluster, dbpilot.OperationOptions{})
 				if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
 					return err
