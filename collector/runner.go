@@ -377,15 +377,15 @@ func idleStep(st *uint8, zero, skip bool) (write, fromZero bool) {
 	return true, fromZero
 }
 
-// dropIdle leaves out the collector's unlabelled counters that have read
-// 0 on every run so far (a server's INNODB_METRICS has dozens), as
-// global_status does with its variables: a series costs the store about
-// a kilobyte whether it moves or not. Only the runs of s call it.
 // runnerExtraSamples is how many samples a run adds to its collector's
 // (mysql_up, the collector's duration and counters): collectors that size
 // their output leave that much room, so it is not copied to grow.
 const runnerExtraSamples = 5
 
+// dropIdle leaves out the collector's unlabelled counters that have read
+// 0 on every run so far (a server's INNODB_METRICS has dozens), as
+// global_status does with its variables: a series costs the store about
+// a kilobyte whether it moves or not. Only the runs of s call it.
 func (s *runnerSlot) dropIdle(samples []dbpilot.Sample) []dbpilot.Sample {
 	if s.idle == nil {
 		return samples

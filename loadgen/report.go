@@ -1059,16 +1059,10 @@ func newReportPage(sum Summary, intervals []Interval, tl timeline, figs []figure
 
 // fmtMS formats a latency in milliseconds with three significant digits
 // or more: 0.412, 3.25, 12.4, 2013.
+// It is formatMS with thousands separators from 1000 on.
 func fmtMS(v float64) string {
-	switch a := math.Abs(v); {
-	case v == 0:
-		return "0"
-	case a < 1:
-		return strconv.FormatFloat(v, 'f', 3, 64)
-	case a < 10:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	case a < 100:
-		return strconv.FormatFloat(v, 'f', 1, 64)
+	if math.Abs(v) < 100 {
+		return formatMS(v)
 	}
 	return fmtCount(int64(math.Round(v)))
 }
