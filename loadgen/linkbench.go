@@ -554,7 +554,6 @@ type lbClient struct {
 	d   *lbDists
 	rng *rand.Rand
 	cum [lbCountLink + 1]float64
-	ps  stmtCache
 }
 
 // Next picks an operation by LinkBench's mix.
@@ -595,7 +594,7 @@ func (c *lbClient) multiget() int {
 }
 
 // Run executes one LinkBench operation on conn.
-func (c *lbClient) Run(ctx context.Context, conn *sql.Conn, op int, ledger *Ledger) error {
+func (c *lbClient) Run(ctx context.Context, conn Conn, op int, ledger *Ledger) error {
 	if op < 0 || op >= len(lbOps) {
 		return fmt.Errorf("bench: linkbench has no operation %d", op)
 	}
@@ -603,7 +602,7 @@ func (c *lbClient) Run(ctx context.Context, conn *sql.Conn, op int, ledger *Ledg
 		return fmt.Errorf("bench: no connection")
 	}
 	lid := ledgerID(ledger, lbWrites(op))
-	s := &session{conn: conn, ps: &c.ps}
+	s := &session{conn: conn}
 	if err := c.run(ctx, s, op, lid); err != nil {
 		return s.abort(ctx, fmt.Errorf("%s: %w", lbOps[op], err))
 	}
@@ -702,7 +701,11 @@ func (c *lbClient) deleteLink(ctx context.Context, s *session) error {
 	id2 := c.id2(id1, t, 1)
 	vis := -1
 	if err := s.query(ctx, "SELECT visibility FROM "+lbLinkTable+" WHERE link_type = ? AND id1 = ? AND id2 = ? FOR UPDATE",
-		func(r *sql.Rows) error { return r.Scan(&vis) }, lt, id1, id2); err != nil {
+		func(v []any) error {
+			n, err := asInt(v[0])
+			vis = int(n)
+			return err
+		}, lt, id1, id2); err != nil {
 		return err
 	}
 	if vis != lbVisible {

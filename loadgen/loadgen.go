@@ -63,7 +63,26 @@ type Client interface {
 	// inside the transaction and calls ledger.Ack with that id once the
 	// commit succeeded. Run returns the first error; the runner classifies
 	// it and may replace conn.
-	Run(ctx context.Context, conn *sql.Conn, op int, ledger *Ledger) error
+	Run(ctx context.Context, conn Conn, op int, ledger *Ledger) error
+}
+
+// Conn is one connection of a run as a workload's client uses it; in
+// dbpilot a mysql.WireConn (the client protocol without database/sql, its
+// socket read with blocking system calls). A Conn is used by one goroutine
+// at a time.
+type Conn interface {
+	// Exec runs a statement that returns no rows and returns the rows it
+	// affected. With args the statement is prepared on the server once
+	// per connection and executed in the binary protocol, as sysbench's
+	// --db-ps-mode=auto does; without, it is sent as text.
+	Exec(ctx context.Context, q string, args ...any) (int64, error)
+	// Query runs a statement and reads its rows. scan, when not nil, gets
+	// each row's values (int64, uint64, float64, []byte valid during the
+	// call, nil for NULL); otherwise the rows are read and discarded, so
+	// that the server's work of sending them is measured.
+	Query(ctx context.Context, q string, scan func(values []any) error, args ...any) error
+	// Close ends the connection; a statement blocked on it returns.
+	Close() error
 }
 
 // PrepareOptions size the data Prepare loads.

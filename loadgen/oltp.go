@@ -287,7 +287,6 @@ type oltpClient struct {
 	tables    int
 	tableSize int
 	rng       *rand.Rand
-	ps        stmtCache
 }
 
 // Next returns the one operation; it writes for read_write, write_only
@@ -295,12 +294,12 @@ type oltpClient struct {
 func (c *oltpClient) Next() (int, bool) { return 0, c.write }
 
 // Run executes one transaction on conn.
-func (c *oltpClient) Run(ctx context.Context, conn *sql.Conn, op int, ledger *Ledger) error {
+func (c *oltpClient) Run(ctx context.Context, conn Conn, op int, ledger *Ledger) error {
 	if op != 0 {
 		return fmt.Errorf("bench: %s has no operation %d", oltpNames[c.kind], op)
 	}
 	id := ledgerID(ledger, c.write)
-	if err := runStatements(ctx, conn, &c.ps, c.statements(id)); err != nil {
+	if err := runStatements(ctx, conn, c.statements(id)); err != nil {
 		return err
 	}
 	ledger.Ack(id)

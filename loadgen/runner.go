@@ -58,10 +58,10 @@ type RunOptions struct {
 	Workload Workload
 	// Connect opens a new connection to the writer (the caller makes it
 	// follow the primary).
-	Connect func(ctx context.Context) (*sql.Conn, error)
+	Connect func(ctx context.Context) (Conn, error)
 	// ConnectRead opens a connection for read-only transactions (Client.Next
 	// says write=false); nil: Connect.
-	ConnectRead func(ctx context.Context) (*sql.Conn, error)
+	ConnectRead func(ctx context.Context) (Conn, error)
 	// OnReconnect, when set, is called when a worker drops its connection
 	// after a connection, timeout or read-only error (a demoted primary),
 	// before it connects again: the caller finds the primary again. It is
@@ -330,8 +330,8 @@ func newRunner(opt RunOptions) (*runner, error) {
 // worker is one connection's state.
 type worker struct {
 	client Client
-	conns  [2]*sql.Conn // the writer's, the reader's (with ConnectRead)
-	lost   [2]bool      // dropped after an error: the next connect is a reconnect
+	conns  [2]Conn // the writer's, the reader's (with ConnectRead)
+	lost   [2]bool // dropped after an error: the next connect is a reconnect
 	work   chan time.Time
 }
 
@@ -573,7 +573,7 @@ func (r *runner) runOne(w *worker, intended time.Time) (connected bool) {
 }
 
 // conn returns the worker's connection idx, connecting when it has none.
-func (r *runner) conn(ctx context.Context, w *worker, idx int) (*sql.Conn, error) {
+func (r *runner) conn(ctx context.Context, w *worker, idx int) (Conn, error) {
 	if c := w.conns[idx]; c != nil {
 		return c, nil
 	}
@@ -598,17 +598,13 @@ func (r *runner) conn(ctx context.Context, w *worker, idx int) (*sql.Conn, error
 	return c, nil
 }
 
-// drop closes connection idx for good (not back to the caller's pool):
-// the next transaction connects again.
+// drop closes connection idx: the next transaction connects again.
 func (w *worker) drop(idx int) {
 	c := w.conns[idx]
 	if c == nil {
 		return
 	}
 	w.conns[idx], w.lost[idx] = nil, true
-	// Returning driver.ErrBadConn from Raw makes database/sql discard the
-	// driver's connection instead of pooling it.
-	_ = c.Raw(func(any) error { return driver.ErrBadConn })
 	_ = c.Close()
 }
 

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -43,13 +44,19 @@ func (c *trivialClient) Next() (int, bool) {
 	return 0, false
 }
 
-func (c *trivialClient) Run(ctx context.Context, conn *sql.Conn, op int, _ *Ledger) error {
+func (c *trivialClient) Run(ctx context.Context, conn Conn, op int, _ *Ledger) error {
 	if op == 1 {
-		_, err := conn.ExecContext(ctx, "INSERT INTO "+c.w.table+" (v) VALUES (?)", c.k)
+		_, err := conn.Exec(ctx, "INSERT INTO "+c.w.table+" (v) VALUES (?)", c.k)
 		return err
 	}
-	var one int
-	return conn.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	rows := 0
+	if err := conn.Query(ctx, "SELECT 1", func([]any) error { rows++; return nil }); err != nil {
+		return err
+	}
+	if rows != 1 {
+		return fmt.Errorf("SELECT 1 returned %d rows", rows)
+	}
+	return nil
 }
 
 // TestIntegrationRunOpenLoop runs the open loop against a real MariaDB:
@@ -74,7 +81,11 @@ func TestIntegrationRunOpenLoop(t *testing.T) {
 		"CREATE TABLE lgrun.scratch (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB"); err != nil {
 		t.Fatal(err)
 	}
-	connect := func(ctx context.Context) (*sql.Conn, error) { return db.SQL().Conn(ctx) }
+	// The bench's connections: the wire protocol, sockets read with
+	// blocking system calls (--io blocking).
+	wopts := opts
+	wopts.BlockingIO = true
+	connect := func(ctx context.Context) (Conn, error) { return mysql.DialWire(ctx, n.Key(), wopts) }
 	rows := func() int64 {
 		t.Helper()
 		v, _, err := db.QueryValue(ctx, "SELECT COUNT(*) FROM lgrun.scratch")

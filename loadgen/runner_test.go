@@ -49,59 +49,54 @@ func (c testClock) SleepUntil(ctx context.Context, t time.Time) error {
 	}
 }
 
-// fakeDriver is a database/sql driver whose connections do nothing: the
-// fake workload never sends a statement, but the runner's path
-// (Connect → *sql.Conn → Client.Run → Raw/Close) is the production one.
-type fakeDriver struct {
-	opened, closed atomic.Int64
+// fakeConn is a connection that sends nothing: the fake workload's
+// transactions take scripted time, but the runner's path (Connect → Conn
+// → Client.Run → Close) is the production one.
+type fakeConn struct {
+	db     *fakeDB
+	closed atomic.Bool
 }
 
-func (d *fakeDriver) Connect(context.Context) (driver.Conn, error) {
-	d.opened.Add(1)
-	return &fakeDriverConn{d: d}, nil
+func (c *fakeConn) Exec(ctx context.Context, _ string, _ ...any) (int64, error) {
+	return 0, c.ping(ctx)
 }
 
-func (d *fakeDriver) Driver() driver.Driver { return d }
-
-func (d *fakeDriver) Open(string) (driver.Conn, error) { return d.Connect(context.Background()) }
-
-type fakeDriverConn struct{ d *fakeDriver }
-
-func (c *fakeDriverConn) Prepare(string) (driver.Stmt, error) {
-	return nil, errors.New("fake driver: no statements")
+func (c *fakeConn) Query(ctx context.Context, _ string, _ func([]any) error, _ ...any) error {
+	return c.ping(ctx)
 }
 
-func (c *fakeDriverConn) Close() error {
-	c.d.closed.Add(1)
+// ping fails on a closed connection, as a real one does.
+func (c *fakeConn) ping(ctx context.Context) error {
+	if c.closed.Load() {
+		return net.ErrClosed
+	}
+	return ctx.Err()
+}
+
+func (c *fakeConn) Close() error {
+	if c.closed.CompareAndSwap(false, true) {
+		c.db.closed.Add(1)
+	}
 	return nil
 }
 
-func (c *fakeDriverConn) Begin() (driver.Tx, error) {
-	return nil, errors.New("fake driver: no transactions")
-}
-
-// fakeDB is a pool of fake connections, with a switch to refuse them.
+// fakeDB makes fake connections, with a switch to refuse them.
 type fakeDB struct {
-	drv     *fakeDriver
-	db      *sql.DB
-	refuse  atomic.Bool
-	connect atomic.Int64
+	refuse          atomic.Bool
+	connect, closed atomic.Int64
 }
 
-func newFakeDB(t *testing.T) *fakeDB {
-	f := &fakeDB{drv: &fakeDriver{}}
-	f.db = sql.OpenDB(f.drv)
-	f.db.SetMaxIdleConns(1000)
-	t.Cleanup(func() { f.db.Close() })
-	return f
-}
+func newFakeDB(*testing.T) *fakeDB { return &fakeDB{} }
 
-func (f *fakeDB) Connect(ctx context.Context) (*sql.Conn, error) {
+func (f *fakeDB) Connect(ctx context.Context) (Conn, error) {
 	f.connect.Add(1)
 	if f.refuse.Load() {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	}
-	return f.db.Conn(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &fakeConn{db: f}, nil
 }
 
 // fakeWorkload's transactions take a scripted service time on the fake
@@ -146,11 +141,11 @@ func (c *fakeClient) Next() (int, bool) {
 	return op, write
 }
 
-func (c *fakeClient) Run(ctx context.Context, conn *sql.Conn, op int, ledger *Ledger) error {
+func (c *fakeClient) Run(ctx context.Context, conn Conn, op int, ledger *Ledger) error {
 	if conn == nil {
 		return errors.New("no connection")
 	}
-	if err := conn.PingContext(ctx); err != nil {
+	if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
 		return err
 	}
 	now := c.w.clock.Now()
@@ -409,9 +404,9 @@ func TestRunCountsErrorsByClass(t *testing.T) {
 				if s.Reconnects != wantReconn {
 					t.Errorf("reconnects = %d, want %d", s.Reconnects, wantReconn)
 				}
-				// Dropped connections are closed, not pooled.
-				if got := db.drv.closed.Load(); got < drops {
-					t.Errorf("%d driver connections closed, want at least %d", got, drops)
+				// Dropped connections are closed.
+				if got := db.closed.Load(); got < drops {
+					t.Errorf("%d connections closed, want at least %d", got, drops)
 				}
 				var ivErrors, ivReconn int64
 				for _, iv := range res.Intervals {
@@ -446,7 +441,7 @@ func TestRunServerGoneMidRun(t *testing.T) {
 						}
 						return time.Millisecond, nil
 					}}
-				connect := func(ctx context.Context) (*sql.Conn, error) {
+				connect := func(ctx context.Context) (Conn, error) {
 					db.refuse.Store(down(clock.Now()))
 					return db.Connect(ctx)
 				}
@@ -726,10 +721,10 @@ func TestRunConnections(t *testing.T) {
 				if reads.Load() == 0 || writes.Load() == 0 || reads.Load()+writes.Load() != res.Summary.Transactions {
 					t.Errorf("%d reads, %d writes, %d transactions", reads.Load(), writes.Load(), res.Summary.Transactions)
 				}
-				// Every connection went back to its pool at the end.
+				// Every connection was closed at the end.
 				for _, db := range []*fakeDB{writer, reader} {
-					if st := db.db.Stats(); st.InUse != 0 {
-						t.Errorf("%d connections still in use", st.InUse)
+					if open := db.connect.Load() - db.closed.Load(); open != 0 {
+						t.Errorf("%d connections left open", open)
 					}
 				}
 			})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -81,62 +82,13 @@ const rollbackTimeout = 5 * time.Second
 // remembering whether a transaction is open so that a failure rolls it
 // back.
 type session struct {
-	conn *sql.Conn
+	conn Conn
 	open bool
-	ps   *stmtCache // nil: statements sent as text
-}
-
-// stmtCache holds a client's prepared statements on its current
-// connection, by SQL text. Like sysbench (--db-ps-mode=auto), the bench
-// prepares its statements on the server once per connection and executes
-// them in the binary protocol: the server skips parsing, and the client
-// formats no SQL. A new connection (after a reconnect) starts afresh.
-type stmtCache struct {
-	conn  *sql.Conn
-	stmts map[string]*sql.Stmt
-}
-
-// maxCachedStmts bounds a connection's prepared statements (the server's
-// max_prepared_stmt_count is shared by every connection).
-const maxCachedStmts = 64
-
-// get returns q prepared on conn.
-func (c *stmtCache) get(ctx context.Context, conn *sql.Conn, q string) (*sql.Stmt, error) {
-	if c.conn != conn {
-		c.reset()
-		c.conn = conn
-	}
-	if st := c.stmts[q]; st != nil {
-		return st, nil
-	}
-	if len(c.stmts) >= maxCachedStmts {
-		c.reset()
-		c.conn = conn
-	}
-	st, err := conn.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	if c.stmts == nil {
-		c.stmts = map[string]*sql.Stmt{}
-	}
-	c.stmts[q] = st
-	return st, nil
-}
-
-// reset closes every statement (the connection may be gone: errors are of
-// no interest).
-func (c *stmtCache) reset() {
-	for q, st := range c.stmts {
-		_ = st.Close()
-		delete(c.stmts, q)
-	}
-	c.conn = nil
 }
 
 // begin opens a transaction.
 func (s *session) begin(ctx context.Context) error {
-	if _, err := s.conn.ExecContext(ctx, "BEGIN"); err != nil {
+	if _, err := s.conn.Exec(ctx, "BEGIN"); err != nil {
 		return fmt.Errorf("BEGIN: %w", err)
 	}
 	s.open = true
@@ -146,22 +98,7 @@ func (s *session) begin(ctx context.Context) error {
 // exec runs a statement that returns no rows and returns the rows it
 // affected.
 func (s *session) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	var (
-		res sql.Result
-		err error
-	)
-	if s.ps != nil && len(args) > 0 {
-		var st *sql.Stmt
-		if st, err = s.ps.get(ctx, s.conn, q); err == nil {
-			res, err = st.ExecContext(ctx, args...)
-		}
-	} else {
-		res, err = s.conn.ExecContext(ctx, q, args...)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", firstWord(q), err)
-	}
-	n, err := res.RowsAffected()
+	n, err := s.conn.Exec(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", firstWord(q), err)
 	}
@@ -169,35 +106,12 @@ func (s *session) exec(ctx context.Context, q string, args ...any) (int64, error
 }
 
 // query runs a statement and reads its rows; scan, when not nil, is
-// called for each row.
-func (s *session) query(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if s.ps != nil && len(args) > 0 {
-		var st *sql.Stmt
-		if st, err = s.ps.get(ctx, s.conn, q); err == nil {
-			rows, err = st.QueryContext(ctx, args...)
-		}
-	} else {
-		rows, err = s.conn.QueryContext(ctx, q, args...)
-	}
-	if err != nil {
+// called with each row's values.
+func (s *session) query(ctx context.Context, q string, scan func([]any) error, args ...any) error {
+	if err := s.conn.Query(ctx, q, scan, args...); err != nil {
 		return fmt.Errorf("%s: %w", firstWord(q), err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		if scan != nil {
-			if err := scan(rows); err != nil {
-				return fmt.Errorf("%s: %w", firstWord(q), err)
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("%s: %w", firstWord(q), err)
-	}
-	return rows.Close()
+	return nil
 }
 
 // run executes one generated statement; BEGIN and COMMIT open and close
@@ -218,8 +132,7 @@ func (s *session) run(ctx context.Context, st stmt) error {
 
 // commit commits the open transaction.
 func (s *session) commit(ctx context.Context) error {
-	_, err := s.conn.ExecContext(ctx, "COMMIT")
-	if err != nil {
+	if _, err := s.conn.Exec(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("COMMIT: %w", err)
 	}
 	s.open = false
@@ -231,7 +144,7 @@ func (s *session) commit(ctx context.Context) error {
 func (s *session) abort(ctx context.Context, err error) error {
 	if s.open {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-		_, _ = s.conn.ExecContext(rctx, "ROLLBACK")
+		_, _ = s.conn.Exec(rctx, "ROLLBACK")
 		cancel()
 		s.open = false
 	}
@@ -240,11 +153,11 @@ func (s *session) abort(ctx context.Context, err error) error {
 
 // runStatements executes a generated transaction on conn: on the first
 // error it rolls back (best effort) and returns the error.
-func runStatements(ctx context.Context, conn *sql.Conn, ps *stmtCache, stmts []stmt) error {
+func runStatements(ctx context.Context, conn Conn, stmts []stmt) error {
 	if conn == nil {
 		return errors.New("bench: no connection")
 	}
-	s := &session{conn: conn, ps: ps}
+	s := &session{conn: conn}
 	for _, st := range stmts {
 		if err := s.run(ctx, st); err != nil {
 			return s.abort(ctx, err)
@@ -254,6 +167,21 @@ func runStatements(ctx context.Context, conn *sql.Conn, ps *stmtCache, stmts []s
 		return s.abort(ctx, errors.New("bench: transaction left open"))
 	}
 	return nil
+}
+
+// asInt returns a column value Conn.Query scanned as an integer.
+func asInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case uint64:
+		return int64(x), nil
+	case []byte:
+		return strconv.ParseInt(string(x), 10, 64)
+	case nil:
+		return 0, errors.New("NULL where a number was expected")
+	}
+	return 0, fmt.Errorf("%T where a number was expected", v)
 }
 
 // ledgerID returns a new ledger id for a write transaction (0 when there

@@ -19,8 +19,9 @@ import (
 )
 
 // wlDB starts one single-server sandbox for the workload tests and returns
-// a pool on its database "bench".
-func wlDB(t *testing.T) *sql.DB {
+// a pool on its database "bench", and a dialer of the bench's connections
+// to it (the wire protocol, blocking sockets).
+func wlDB(t *testing.T) (*sql.DB, func(context.Context) (Conn, error)) {
 	t.Helper()
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologySingle})
 	n, err := d.Node("node1")
@@ -45,7 +46,10 @@ func wlDB(t *testing.T) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db.SQL()
+	wopts := opts
+	wopts.BlockingIO = true
+	dial := func(ctx context.Context) (Conn, error) { return mysql.DialWire(ctx, n.Key(), wopts) }
+	return db.SQL(), dial
 }
 
 func wlExec(t *testing.T, db *sql.DB, stmts ...string) {
@@ -124,7 +128,7 @@ func wlLinkCountsConsistent(t *testing.T, db *sql.DB) {
 
 // wlRun runs n transactions of c on conn and returns how many of each
 // operation ran and how many wrote.
-func wlRun(t *testing.T, conn *sql.Conn, c Client, nops, n int, ledger *Ledger) (ops []int, writes int) {
+func wlRun(t *testing.T, conn Conn, c Client, nops, n int, ledger *Ledger) (ops []int, writes int) {
 	t.Helper()
 	ops = make([]int, nops)
 	for i := range n {
@@ -146,7 +150,7 @@ func wlRun(t *testing.T, conn *sql.Conn, c Client, nops, n int, ledger *Ledger) 
 // TestIntegrationWorkloads prepares, runs and cleans up every workload on
 // one real server.
 func TestIntegrationWorkloads(t *testing.T) {
-	db := wlDB(t)
+	db, dial := wlDB(t)
 	ctx := context.Background()
 	// A table prepare did not create, with the name of one it would.
 	wlExec(t, db, "CREATE TABLE sbtest9 (id INT PRIMARY KEY)", "INSERT INTO sbtest9 VALUES (1)", LedgerCreateSQL)
@@ -220,7 +224,7 @@ func TestIntegrationWorkloads(t *testing.T) {
 			if !linkbench {
 				rowsBefore = wlInt(t, db, "SELECT (SELECT COUNT(*) FROM sbtest1) + (SELECT COUNT(*) FROM sbtest2)")
 			}
-			conn, err := db.Conn(ctx)
+			conn, err := dial(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -302,7 +306,7 @@ func TestIntegrationWorkloads(t *testing.T) {
 				var failed atomic.Int64
 				for g := range 4 {
 					wg.Go(func() {
-						conn, err := db.Conn(ctx)
+						conn, err := dial(ctx)
 						if err != nil {
 							t.Error(err)
 							return

@@ -248,6 +248,24 @@ type benchRunFlags struct {
 	readFrom            string
 	during              string
 	at                  time.Duration
+	io                  string
+}
+
+// benchBlockingMax is the most connections --io auto reads with blocking
+// system calls (a thread each); more go through Go's network poller.
+const benchBlockingMax = 256
+
+// blockingIO resolves --io for a run of conns connections.
+func (rf *benchRunFlags) blockingIO(conns int) (bool, error) {
+	switch rf.io {
+	case "auto":
+		return mysql.BlockingIOSupported && conns <= benchBlockingMax, nil
+	case "blocking":
+		return mysql.BlockingIOSupported, nil
+	case "poll":
+		return false, nil
+	}
+	return false, dbpilot.Errorf(dbpilot.EINVALID, "bench: --io %q: give auto, blocking or poll", rf.io)
 }
 
 func (a *app) benchRunCommand() *cobra.Command {
@@ -307,6 +325,8 @@ acknowledged write was lost.` + exitHelp,
 	f.StringVar(&rf.readFrom, "read-from", "primary", "read-only transactions go to: primary or replicas")
 	f.StringVar(&rf.during, "during", "", "a topology change mid-run: failover, switchover or kill-primary")
 	f.DurationVar(&rf.at, "at", 30*time.Second, "with --during: when, from the start")
+	f.StringVar(&rf.io, "io", "auto", "how connections wait for the server: blocking (a thread each, least CPU per\n"+
+		"statement), poll (Go's network poller), auto (blocking up to 256 connections, Linux only)")
 	return cmd
 }
 
@@ -349,6 +369,9 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 		opt.Arrival = loadgen.Arrival(rf.arrival)
 	default:
 		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --arrival %q: want constant or poisson", rf.arrival)
+	}
+	if _, err := rf.blockingIO(0); err != nil {
+		return err
 	}
 	if rf.readFrom != "primary" && rf.readFrom != "replicas" {
 		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --read-from %q: want primary or replicas", rf.readFrom)
@@ -399,6 +422,19 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 		}
 	}
 
+	conns := rf.threads
+	if opt.Rate != nil {
+		conns = rf.maxConc
+		if conns <= 0 {
+			conns = loadgen.DefaultMaxConcurrency
+		}
+	}
+	if rf.readFrom == "replicas" {
+		conns *= 2
+	}
+	if r.blockingIO, err = rf.blockingIO(conns); err != nil {
+		return err
+	}
 	opt.Connect = r.writer
 	if rf.readFrom == "replicas" {
 		opt.ConnectRead = r.reader

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/loadgen"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/sandbox"
 )
@@ -21,6 +21,9 @@ import (
 type benchRouter struct {
 	opts     mysql.Options
 	poolSize int
+	// blockingIO: the workers' connections read their sockets with
+	// blocking system calls (--io).
+	blockingIO bool
 
 	fixed   dbpilot.InstanceKey    // HOST:PORT
 	sandbox *sandbox.Descriptor    // --sandbox without --server: probe its nodes
@@ -173,8 +176,9 @@ func (r *benchRouter) primaryPool(ctx context.Context) (dbpilot.InstanceKey, *my
 	return key, p, err
 }
 
-// writer returns a new connection to the current primary.
-func (r *benchRouter) writer(ctx context.Context) (*sql.Conn, error) {
+// writer returns a new connection to the current primary (a WireConn:
+// the load runs without database/sql).
+func (r *benchRouter) writer(ctx context.Context) (loadgen.Conn, error) {
 	key, _, err := r.locate(ctx)
 	if err != nil {
 		return nil, err
@@ -184,7 +188,7 @@ func (r *benchRouter) writer(ctx context.Context) (*sql.Conn, error) {
 
 // reader returns a new connection to a replica (round robin), or to the
 // primary when there is none.
-func (r *benchRouter) reader(ctx context.Context) (*sql.Conn, error) {
+func (r *benchRouter) reader(ctx context.Context) (loadgen.Conn, error) {
 	key, reps, err := r.locate(ctx)
 	if err != nil {
 		return nil, err
@@ -198,13 +202,10 @@ func (r *benchRouter) reader(ctx context.Context) (*sql.Conn, error) {
 	return r.conn(ctx, key)
 }
 
-func (r *benchRouter) conn(ctx context.Context, key dbpilot.InstanceKey) (*sql.Conn, error) {
-	p, err := r.pool(ctx, key)
-	if err != nil {
-		r.invalidate()
-		return nil, err
-	}
-	c, err := p.SQL().Conn(ctx)
+func (r *benchRouter) conn(ctx context.Context, key dbpilot.InstanceKey) (loadgen.Conn, error) {
+	opts := r.opts
+	opts.BlockingIO = r.blockingIO
+	c, err := mysql.DialWire(ctx, key, opts)
 	if err != nil {
 		r.invalidate()
 		return nil, fmt.Errorf("bench: connect to %s: %w", key, err)

@@ -35,6 +35,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "run", addr, "--rate", "10", "--during", "meteor"}, `--during "meteor"`},
 		{[]string{"bench", "run", addr, "--rate", "10", "--during", "switchover"}, "--during acts through serve"},
 		{[]string{"bench", "run", addr, "--rate", "10", "--read-from", "nowhere"}, `--read-from "nowhere"`},
+		{[]string{"bench", "run", addr, "--rate", "10", "--io", "epoll"}, `--io "epoll": give auto, blocking or poll`},
 		{[]string{"bench", "prepare", addr, "--workload", "oltp_insert", "--db", "a`b"}, "not a usable database name"},
 		// The server must answer at start.
 		{[]string{"bench", "run", addr, "--rate", "10", "--duration", "1s"}, addr},
