@@ -271,12 +271,39 @@ func (w *OLTP) Cleanup(ctx context.Context, db *sql.DB) error {
 // seeded by seed.
 func (w *OLTP) NewClient(seed int64) Client {
 	tables, size := w.size()
-	return &oltpClient{
+	c := &oltpClient{
 		kind:      w.kind,
 		write:     w.writes(),
 		tables:    tables,
 		tableSize: size,
 		rng:       rand.New(rand.NewPCG(uint64(seed), 0x5b5b_5b5b_0a0a_0a0a)),
+		sql:       make([]sbStatements, tables+1),
+	}
+	for n := 1; n <= tables; n++ {
+		c.sql[n] = newSBStatements(sbTable(n))
+	}
+	return c
+}
+
+// sbStatements are the statements of one sbtest table, built once per
+// client rather than per transaction.
+type sbStatements struct {
+	pointSelect, simpleRange, sumRange, orderRange, distinctRange string
+	indexUpdate, nonIndexUpdate, delete, insert, insertAuto       string
+}
+
+func newSBStatements(t string) sbStatements {
+	return sbStatements{
+		pointSelect:    "SELECT c FROM " + t + " WHERE id=?",
+		simpleRange:    "SELECT c FROM " + t + " WHERE id BETWEEN ? AND ?",
+		sumRange:       "SELECT SUM(k) FROM " + t + " WHERE id BETWEEN ? AND ?",
+		orderRange:     "SELECT c FROM " + t + " WHERE id BETWEEN ? AND ? ORDER BY c",
+		distinctRange:  "SELECT DISTINCT c FROM " + t + " WHERE id BETWEEN ? AND ? ORDER BY c",
+		indexUpdate:    "UPDATE " + t + " SET k=k+1 WHERE id=?",
+		nonIndexUpdate: "UPDATE " + t + " SET c=? WHERE id=?",
+		delete:         "DELETE FROM " + t + " WHERE id=?",
+		insert:         "INSERT INTO " + t + " (id, k, c, pad) VALUES (?, ?, ?, ?)",
+		insertAuto:     "INSERT INTO " + t + " (k, c, pad) VALUES (?, ?, ?)",
 	}
 }
 
@@ -287,6 +314,8 @@ type oltpClient struct {
 	tables    int
 	tableSize int
 	rng       *rand.Rand
+	sql       []sbStatements // by table number
+	buf       []stmt         // the transaction being generated, reused
 }
 
 // Next returns the one operation; it writes for read_write, write_only
@@ -306,28 +335,33 @@ func (c *oltpClient) Run(ctx context.Context, conn Conn, op int, ledger *Ledger)
 	return nil
 }
 
-// table picks a table uniformly, as sysbench's get_table_num.
-func (c *oltpClient) table() string { return sbTable(1 + c.rng.IntN(c.tables)) }
+// table picks a table uniformly, as sysbench's get_table_num, and returns
+// its statements.
+func (c *oltpClient) table() *sbStatements { return &c.sql[1+c.rng.IntN(c.tables)] }
 
 // id picks a row id uniformly in [1, table_size].
 func (c *oltpClient) id() int { return 1 + c.rng.IntN(c.tableSize) }
 
 // statements generates one transaction; ledger, when not 0, is the ledger
-// id the transaction records before COMMIT.
+// id the transaction records before COMMIT. The slice is reused by the
+// next call.
 func (c *oltpClient) statements(ledger uint64) []stmt {
-	var s []stmt
+	s := c.buf[:0]
+	defer func() { c.buf = s[:0] }()
 	switch c.kind {
 	case oltpPointSelect:
 		t := c.table()
-		return []stmt{{sql: "SELECT c FROM " + t + " WHERE id=?", args: []any{c.id()}, query: true}}
+		s = append(s, stmt{sql: t.pointSelect, args: []any{c.id()}, query: true})
+		return s
 	case oltpInsert:
 		t := c.table()
-		ins := stmt{sql: "INSERT INTO " + t + " (k, c, pad) VALUES (?, ?, ?)",
-			args: []any{c.id(), sbCValue(c.rng), sbPadValue(c.rng)}}
+		ins := stmt{sql: t.insertAuto, args: []any{c.id(), sbCValue(c.rng), sbPadValue(c.rng)}}
 		if ledger == 0 {
-			return []stmt{ins}
+			s = append(s, ins)
+			return s
 		}
-		return []stmt{{sql: "BEGIN"}, ins, {sql: InsertSQL(ledger)}, {sql: "COMMIT"}}
+		s = append(s, stmt{sql: "BEGIN"}, ins, stmt{sql: InsertSQL(ledger)}, stmt{sql: "COMMIT"})
+		return s
 	}
 	s = append(s, stmt{sql: "BEGIN"})
 	if c.kind == oltpReadOnly || c.kind == oltpReadWrite {
@@ -339,7 +373,8 @@ func (c *oltpClient) statements(ledger uint64) []stmt {
 	if ledger != 0 {
 		s = append(s, stmt{sql: InsertSQL(ledger)})
 	}
-	return append(s, stmt{sql: "COMMIT"})
+	s = append(s, stmt{sql: "COMMIT"})
+	return s
 }
 
 // reads appends the read statements of a transaction: point selects, then
@@ -347,21 +382,21 @@ func (c *oltpClient) statements(ledger uint64) []stmt {
 func (c *oltpClient) reads(s []stmt) []stmt {
 	t := c.table()
 	for range sbPointSelects {
-		s = append(s, stmt{sql: "SELECT c FROM " + t + " WHERE id=?", args: []any{c.id()}, query: true})
+		s = append(s, stmt{sql: t.pointSelect, args: []any{c.id()}, query: true})
 	}
 	for _, r := range []struct {
-		sql string
+		sql func(*sbStatements) string
 		n   int
 	}{
-		{"SELECT c FROM %s WHERE id BETWEEN ? AND ?", sbSimpleRanges},
-		{"SELECT SUM(k) FROM %s WHERE id BETWEEN ? AND ?", sbSumRanges},
-		{"SELECT c FROM %s WHERE id BETWEEN ? AND ? ORDER BY c", sbOrderRanges},
-		{"SELECT DISTINCT c FROM %s WHERE id BETWEEN ? AND ? ORDER BY c", sbDistinctRanges},
+		{func(t *sbStatements) string { return t.simpleRange }, sbSimpleRanges},
+		{func(t *sbStatements) string { return t.sumRange }, sbSumRanges},
+		{func(t *sbStatements) string { return t.orderRange }, sbOrderRanges},
+		{func(t *sbStatements) string { return t.distinctRange }, sbDistinctRanges},
 	} {
 		t := c.table()
 		for range r.n {
 			id := c.id()
-			s = append(s, stmt{sql: fmt.Sprintf(r.sql, t), args: []any{id, id + sbRangeSize - 1}, query: true})
+			s = append(s, stmt{sql: r.sql(t), args: []any{id, id + sbRangeSize - 1}, query: true})
 		}
 	}
 	return s
@@ -372,18 +407,18 @@ func (c *oltpClient) reads(s []stmt) []stmt {
 func (c *oltpClient) writes(s []stmt) []stmt {
 	t := c.table()
 	for range sbIndexUpdates {
-		s = append(s, stmt{sql: "UPDATE " + t + " SET k=k+1 WHERE id=?", args: []any{c.id()}})
+		s = append(s, stmt{sql: t.indexUpdate, args: []any{c.id()}})
 	}
 	t = c.table()
 	for range sbNonIndexUpdates {
-		s = append(s, stmt{sql: "UPDATE " + t + " SET c=? WHERE id=?", args: []any{sbCValue(c.rng), c.id()}})
+		s = append(s, stmt{sql: t.nonIndexUpdate, args: []any{sbCValue(c.rng), c.id()}})
 	}
 	t = c.table()
 	for range sbDeleteInserts {
 		id, k := c.id(), c.id()
 		s = append(s,
-			stmt{sql: "DELETE FROM " + t + " WHERE id=?", args: []any{id}},
-			stmt{sql: "INSERT INTO " + t + " (id, k, c, pad) VALUES (?, ?, ?, ?)", args: []any{id, k, sbCValue(c.rng), sbPadValue(c.rng)}})
+			stmt{sql: t.delete, args: []any{id}},
+			stmt{sql: t.insert, args: []any{id, k, sbCValue(c.rng), sbPadValue(c.rng)}})
 	}
 	return s
 }
