@@ -374,6 +374,33 @@ clusters:
 		p.Screenshot("charts")
 	})
 
+	step("bench load charts", func(t *testing.T) {
+		// A real `dbpilot bench run --server` writes its intervals to this
+		// serve; the cluster's page then charts the load beside the
+		// servers' metrics.
+		prep := []string{"--sandbox", d.Name, "--workload", "oltp_point_select", "--tables", "1", "--table-size", "1000"}
+		if code, _, errOut := runCLI(t, append([]string{"bench", "prepare"}, prep...)...); code != 0 {
+			t.Fatalf("bench prepare: exit %d: %s", code, errOut)
+		}
+		t.Cleanup(func() { runCLI(t, "bench", "cleanup", "--sandbox", d.Name, "--workload", "oltp_point_select") })
+		if code, _, errOut := runCLI(t, append([]string{"bench", "run", "--server", s.URL, "--cluster", d.Name, "--token", s.Token,
+			"--rate", "200", "--duration", "4s", "--json"}, prep...)...); code != 0 {
+			t.Fatalf("bench run --server: exit %d: %s", code, errOut)
+		}
+		p.Navigate(clusterURL + "?range=5m")
+		for _, id := range []string{"bench-rate", "bench-latency"} {
+			sel := fmt.Sprintf(`.chart[data-chart=%q]`, id)
+			p.WaitSelector(sel, 15*time.Second)
+			testutil.WaitFor(t, 20*time.Second, id+" chart has data points", func() (bool, string) {
+				n, _ := strconv.Atoi(p.Attr(sel, "data-points"))
+				return n > 0 && !p.Has(sel+" .nodata"), fmt.Sprintf("data-points %d; serve's own query: %s", n,
+					webStored(s.URL, fmt.Sprintf(`count(dbpilot_bench_rate{cluster=%q})`, d.Name)))
+			})
+		}
+		p.Eval(`document.querySelector('.chart[data-chart="bench-rate"]').scrollIntoView()`, nil)
+		p.Screenshot("charts-bench")
+	})
+
 	step("alert and script injection", func(t *testing.T) {
 		p.Eval("delete window.__pwned", nil)
 		if _, err := sandbox.Exec(context.Background(), d, "node3", "STOP SLAVE IO_THREAD"); err != nil {

@@ -52,6 +52,11 @@ test('promql: chart specs cover the contract ids and scope', () => {
   ok(i.every((s) => s.queries.every((q) => q.expr.includes('instance="h:1"') && !q.expr.includes('cluster='))));
   ok(c.find((s) => s.id === 'lag').queries[0].expr.includes('dbpilot_heartbeat_lag_seconds'));
   eq(p.wsrepSpec({ cluster: 'web' }, 5).id, 'wsrep');
+  const b = p.benchSpecs({ cluster: 'web' });
+  eq(b.map((s) => s.id), ['bench-rate', 'bench-latency']);
+  ok(b.every((s) => s.queries.every((q) => q.expr.includes('cluster="web"') && q.expr.includes('dbpilot_bench_'))));
+  ok(b[1].queries[1].expr.includes('quantile="0.99"'));
+  ok(p.benchSpecs({ cluster: 'web', instance: 'h:1' }).every((s) => s.queries.every((q) => q.expr.includes('instance="h:1"'))));
 });
 test('promql: toColumns aligns a matrix on the grid, gaps are null', () => {
   const g = p.alignRange(100, 110, 5); // 100, 105, 110

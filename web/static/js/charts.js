@@ -3,7 +3,7 @@
 import { html, useState, useEffect, useRef } from '../vendor/preact-htm/standalone.module.js';
 import uPlot from '../vendor/uplot/uPlot.esm.min.js';
 import * as api from './api.js';
-import { RANGES, rangeFromQuery, rangeToQuery, chooseStep, alignRange, chartSpecs, wsrepSpec, combine, toColumns, mergeColumns, refreshEvery } from './promql.js';
+import { RANGES, rangeFromQuery, rangeToQuery, chooseStep, alignRange, chartSpecs, wsrepSpec, benchSpecs, combine, toColumns, mergeColumns, refreshEvery } from './promql.js';
 import { number, time as fmtTime } from './format.js';
 
 const PALETTE = ['#4e9af1', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#edc948', '#76b7b2', '#ff9da7', '#9c755f', '#bab0ac', '#8cd17d', '#d37295'];
@@ -28,6 +28,7 @@ export function ChartPanel({ scope }) {
   const [range, setRange] = useState(() => rangeFromQuery(location.search));
   const [width, setWidth] = useState(0);
   const [wsrep, setWsrep] = useState(false);
+  const [bench, setBench] = useState(false);
   const [custom, setCustom] = useState(null);
   const grid = useRef(null);
   const scopeKey = `${scope.cluster}|${scope.instance || ''}`;
@@ -55,6 +56,7 @@ export function ChartPanel({ scope }) {
     let live = true;
     const m = scope.instance ? `{instance="${scope.instance.replace(/["\\]/g, '\\$&')}"}` : `{cluster="${scope.cluster.replace(/["\\]/g, '\\$&')}"}`;
     api.seriesExist(`mysql_global_status_wsrep_cluster_size${m}`, Math.floor(Date.now() / 1000) - 3600).then((b) => live && setWsrep(b)).catch(() => {});
+    api.seriesExist(`dbpilot_bench_rate${m}`, Math.floor(Date.now() / 1000) - 3600).then((b) => live && setBench(b)).catch(() => {});
     return () => { live = false; };
   }, [scopeKey]);
 
@@ -81,7 +83,7 @@ export function ChartPanel({ scope }) {
   const reset = () => { setCustom(null); setRange({ preset: range.back || '1h' }); };
 
   const step = width ? chooseStep(range.preset === 'custom' ? range.to - range.from : RANGES[range.preset], Math.max(60, width - 60)) : 0; // plot area ≈ width − y axis
-  const specs = step ? [...chartSpecs(scope, step), ...(wsrep ? [wsrepSpec(scope, step)] : [])] : [];
+  const specs = step ? [...chartSpecs(scope, step), ...(wsrep ? [wsrepSpec(scope, step)] : []), ...(bench ? benchSpecs(scope) : [])] : [];
   const selectValue = custom ? 'custom' : range.preset;
 
   return html`<div class="charts">

@@ -194,6 +194,33 @@ export function wsrepSpec(scope, step) {
 }
 
 /**
+ * benchSpecs are the load charts of `dbpilot bench` runs that wrote to this
+ * serve (dbpilot_bench_*), added when the scope has such series: the
+ * achieved and target rate, and the p99 latency from intended start.
+ */
+export function benchSpecs(scope) {
+  const m = scope.instance ? { instance: scope.instance } : { cluster: scope.cluster };
+  return [
+    {
+      id: 'bench-rate', title: 'Bench: transactions/s (achieved, target)', unit: '',
+      queries: [
+        { id: 'achieved', expr: `sum (${selector('dbpilot_bench_rate', m)})` },
+        { id: 'target', expr: `sum (${selector('dbpilot_bench_rate_target', m)}) > 0` },
+      ],
+      name: (mt) => mt[QLABEL],
+    },
+    {
+      id: 'bench-latency', title: 'Bench: latency from intended start (p50, p99)', unit: 's',
+      queries: [
+        { id: 'p50', expr: `max (${selector('dbpilot_bench_latency_seconds', { ...m, quantile: '0.5' })})` },
+        { id: 'p99', expr: `max (${selector('dbpilot_bench_latency_seconds', { ...m, quantile: '0.99' })})` },
+      ],
+      name: (mt) => mt[QLABEL],
+    },
+  ];
+}
+
+/**
  * toColumns turns a Prometheus matrix into uPlot's columns on the aligned
  * grid: x = [start, start+step, ..., end] and one array per series (null
  * where the series has no point). name(metric) labels each series; series
