@@ -221,12 +221,7 @@ func (w *LinkBench) distributions() *lbDists {
 // load). It refuses tables that exist unless opt.Force and records the
 // tables it creates in the marker table.
 func (w *LinkBench) Prepare(ctx context.Context, db *sql.DB, opt PrepareOptions) error {
-	if opt.Nodes <= 0 {
-		opt.Nodes = lbDefaultNodes
-	}
-	if opt.Parallel <= 0 {
-		opt.Parallel = defaultParallel
-	}
+	opt = opt.withDefaults()
 	w.Configure(opt)
 	dbName, err := currentDatabase(ctx, db)
 	if err != nil {

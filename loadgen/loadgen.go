@@ -94,6 +94,24 @@ type PrepareOptions struct {
 	Force     bool // drop and recreate tables that exist
 }
 
+// withDefaults fills the fields left at zero: sysbench's 1 table of 10000
+// rows, LinkBench's 100000 nodes, 4 loading connections.
+func (o PrepareOptions) withDefaults() PrepareOptions {
+	if o.Tables <= 0 {
+		o.Tables = defaultTables
+	}
+	if o.TableSize <= 0 {
+		o.TableSize = defaultTableSize
+	}
+	if o.Nodes <= 0 {
+		o.Nodes = lbDefaultNodes
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = defaultParallel
+	}
+	return o
+}
+
 // Arrival is how intended start times are spaced at a given rate.
 type Arrival string
 

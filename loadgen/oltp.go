@@ -182,15 +182,7 @@ func sbTable(n int) string { return "sbtest" + strconv.Itoa(n) }
 // then builds each table's index on k. It refuses tables that exist
 // unless opt.Force, and records each table it creates in the marker table.
 func (w *OLTP) Prepare(ctx context.Context, db *sql.DB, opt PrepareOptions) error {
-	if opt.Tables <= 0 {
-		opt.Tables = defaultTables
-	}
-	if opt.TableSize <= 0 {
-		opt.TableSize = defaultTableSize
-	}
-	if opt.Parallel <= 0 {
-		opt.Parallel = defaultParallel
-	}
+	opt = opt.withDefaults()
 	w.Configure(opt)
 	dbName, err := currentDatabase(ctx, db)
 	if err != nil {

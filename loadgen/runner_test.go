@@ -34,19 +34,9 @@ var testEpochShift = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Sub(time.Date(
 
 func (testClock) Now() time.Time { return time.Now().Add(testEpochShift) }
 
-func (c testClock) SleepUntil(ctx context.Context, t time.Time) error {
-	d := t.Sub(c.Now())
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+// SleepUntil is the wall clock's, on the bubble's unshifted time.
+func (testClock) SleepUntil(ctx context.Context, t time.Time) error {
+	return wallClock{}.SleepUntil(ctx, t.Add(-testEpochShift))
 }
 
 // fakeConn is a connection that sends nothing: the fake workload's

@@ -96,9 +96,6 @@ func DialWire(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*Wire
 	return w, nil
 }
 
-// Key is the server the connection is to.
-func (w *WireConn) Key() dbpilot.InstanceKey { return w.key }
-
 // Close ends the connection (without COM_QUIT: the server sees the socket
 // close). It is safe to call more than once and from another goroutine.
 func (w *WireConn) Close() error {
