@@ -255,17 +255,30 @@ func (w *WireConn) fail(ctx context.Context, q string, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("mysql: %s on %s: %w", firstWords(q), w.key, cerr)
 	}
+	// The socket's deadline is the context's: the read may fail before
+	// the context's own timer has ended it. go-mysql turns network errors
+	// into text, so the deadline is told by the clock.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return fmt.Errorf("mysql: %s on %s: %w", firstWords(q), w.key, context.DeadlineExceeded)
+	}
 	return classifyWire(w.key, firstWords(q), err)
 }
 
 // classifyWire converts go-mysql's errors: a server error becomes the
-// driver's *MySQLError so that callers need one vocabulary.
+// driver's *MySQLError and a broken connection the driver's
+// ErrInvalidConn, so that callers need one vocabulary.
 func classifyWire(key dbpilot.InstanceKey, what string, err error) error {
 	var me *gmysql.MyError
 	if errors.As(err, &me) {
 		var state [5]byte
 		copy(state[:], me.State)
 		return fmt.Errorf("mysql: %s on %s: %w", what, key, &driver.MySQLError{Number: me.Code, SQLState: state, Message: me.Message})
+	}
+	if errors.Is(err, gmysql.ErrBadConn) {
+		// The connection broke (network error, or closed): go-mysql keeps
+		// only the text of the cause; callers test for the driver's
+		// ErrInvalidConn.
+		return fmt.Errorf("mysql: %s on %s: %v: %w", what, key, err, driver.ErrInvalidConn)
 	}
 	return fmt.Errorf("mysql: %s on %s: %w", what, key, err)
 }
