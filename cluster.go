@@ -5,10 +5,16 @@ import "context"
 // Cluster is a primary and every server replicating from it, directly or
 // through intermediates, as observed by one discovery crawl. A ring or a
 // multi-source topology may have several primaries (writers).
+//
+// A Galera cluster is one Cluster: its nodes, every one a writer, are its
+// primaries, and the servers replicating asynchronously from them are its
+// replicas.
 type Cluster struct {
 	Name      string        `json:"name"`
 	Primaries []InstanceKey `json:"primaries"`
 	Instances []*Instance   `json:"instances"`
+	// Galera summarizes the Galera group; nil for a replication topology.
+	Galera *GaleraGroup `json:"galera,omitempty"`
 }
 
 // Instance returns the observed instance with key k, or nil.

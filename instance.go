@@ -45,7 +45,14 @@ type Instance struct {
 	// Replicas are the servers this instance reports as connected to it
 	// (SHOW SLAVE HOSTS / SHOW REPLICAS, or Binlog Dump threads).
 	Replicas []InstanceKey `json:"replicas,omitempty"`
+
+	// Galera is the node's Galera state; nil when the server runs no
+	// Galera provider (wsrep_on=OFF, or no wsrep_provider).
+	Galera *GaleraState `json:"galera,omitempty"`
 }
+
+// IsGalera reports whether the instance is a Galera node.
+func (i *Instance) IsGalera() bool { return i.Galera != nil }
 
 // Identity names the server itself, whatever address reached it: MySQL's
 // server_uuid, else (MariaDB has none) its server_id with its own hostname

@@ -20,6 +20,16 @@ const (
 	ProblemSemiSyncPrimaryOnReplica ProblemCode = "SemiSyncPrimaryOnReplica"
 	ProblemSlowFailureDetection     ProblemCode = "SlowFailureDetection"
 	ProblemNoGTID                   ProblemCode = "NoGTID"
+
+	// Galera.
+	ProblemNonPrimaryComponent ProblemCode = "NonPrimaryComponent"
+	ProblemClusterSizeMismatch ProblemCode = "ClusterSizeMismatch"
+	ProblemNodeDesynced        ProblemCode = "NodeDesynced"
+	ProblemFlowControlActive   ProblemCode = "FlowControlActive"
+	ProblemRecvQueueGrowing    ProblemCode = "RecvQueueGrowing"
+	ProblemNodeNotSynced       ProblemCode = "NodeNotSynced"
+	ProblemSSTInProgress       ProblemCode = "SSTInProgress"
+	ProblemDesyncLeftOn        ProblemCode = "DesyncLeftOn"
 )
 
 // Severity ranks problems.

@@ -243,7 +243,9 @@ func TestDefaultRules(t *testing.T) {
 	want := []string{
 		"MySQLDown", "MySQLRestarted", "ReplicationIOStopped", "ReplicationSQLStopped", "ReplicationLagHigh",
 		"SemiSyncFellBack", "InnoDBCheckpointAgeHigh", "InnoDBDirtyPagesHigh", "InnoDBDeadlocks",
-		"InnoDBHistoryListGrowing", "ThreadsRunningHigh", "ConnectionsHigh", "GaleraNotSynced", "GaleraFlowControlPaused",
+		"InnoDBHistoryListGrowing", "ThreadsRunningHigh", "ConnectionsHigh", "GaleraNonPrimary", "GaleraClusterSizeMismatch", "GaleraNotSynced",
+		"GaleraSSTInProgress", "GaleraNodeDesynced", "GaleraDesyncLeftOn", "GaleraFlowControlPaused", "GaleraFlowControlSent",
+		"GaleraRecvQueueGrowing",
 	}
 	var names []string
 	for _, r := range rules {

@@ -102,7 +102,7 @@ var gvEssential = gsSet(
 	"rpl_semi_sync_master_enabled", "rpl_semi_sync_master_timeout", "rpl_semi_sync_master_wait_no_slave",
 	"rpl_semi_sync_slave_enabled", "rpl_semi_sync_source_enabled", "rpl_semi_sync_source_timeout",
 	"rpl_semi_sync_source_wait_for_replica_count", "rpl_semi_sync_replica_enabled",
-	"wsrep_on", "wsrep_slave_threads", "wsrep_applier_threads",
+	"wsrep_on", "wsrep_desync", "wsrep_slave_threads", "wsrep_applier_threads",
 	"aria_pagecache_buffer_size", "have_ssl", "lower_case_table_names",
 )
 

@@ -1,8 +1,13 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"math"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +27,10 @@ import (
 // MySQL adds SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync%' (plugin variables
 // may be absent) and, on a replica, the heartbeat periods from
 // performance_schema; a server that lists no replica with a host adds a
-// processlist read. An Inspector saves the version round trip on later calls.
+// processlist read; a Galera node adds one read of its wsrep variables (the
+// wsrep status comes with the status read: Instance.Galera). An Inspector
+// saves the version round trip on later calls, and keeps each Galera node's
+// previous sample for the next (GaleraState.Previous).
 //
 // Optional parts that the server refuses (a missing privilege on the replica
 // list or on performance_schema, a missing table) are skipped; a failure to
@@ -133,6 +141,17 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 	inst, err := buildInstance(s.key, id, vars, status)
 	if err != nil {
 		return nil, nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "mysql: inspect %s", s.key)
+	}
+	if galeraLoaded(status) {
+		var wvars map[string]string
+		r, err := s.query(ctx, "read wsrep variables", galeraVariablesSQL)
+		switch {
+		case err == nil:
+			wvars = r.NameValues()
+		case !isServerError(err):
+			return nil, nil, err
+		}
+		inst.Galera = parseGalera(status, wvars)
 	}
 
 	if inst.Channels, err = s.readChannels(ctx, id); err != nil {
@@ -250,6 +269,9 @@ func statusSQL(id serverIdent) string {
 	if id.Flavor.IsMySQLFamily() {
 		names = append(names, "Rpl_semi_sync_source_status", "Rpl_semi_sync_source_clients", "Rpl_semi_sync_replica_status")
 	}
+	// Galera (MariaDB Galera Cluster, Percona XtraDB Cluster); MariaDB
+	// without a provider prints placeholders, MySQL nothing.
+	names = append(names, galeraStatusNames...)
 	for i, n := range names {
 		names[i] = "'" + n + "'"
 	}
@@ -430,9 +452,10 @@ type Inspector struct {
 // inspectorConn is the state kept for one instance. sem holds a token while an
 // inspection of the instance runs; db and id belong to the token holder.
 type inspectorConn struct {
-	sem chan struct{}
-	db  *DB
-	id  *serverIdent
+	sem    chan struct{}
+	db     *DB
+	id     *serverIdent
+	galera *galeraHistory // nil until a Galera node was inspected
 }
 
 // NewInspector returns an Inspector that connects with opts.
@@ -486,6 +509,11 @@ func (in *Inspector) inspectOnce(ctx context.Context, c *inspectorConn, key dbpi
 		return nil, err
 	}
 	c.id = id
+	if inst.Galera != nil {
+		c.galera = c.galera.apply(inst)
+	} else {
+		c.galera = nil
+	}
 	return inst, nil
 }
 
@@ -564,4 +592,212 @@ func (in *Inspector) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// galeraStatusNames are the wsrep status variables Inspect reads.
+var galeraStatusNames = []string{
+	"wsrep_provider_name", "wsrep_provider_version", "wsrep_local_state_uuid",
+	"wsrep_local_state", "wsrep_local_state_comment", "wsrep_cluster_status", "wsrep_cluster_size",
+	"wsrep_cluster_state_uuid", "wsrep_cluster_conf_id", "wsrep_local_index", "wsrep_ready", "wsrep_connected",
+	"wsrep_incoming_addresses", "wsrep_desync_count", "wsrep_last_committed",
+	"wsrep_flow_control_paused_ns", "wsrep_flow_control_paused", "wsrep_flow_control_sent", "wsrep_flow_control_recv",
+	"wsrep_local_recv_queue", "wsrep_local_recv_queue_avg", "wsrep_local_send_queue", "wsrep_local_send_queue_avg",
+	"wsrep_cert_deps_distance",
+}
+
+// galeraVariablesSQL reads the wsrep variables Inspect uses, on a Galera
+// node only.
+const galeraVariablesSQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'wsrep_cluster_address', " +
+	"'wsrep_cluster_name', 'wsrep_node_name', 'wsrep_node_address', 'wsrep_node_incoming_address', 'wsrep_desync', " +
+	"'wsrep_sst_method', 'wsrep_provider_options')"
+
+// galeraLoaded reports whether status (lower-cased names) comes from a
+// server running a Galera provider: MariaDB without one prints placeholder
+// wsrep variables with an empty provider name and state uuid.
+func galeraLoaded(status map[string]string) bool {
+	return status["wsrep_provider_name"] != "" || status["wsrep_local_state_uuid"] != "" && status["wsrep_local_state_uuid"] != zeroUUID
+}
+
+const zeroUUID = "00000000-0000-0000-0000-000000000000"
+
+// parseGalera reads a Galera node's state from its status (SHOW GLOBAL STATUS
+// rows, lower-cased names) and wsrep variables (nil when they could not be
+// read). Values are read leniently: what a provider version does not print
+// or prints otherwise stays zero, and never fails the inspection.
+func parseGalera(status, vars map[string]string) *dbpilot.GaleraState {
+	num := func(m map[string]string, name string) float64 {
+		f, err := strconv.ParseFloat(strings.TrimSpace(m[name]), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0
+		}
+		return f
+	}
+	integer := func(name string) int64 {
+		n, err := strconv.ParseInt(strings.TrimSpace(status[name]), 10, 64)
+		if err != nil {
+			return int64(num(status, name))
+		}
+		return n
+	}
+	counter := func(name string) uint64 {
+		n, err := strconv.ParseUint(strings.TrimSpace(status[name]), 10, 64)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	flag := func(m map[string]string, name string) bool {
+		b, _ := parseBool(m[name])
+		return b
+	}
+	g := &dbpilot.GaleraState{
+		LocalState:        dbpilot.GaleraNodeState(integer("wsrep_local_state")),
+		LocalStateComment: status["wsrep_local_state_comment"],
+		ClusterStatus:     status["wsrep_cluster_status"],
+		ClusterSize:       int(integer("wsrep_cluster_size")),
+		ClusterStateUUID:  status["wsrep_cluster_state_uuid"],
+		ClusterConfID:     integer("wsrep_cluster_conf_id"),
+		LocalIndex:        int(integer("wsrep_local_index")),
+		Ready:             flag(status, "wsrep_ready"),
+		Connected:         flag(status, "wsrep_connected"),
+		IncomingAddresses: parseIncomingAddresses(status["wsrep_incoming_addresses"]),
+		DesyncCount:       int(integer("wsrep_desync_count")),
+		LastCommitted:     integer("wsrep_last_committed"),
+		ProviderName:      status["wsrep_provider_name"],
+		ProviderVersion:   status["wsrep_provider_version"],
+		GaleraCounters: dbpilot.GaleraCounters{
+			FlowControlPausedNS: counter("wsrep_flow_control_paused_ns"),
+			FlowControlSent:     counter("wsrep_flow_control_sent"),
+			FlowControlRecv:     counter("wsrep_flow_control_recv"),
+			LocalRecvQueue:      integer("wsrep_local_recv_queue"),
+		},
+		FlowControlPaused: num(status, "wsrep_flow_control_paused"),
+		LocalRecvQueueAvg: num(status, "wsrep_local_recv_queue_avg"),
+		LocalSendQueue:    integer("wsrep_local_send_queue"),
+		LocalSendQueueAvg: num(status, "wsrep_local_send_queue_avg"),
+		CertDepsDistance:  num(status, "wsrep_cert_deps_distance"),
+	}
+	if vars != nil {
+		g.ClusterName = vars["wsrep_cluster_name"]
+		g.ClusterAddress = vars["wsrep_cluster_address"]
+		g.NodeName = vars["wsrep_node_name"]
+		g.NodeAddress = vars["wsrep_node_address"]
+		g.NodeIncomingAddress = vars["wsrep_node_incoming_address"]
+		g.Desync = flag(vars, "wsrep_desync")
+		g.SSTMethod = vars["wsrep_sst_method"]
+		g.FCLimit = int(providerOption(vars["wsrep_provider_options"], "gcs.fc_limit"))
+	}
+	return g
+}
+
+// parseIncomingAddresses reads wsrep_incoming_addresses, "host:port,..." in
+// the members' order. Entries that name no address a client could use
+// (AUTO, an unspecified address, garbage) are left out.
+func parseIncomingAddresses(s string) []dbpilot.InstanceKey {
+	var out []dbpilot.InstanceKey
+	for _, a := range strings.Split(s, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" || strings.EqualFold(a, "AUTO") {
+			continue
+		}
+		k, err := dbpilot.ParseInstanceKey(a)
+		if err != nil {
+			continue
+		}
+		if ip := net.ParseIP(strings.Trim(k.Host, "[]")); ip != nil && ip.IsUnspecified() {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// providerOption returns the number an option of wsrep_provider_options
+// ("a = 1; gcs.fc_limit = 16; ...") is set to, or 0.
+func providerOption(opts, name string) float64 {
+	for _, kv := range strings.Split(opts, ";") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) != name {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0
+		}
+		return f
+	}
+	return 0
+}
+
+// galeraHistory is what an Inspector remembers of one Galera node between
+// inspections: the last sample, since when the node is in its state, and
+// the members its cluster's views listed.
+type galeraHistory struct {
+	last       dbpilot.GaleraSample
+	uptime     time.Duration
+	since      time.Time
+	changeSeen bool
+	stateUUID  string
+	members    map[dbpilot.InstanceKey]time.Time // normalized address → last seen in a view
+	addrs      map[dbpilot.InstanceKey]dbpilot.InstanceKey
+}
+
+// Bounds of the Galera history an Inspector keeps.
+const (
+	// galeraMaxPrevious: an older sample is not offered as Previous (the
+	// node was not inspected for a long time; its window says little).
+	galeraMaxPrevious = 10 * time.Minute
+	// galeraMemberTTL: a member missing from the views for longer is
+	// forgotten (it was removed from the cluster for good).
+	galeraMemberTTL = time.Hour
+)
+
+// apply fills g's history fields from h and records g's sample in h. h is
+// nil on the first inspection; the returned history replaces it.
+func (h *galeraHistory) apply(inst *dbpilot.Instance) *galeraHistory {
+	g := inst.Galera
+	now := inst.ObservedAt
+	cur := dbpilot.GaleraSample{At: now, LocalState: g.LocalState, GaleraCounters: g.GaleraCounters}
+	sameRun := h != nil && inst.Uptime >= h.uptime && !now.Before(h.last.At) &&
+		g.FlowControlPausedNS >= h.last.FlowControlPausedNS && g.FlowControlSent >= h.last.FlowControlSent &&
+		g.FlowControlRecv >= h.last.FlowControlRecv
+	next := &galeraHistory{last: cur, uptime: inst.Uptime, since: now, stateUUID: g.ClusterStateUUID,
+		members: map[dbpilot.InstanceKey]time.Time{}, addrs: map[dbpilot.InstanceKey]dbpilot.InstanceKey{}}
+	if sameRun {
+		if now.Sub(h.last.At) <= galeraMaxPrevious {
+			prev := h.last
+			g.Previous = &prev
+		}
+		if h.last.LocalState == g.LocalState {
+			next.since, next.changeSeen = h.since, h.changeSeen
+		} else {
+			next.changeSeen = true
+		}
+	}
+	g.StateSince, g.StateChangeSeen = next.since, next.changeSeen
+
+	// Members: those of earlier views of the same cluster that this view
+	// lacks are former members.
+	if h != nil && h.stateUUID == g.ClusterStateUUID {
+		for k, seen := range h.members {
+			if now.Sub(seen) <= galeraMemberTTL {
+				next.members[k], next.addrs[k] = seen, h.addrs[k]
+			}
+		}
+	}
+	current := map[dbpilot.InstanceKey]bool{}
+	for _, k := range g.IncomingAddresses {
+		n := k.Normalized()
+		current[n] = true
+		next.members[n], next.addrs[n] = now, k
+	}
+	for n := range next.members {
+		if !current[n] {
+			g.FormerMembers = append(g.FormerMembers, next.addrs[n])
+		}
+	}
+	slices.SortFunc(g.FormerMembers, func(a, b dbpilot.InstanceKey) int {
+		return cmp.Or(strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
+	})
+	return next
 }

@@ -26,9 +26,28 @@ type AnalyzeOptions struct {
 	// MaxDetection: a replica that would take longer than this to notice a
 	// dead source is SlowFailureDetection. 0 means DefaultMaxDetection.
 	MaxDetection time.Duration
+
+	// FlowControlThreshold: a Galera cluster paused by flow control for a
+	// larger share of the time (0..1) is FlowControlActive. 0 means
+	// DefaultFlowControlThreshold.
+	FlowControlThreshold float64
+	// RecvQueueThreshold: a Galera node with more write sets waiting, and
+	// more than at its previous sample, is RecvQueueGrowing. 0 means
+	// DefaultRecvQueueThreshold.
+	RecvQueueThreshold int64
+	// Backups are the instances a backup is known to run on (dbpilot's own
+	// dump, an operator's window): a desynced Galera node among them is
+	// expected (NodeDesynced is info, no DesyncLeftOn).
+	Backups []dbpilot.InstanceKey
 }
 
 func (o AnalyzeOptions) withDefaults() AnalyzeOptions {
+	if o.FlowControlThreshold <= 0 {
+		o.FlowControlThreshold = DefaultFlowControlThreshold
+	}
+	if o.RecvQueueThreshold <= 0 {
+		o.RecvQueueThreshold = DefaultRecvQueueThreshold
+	}
 	if o.LagThreshold <= 0 {
 		o.LagThreshold = DefaultLagThreshold
 	}
@@ -83,11 +102,52 @@ func (o AnalyzeOptions) withDefaults() AnalyzeOptions {
 //   - NoGTID (warning), per channel: no GTID positioning (MariaDB
 //     Using_Gtid=No; MySQL gtid_mode other than ON or Auto_Position=0).
 //
-// Channel problems carry Detail["source"], the channel's source key.
+// Galera nodes (Instance.Galera) form groups of writers (see the package
+// documentation): they are not primaries or replicas of each other, an
+// unreachable member is Unreachable (never DeadPrimary), and a Galera node
+// replicating asynchronously from elsewhere is not ReplicaNotReadOnly. Per
+// reachable node, from its observation (with the previous sample and the
+// since-when its inspector kept, when it has them):
+//
+//   - NonPrimaryComponent (critical): wsrep_cluster_status is not Primary;
+//     the other rules are skipped for it.
+//   - SSTInProgress (warning): Joining (receiving a state transfer), or
+//     Donor/Desynced with wsrep_desync=OFF and wsrep_desync_count > 0
+//     (donating one; the likely joiners are named).
+//   - NodeDesynced: Donor/Desynced with wsrep_desync=ON, with how long and
+//     the receive queue; warning, info when Backups lists the node or
+//     wsrep_desync_count > 1 (a backup's lock holds it too).
+//   - DesyncLeftOn (warning): wsrep_desync=ON and neither.
+//   - NodeNotSynced (warning): any other state than Synced (Joined,
+//     Donor/Desynced with nothing holding it: catching up), or wsrep_ready=OFF.
+//   - RecvQueueGrowing (warning): wsrep_local_recv_queue above
+//     RecvQueueThreshold and above the previous sample's (without one: a
+//     Synced node above the threshold); not for a desynced node.
+//
+// Per Galera cluster:
+//
+//   - ClusterSizeMismatch (warning), on the first reachable node of the
+//     Primary component: its wsrep_cluster_size is below the number of
+//     members the cluster has (the most any node's wsrep_cluster_address
+//     lists, or the nodes of the group), naming the missing known nodes.
+//   - FlowControlActive (warning): the share of time paused by flow control
+//     (the window since the previous sample: wsrep_flow_control_paused_ns;
+//     without one, wsrep_flow_control_paused since start) exceeds
+//     FlowControlThreshold on some node; reported on each node whose
+//     wsrep_flow_control_sent grew in its window (it sends it), else on the
+//     most paused node.
+//
+// Channel problems carry Detail["source"], the channel's source key; Galera
+// problems Detail["cluster"], the cluster's wsrep_cluster_name.
 func Analyze(instances []*dbpilot.Instance, opt AnalyzeOptions) []dbpilot.Problem {
 	a := &analyzer{g: newGraph(instances), opt: opt.withDefaults()}
 	for i := range a.g.nodes {
 		a.instance(i)
+	}
+	for gi, members := range a.g.groups {
+		if members != nil {
+			a.galera(gi)
+		}
 	}
 	sortProblems(a.out)
 	return a.out
@@ -124,6 +184,8 @@ func (a *analyzer) add(in *dbpilot.Instance, code dbpilot.ProblemCode, sev dbpil
 func (a *analyzer) role(i int) string {
 	up, down := len(a.g.up[i]) > 0, a.g.hasReplicas(i)
 	switch {
+	case a.g.isGalera(i):
+		return "galera node"
 	case a.g.inRing(i):
 		return "ring member"
 	case up && down:
@@ -486,7 +548,7 @@ func errantMySQL(in *dbpilot.Instance, srcs []*dbpilot.Instance, ring, skew bool
 func (a *analyzer) readOnly(i int) {
 	in := a.g.nodes[i]
 	switch {
-	case in.IsReplica() && !a.g.inRing(i) && !in.ReadOnly:
+	case in.IsReplica() && !a.g.inRing(i) && !a.g.isGalera(i) && !in.ReadOnly:
 		fix := "SET GLOBAL read_only=ON"
 		if in.Flavor.IsMySQLFamily() {
 			fix = "SET GLOBAL super_read_only=ON"
@@ -585,12 +647,14 @@ type ClusterHealth struct {
 	// Healthy is true when no problem of the cluster is critical or a warning.
 	Healthy  bool              `json:"healthy"`
 	Problems []dbpilot.Problem `json:"problems"`
+	// Galera summarizes a Galera cluster's group; nil otherwise.
+	Galera *dbpilot.GaleraGroup `json:"galera,omitempty"`
 }
 
 // Summarize returns the health of cluster c: the problems (of those given)
 // on its instances, in their given order.
 func Summarize(c *dbpilot.Cluster, problems []dbpilot.Problem) ClusterHealth {
-	h := ClusterHealth{Name: c.Name, Primaries: c.Primaries, Instances: len(c.Instances), Healthy: true, Problems: []dbpilot.Problem{}}
+	h := ClusterHealth{Name: c.Name, Primaries: c.Primaries, Instances: len(c.Instances), Healthy: true, Problems: []dbpilot.Problem{}, Galera: c.Galera}
 	for _, p := range problems {
 		if c.Instance(p.Instance) == nil {
 			continue

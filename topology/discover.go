@@ -41,7 +41,9 @@ func (o Options) withDefaults() Options {
 }
 
 // Discover crawls the replication topology from the seeds: up through each
-// instance's channels' sources and down through its reported replicas, with
+// instance's channels' sources, down through its reported replicas and
+// across a Galera node's cluster members (wsrep_incoming_addresses, and the
+// former members its inspector remembers), with
 // at most opt.Concurrency inspections in flight. Each instance (by normalized
 // key) is inspected once, so rings and co-primaries terminate.
 //
@@ -141,6 +143,15 @@ func Discover(ctx context.Context, in dbpilot.Inspector, seeds []dbpilot.Instanc
 		for _, k := range inst.Replicas {
 			enqueue(k)
 		}
+		if g := inst.Galera; g != nil {
+			// The other members of a Galera cluster, and those that left.
+			for _, k := range g.IncomingAddresses {
+				enqueue(k)
+			}
+			for _, k := range g.FormerMembers {
+				enqueue(k)
+			}
+		}
 	}
 	if len(alias) > 0 {
 		unalias(out, alias)
@@ -177,20 +188,32 @@ func unalias(out []*dbpilot.Instance, alias map[dbpilot.InstanceKey]dbpilot.Inst
 				c.Source = k
 			}
 		}
-		if len(inst.Replicas) == 0 {
-			continue
+		inst.Replicas = canonKeys(inst.Replicas, canon)
+		if g := inst.Galera; g != nil {
+			cp := *g // the inspector's may be shared
+			cp.IncomingAddresses = canonKeys(g.IncomingAddresses, canon)
+			cp.FormerMembers = canonKeys(g.FormerMembers, canon)
+			inst.Galera = &cp
 		}
-		seen := map[dbpilot.InstanceKey]bool{}
-		reps := inst.Replicas[:0:0]
-		for _, r := range inst.Replicas {
-			r = canon(r)
-			if !seen[r.Normalized()] {
-				seen[r.Normalized()] = true
-				reps = append(reps, r)
-			}
-		}
-		inst.Replicas = reps
 	}
+}
+
+// canonKeys returns keys rewritten by canon, without duplicates (nil for
+// none).
+func canonKeys(keys []dbpilot.InstanceKey, canon func(dbpilot.InstanceKey) dbpilot.InstanceKey) []dbpilot.InstanceKey {
+	if len(keys) == 0 {
+		return keys
+	}
+	seen := map[dbpilot.InstanceKey]bool{}
+	out := keys[:0:0]
+	for _, k := range keys {
+		k = canon(k)
+		if !seen[k.Normalized()] {
+			seen[k.Normalized()] = true
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // observed turns one inspection's outcome into the instance Discover reports.

@@ -21,6 +21,18 @@
 // a multi-source replica, and every member of a ring (co-primaries, each a
 // writer). An instance is a ring member when it is on a replication cycle.
 //
+// # Galera clusters
+//
+// A Galera node (dbpilot.Instance.Galera set) is a writer among writers:
+// Galera nodes are grouped by their cluster state uuid and by the client
+// addresses of their component's members (wsrep_incoming_addresses) and of
+// former members their inspector remembers, which also brings in a member
+// that is now unreachable. A group and the servers replicating from its
+// nodes asynchronously are one cluster (Cluster.Galera summarizes it); its
+// primaries are its Galera nodes. Discover crawls the members'
+// addresses too. Analysis names no replication problem between Galera nodes
+// (no DeadPrimary, no "multiple writers"), and Galera problems of its own.
+//
 // # Errant GTIDs
 //
 // For a reachable replica whose sources are all observed and reachable, the

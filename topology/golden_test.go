@@ -13,7 +13,7 @@ import (
 )
 
 // jsonGoldenCases also get a golden of RenderJSON's output.
-var jsonGoldenCases = []string{"multi-source-errant", "ring", "unreachable-primary"}
+var jsonGoldenCases = []string{"galera-node-missing", "multi-source-errant", "ring", "unreachable-primary"}
 
 // loadCase reads testdata/analyze/<name>/instances.json.
 func loadCase(t testing.TB, name string) []*dbpilot.Instance {

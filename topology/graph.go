@@ -43,6 +43,9 @@ type graph struct {
 	comp     []int // strongly connected component of each node
 	compSize []int
 	rootComp []bool // no edge leaves the component
+
+	group  []int   // Galera group of each node, -1 for none (galeraGroups)
+	groups [][]int // members of each Galera group, sorted; nil for a dropped group
 }
 
 // newGraph builds the graph. Of several instances with one normalized key the
@@ -97,6 +100,7 @@ func newGraph(instances []*dbpilot.Instance) *graph {
 		slices.SortStableFunc(g.down[i], func(a, b edge) int { return cmp.Compare(a.replica, b.replica) })
 	}
 	g.components()
+	g.galeraGroups()
 	return g
 }
 
@@ -194,7 +198,8 @@ func (g *graph) replicaKeys(i int) []string {
 }
 
 // weakComponents returns the connected components of the graph (ignoring
-// edge direction), each sorted by key, ordered by their first node.
+// edge direction), with the members of a Galera group in one component,
+// each sorted by key, ordered by their first node.
 func (g *graph) weakComponents() [][]int {
 	parent := make([]int, len(g.nodes))
 	for i := range parent {
@@ -207,12 +212,19 @@ func (g *graph) weakComponents() [][]int {
 		}
 		return x
 	}
+	union := func(a, b int) {
+		if a, b = find(a), find(b); a != b {
+			parent[max(a, b)] = min(a, b)
+		}
+	}
 	for v := range g.nodes {
 		for _, e := range g.up[v] {
-			a, b := find(e.replica), find(e.source)
-			if a != b {
-				parent[max(a, b)] = min(a, b)
-			}
+			union(e.replica, e.source)
+		}
+	}
+	for _, members := range g.groups {
+		for _, v := range members[min(1, len(members)):] {
+			union(members[0], v)
 		}
 	}
 	byRoot := map[int]int{}

@@ -1,10 +1,12 @@
 package topology
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -35,6 +37,11 @@ import (
 // replica appears under each of its sources, each line with that channel's
 // state; its own replicas are drawn under the first appearance only, and later
 // appearances say "(replicas shown above)".
+//
+// A Galera cluster starts with a line "galera NAME [Primary,size 2/3]" (the
+// Primary component's size of the cluster's members), then each node, by
+// key, as "= HOST:PORT" with galeraStatus's bracket, its asynchronous
+// replicas drawn under it as in a tree.
 func RenderText(w io.Writer, clusters []*dbpilot.Cluster, problems []dbpilot.Problem) error {
 	var b strings.Builder
 	for n, c := range clusters {
@@ -70,6 +77,11 @@ func renderTree(b *strings.Builder, c *dbpilot.Cluster, problems []dbpilot.Probl
 	var walk func(v, depth int, via *edge)
 	walk = func(v, depth int, via *edge) {
 		l := textLine{head: prefix(depth) + g.nodes[v].Key.String(), status: status(g, v, via), unreachable: !g.nodes[v].Reachable}
+		if via == nil && c.Galera != nil && g.isGalera(v) {
+			// A Galera node: one of the group, its replicas under it.
+			depth = 1
+			l.head, l.status = "= "+g.nodes[v].Key.String(), galeraStatus(g.nodes[v])
+		}
 		var rest []string
 		if codes := lineCodes(g.nodes[v], byNode[v], via); codes != "" {
 			rest = append(rest, codes)
@@ -95,6 +107,14 @@ func renderTree(b *strings.Builder, c *dbpilot.Cluster, problems []dbpilot.Probl
 		onPath[v] = false
 	}
 	roots := make([]int, 0, len(c.Primaries))
+	if c.Galera != nil {
+		lines = append(lines, textLine{head: galeraHeader(c)})
+		for _, k := range c.Galera.Nodes { // by key, whatever their state
+			if i, ok := g.node(k); ok {
+				roots = append(roots, i)
+			}
+		}
+	}
 	for _, k := range c.Primaries {
 		if i, ok := g.node(k); ok {
 			roots = append(roots, i)
@@ -225,6 +245,63 @@ func lineCodes(in *dbpilot.Instance, problems []dbpilot.Problem, via *edge) stri
 	return strings.Join(codes, ",")
 }
 
+// galeraHeader is the first line of a Galera cluster: "galera NAME
+// [Primary,size 2/3]" (size: the Primary component's members of the
+// cluster's; "non-Primary" when no observed node is in a Primary
+// component).
+func galeraHeader(c *dbpilot.Cluster) string {
+	gg := c.Galera
+	name := cmp.Or(gg.Name, c.Name)
+	want := max(gg.Configured, len(gg.Nodes))
+	if !gg.Primary {
+		return fmt.Sprintf("galera %s [non-Primary,size 0/%d]", name, want)
+	}
+	return fmt.Sprintf("galera %s [Primary,size %d/%d]", name, gg.Size, want)
+}
+
+// galeraStatus returns the bracketed state of a Galera node: its state,
+// component (Primary, non-Primary) and size, receive and send queues, the
+// share of time paused by flow control and the flow-control messages it
+// sent and received (over the window since its previous sample, "/5s";
+// else since the server started), the cert deps distance, then version,
+// rw/ro and binlog format as for other servers.
+func galeraStatus(in *dbpilot.Instance) string {
+	if !in.Reachable {
+		return "[unreachable: " + in.LastError + "]"
+	}
+	gs := in.Galera
+	if gs == nil { // a former member that answers without Galera
+		return "[no wsrep," + in.Version.String() + "]"
+	}
+	w := window(in)
+	per, sign := "", ""
+	if w.span > 0 {
+		per, sign = "/"+roundDuration(w.span).String(), "+"
+	}
+	version := "?"
+	if in.Version != (dbpilot.Version{}) {
+		version = in.Version.String()
+	}
+	rw := "rw"
+	if in.ReadOnly {
+		rw = "ro"
+	}
+	format := "nobinlog"
+	if in.LogBin {
+		format = cmp.Or(in.BinlogFormat, "?")
+	}
+	parts := []string{
+		gs.LocalState.String(), cmp.Or(gs.ClusterStatus, "?"), "size " + strconv.Itoa(gs.ClusterSize),
+		"recvq " + strconv.FormatInt(gs.LocalRecvQueue, 10), "sendq " + strconv.FormatInt(gs.LocalSendQueue, 10),
+		"fc " + pct(w.paused) + per, "fc_sent " + sign + strconv.FormatUint(w.sent, 10), "fc_recv " + sign + strconv.FormatUint(w.recv, 10),
+		"cdd " + strconv.FormatFloat(gs.CertDepsDistance, 'f', 1, 64), version, rw, format,
+	}
+	if gs.Desync {
+		parts = append(parts, "desync")
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
 // Document is the JSON shape RenderJSON writes:
 //
 //	{"clusters": [{"name", "primaries", "healthy", "instances", "edges", "problems"}],
@@ -248,6 +325,9 @@ type ClusterDocument struct {
 	Instances []*dbpilot.Instance `json:"instances"`
 	Edges     []Edge              `json:"edges"`
 	Problems  []dbpilot.Problem   `json:"problems"`
+	// Galera summarizes a Galera cluster's group (its nodes' own state is
+	// in their instances' galera); absent for a replication topology.
+	Galera *dbpilot.GaleraGroup `json:"galera,omitempty"`
 }
 
 // Edge is replication from Source to Replica over one channel, sorted by
@@ -296,6 +376,7 @@ func NewDocument(clusters []*dbpilot.Cluster, problems []dbpilot.Problem) Docume
 			Instances: instances,
 			Edges:     Edges(c),
 			Problems:  h.Problems,
+			Galera:    c.Galera,
 		})
 		for n, p := range problems {
 			if c.Instance(p.Instance) != nil {

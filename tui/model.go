@@ -96,6 +96,9 @@ type Row struct {
 	WsrepRecvQueue   Num
 	WsrepSendQueue   Num
 	WsrepFlowPaused  Num // percent of the last interval spent paused by flow control
+	WsrepFCSent      Num // flow-control messages sent per second (the node cannot keep up)
+	WsrepFCRecv      Num // flow-control messages received per second
+	WsrepCertDeps    Num // wsrep_cert_deps_distance: write sets that could apply in parallel
 
 	// Alerts is the number of firing alerts on the instance (Server only).
 	Alerts int

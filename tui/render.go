@@ -258,7 +258,7 @@ func replication(f *Frame) []string {
 
 func wsrep(f *Frame) []string {
 	cols := []column{{"INSTANCE", false}, {"ROLE", false}, {"WSREP_STATE", false}, {"CLUSTER_SIZE", true},
-		{"RECV_Q", true}, {"SEND_Q", true}, {"FC_PAUSED%", true}}
+		{"RECV_Q", true}, {"SEND_Q", true}, {"FC_PAUSED%", true}, {"FC_SENT/s", true}, {"FC_RECV/s", true}, {"CERT_DEPS", true}}
 	var rows []tableRow
 	for _, r := range f.Rows {
 		if r.Err != "" {
@@ -266,11 +266,12 @@ func wsrep(f *Frame) []string {
 			continue
 		}
 		if !r.Wsrep {
-			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, "off", "-", "-", "-", "-"}})
+			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, "off", "-", "-", "-", "-", "-", "-", "-"}})
 			continue
 		}
 		rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, dash(r.WsrepState), count(r.WsrepClusterSize),
-			count(r.WsrepRecvQueue), count(r.WsrepSendQueue), percent(r.WsrepFlowPaused)}})
+			count(r.WsrepRecvQueue), count(r.WsrepSendQueue), percent(r.WsrepFlowPaused),
+			fixed(r.WsrepFCSent, 1), fixed(r.WsrepFCRecv, 1), fixed(r.WsrepCertDeps, 1)}})
 	}
 	return table(cols, rows)
 }
@@ -348,6 +349,7 @@ func Lines(f *Frame) []string {
 			kv("wsrep_state", strconv.Quote(r.WsrepState))
 			kv("wsrep_recv_queue", fixed(r.WsrepRecvQueue, 0))
 			kv("wsrep_fc_paused_pct", fixed(r.WsrepFlowPaused, 1))
+			kv("wsrep_fc_sent_per_s", fixed(r.WsrepFCSent, 1))
 		}
 		if f.AlertsKnown {
 			kv("alerts", strconv.Itoa(r.Alerts))

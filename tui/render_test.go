@@ -63,13 +63,14 @@ func directFrame() *Frame {
 // galeraFrame is a three-node Galera cluster with one node paused by flow
 // control, read directly.
 func galeraFrame() *Frame {
-	row := func(port, state string, recv, paused float64) Row {
+	row := func(port, state string, recv, paused, sent, cdd float64) Row {
 		return Row{Instance: "127.0.0.1:" + port, Role: RolePrimary, Wsrep: true, WsrepState: state,
 			WsrepClusterSize: N(3), WsrepRecvQueue: N(recv), WsrepSendQueue: N(0), WsrepFlowPaused: N(paused),
+			WsrepFCSent: N(sent), WsrepFCRecv: N(5), WsrepCertDeps: N(cdd),
 			QPS: N(410), ThreadsRunning: N(3), ThreadsConnected: N(20)}
 	}
 	f := &Frame{Time: fixedTime, Source: "direct, 3 instances", Rows: []Row{
-		row("4001", "Synced", 0, 0), row("4002", "Synced", 2, 1.5), row("4003", "Donor/Desynced", 1204, 33.3),
+		row("4001", "Synced", 0, 0, 0, 7642.4), row("4002", "Synced", 2, 1.5, 0, 7699.8), row("4003", "Donor/Desynced", 1204, 33.3, 5, 3134.4),
 	}}
 	f.Rows = append(f.Rows, Row{Instance: "127.0.0.1:4004", Role: RolePrimary})
 	return f

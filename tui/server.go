@@ -89,6 +89,7 @@ var gaugeNames = []string{
 	"mysql_global_status_wsrep_cluster_size",
 	"mysql_global_status_wsrep_local_recv_queue",
 	"mysql_global_status_wsrep_local_send_queue",
+	"mysql_global_status_wsrep_cert_deps_distance",
 	"mysql_global_variables_innodb_log_file_size",
 	"mysql_global_variables_innodb_log_files_in_group",
 	"mysql_global_variables_innodb_redo_log_capacity",
@@ -148,6 +149,10 @@ var serverQueries = []serverQuery{
 		func(_ *Row, sc *serverScratch, _ map[string]string, v float64) { sc.rowsRead = N(v) }},
 	{`rate(mysql_global_status_wsrep_flow_control_paused_ns[5s])`,
 		func(r *Row, _ *serverScratch, _ map[string]string, v float64) { r.WsrepFlowPaused = N(v / 1e9 * 100) }},
+	{`rate(mysql_global_status_wsrep_flow_control_sent[5s])`,
+		func(r *Row, _ *serverScratch, _ map[string]string, v float64) { r.WsrepFCSent = N(v) }},
+	{`rate(mysql_global_status_wsrep_flow_control_recv[5s])`,
+		func(r *Row, _ *serverScratch, _ map[string]string, v float64) { r.WsrepFCRecv = N(v) }},
 	{`{__name__=~"` + strings.Join(gaugeNames, "|") + `"}`, setGauge},
 }
 
@@ -195,6 +200,8 @@ func setGauge(r *Row, sc *serverScratch, labels map[string]string, v float64) {
 		r.WsrepRecvQueue = N(v)
 	case "mysql_global_status_wsrep_local_send_queue":
 		r.WsrepSendQueue = N(v)
+	case "mysql_global_status_wsrep_cert_deps_distance":
+		r.WsrepCertDeps = N(v)
 	case "mysql_global_variables_innodb_log_file_size", "mysql_global_variables_innodb_log_files_in_group",
 		"mysql_global_variables_innodb_redo_log_capacity":
 		sc.redoVars[strings.TrimPrefix(labels["__name__"], "mysql_global_variables_")] = strconv.FormatFloat(v, 'f', -1, 64)

@@ -64,6 +64,7 @@ func fillFromStatus(r *Row, prev *Status, cur Status) {
 		r.WsrepClusterSize = cur.Num("wsrep_cluster_size")
 		r.WsrepRecvQueue = cur.Num("wsrep_local_recv_queue")
 		r.WsrepSendQueue = cur.Num("wsrep_local_send_queue")
+		r.WsrepCertDeps = cur.Num("wsrep_cert_deps_distance")
 	}
 	if prev == nil {
 		return
@@ -104,5 +105,7 @@ func fillFromStatus(r *Row, prev *Status, cur Status) {
 				r.WsrepFlowPaused = N(f.V * 100)
 			}
 		}
+		r.WsrepFCSent = Rate(p, cur, "wsrep_flow_control_sent")
+		r.WsrepFCRecv = Rate(p, cur, "wsrep_flow_control_recv")
 	}
 }

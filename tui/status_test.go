@@ -101,9 +101,11 @@ func TestRateEdgeCases(t *testing.T) {
 
 func TestWsrepFlowControl(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	prev := Status{At: t0, Values: map[string]string{"wsrep_local_state_comment": "Synced", "wsrep_flow_control_paused_ns": "1000000000"}}
+	prev := Status{At: t0, Values: map[string]string{"wsrep_local_state_comment": "Synced", "wsrep_flow_control_paused_ns": "1000000000",
+		"wsrep_flow_control_sent": "10", "wsrep_flow_control_recv": "20"}}
 	cur := Status{At: t0.Add(2 * time.Second), Values: map[string]string{"wsrep_local_state_comment": "Synced",
-		"wsrep_flow_control_paused_ns": "1500000000", "wsrep_local_recv_queue": "4", "wsrep_cluster_size": "3"}}
+		"wsrep_flow_control_paused_ns": "1500000000", "wsrep_local_recv_queue": "4", "wsrep_cluster_size": "3",
+		"wsrep_flow_control_sent": "16", "wsrep_flow_control_recv": "30", "wsrep_cert_deps_distance": "65.1176"}}
 	var r Row
 	fillFromStatus(&r, &prev, cur)
 	if !r.Wsrep || r.WsrepState != "Synced" || r.WsrepRecvQueue != N(4) || r.WsrepClusterSize != N(3) {
@@ -111,5 +113,8 @@ func TestWsrepFlowControl(t *testing.T) {
 	}
 	if !near(r.WsrepFlowPaused.V, 25) { // 0.5 s paused in 2 s
 		t.Errorf("flow control paused %v%%, want 25%%", r.WsrepFlowPaused.V)
+	}
+	if !near(r.WsrepFCSent.V, 3) || !near(r.WsrepFCRecv.V, 5) || r.WsrepCertDeps != N(65.1176) {
+		t.Errorf("flow control sent %v/s, received %v/s, cert deps distance %v; want 3, 5, 65.1176", r.WsrepFCSent, r.WsrepFCRecv, r.WsrepCertDeps)
 	}
 }

@@ -35,7 +35,22 @@ func (a *app) analyzeCommand() *cobra.Command {
   SemiSyncPrimaryOnReplica  a leaf replica's semi-sync primary side is on: applied commits may wait its timeout
   SlowFailureDetection   heartbeat / slave_net_timeout settings that delay
                          noticing a dead source beyond --max-detection
-  NoGTID                 a channel that does not replicate with GTID` + exitHelp,
+  NoGTID                 a channel that does not replicate with GTID
+
+Galera clusters (one group of writers, not a tree):
+  NonPrimaryComponent    a node lost quorum (non-Primary): it refuses queries
+  ClusterSizeMismatch    the Primary component has fewer members than the
+                         cluster (wsrep_cluster_address, nodes seen before)
+  NodeDesynced           a node desynced with wsrep_desync=ON, for how long,
+                         with its receive queue
+  DesyncLeftOn           wsrep_desync=ON with no state transfer or known backup
+  SSTInProgress          a node receives (joiner) or donates (donor) a state
+                         transfer
+  NodeNotSynced          a node Joined, catching up, or otherwise not Synced
+  FlowControlActive      flow control paused the cluster beyond 10% of the
+                         time, on the node that sends it
+  RecvQueueGrowing       a node's receive queue above gcs.fc_limit's default
+                         (16) and growing` + exitHelp,
 		Example: `  dbpilot analyze --sandbox demo
   dbpilot analyze 10.0.0.5:3306 --lag-threshold 30s --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,7 +90,19 @@ func printAnalysis(a *app, health []topology.ClusterHealth) error {
 		if !h.Healthy {
 			state = "PROBLEMS"
 		}
-		fmt.Fprintf(a.stdout, "cluster %s: %s (%d instances, primary %s)\n", h.Name, state, h.Instances, strings.Join(prim, ", "))
+		if g := h.Galera; g != nil {
+			name := g.Name
+			if name == "" {
+				name = h.Name
+			}
+			comp := fmt.Sprintf("%d of %d nodes in the Primary component", g.Size, max(g.Configured, len(g.Nodes)))
+			if !g.Primary {
+				comp = "no node in a Primary component"
+			}
+			fmt.Fprintf(a.stdout, "cluster %s: %s (%d instances, galera %s: %s)\n", h.Name, state, h.Instances, name, comp)
+		} else {
+			fmt.Fprintf(a.stdout, "cluster %s: %s (%d instances, primary %s)\n", h.Name, state, h.Instances, strings.Join(prim, ", "))
+		}
 		if len(h.Problems) == 0 {
 			fmt.Fprintln(a.stdout, "  no problems found")
 		}

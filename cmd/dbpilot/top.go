@@ -33,7 +33,8 @@ Views, switched by a key (q or Ctrl-C quits):
   i  innodb       dirty %, checkpoint age (LSN - last checkpoint, % of the redo
                   log), history list length, rows/s, pending I/O
   r  replication  per channel: IO/SQL threads, lag, relay log space, GTID position
-  w  wsrep        wsrep_local_state_comment, cluster size, queues, flow control paused
+  w  wsrep        wsrep_local_state_comment, cluster size, queues, flow control paused,
+                  flow-control messages sent/received per second, cert deps distance
 
 Without --server, top connects to each server itself (one connection each)
 and reads it as 'dbpilot inspect' does (read_only, GTID position, replica

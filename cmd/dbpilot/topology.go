@@ -21,7 +21,15 @@ server:
 Lag is "-" for a primary and "null" when the server does not know it. A ring
 is drawn from its lowest key with the closing edge marked "(ring → KEY)"; a
 multi-source replica appears under each of its sources with its channel name.
-Unreachable servers are shown with their error.` + exitHelp,
+Unreachable servers are shown with their error.
+
+A Galera cluster (found through wsrep_incoming_addresses) is one group, not a
+tree: a line "galera NAME [Primary,size N/M]", then each node as
+
+  = host:port [state, Primary|non-Primary, size, recvq, sendq, fc paused %,
+               fc_sent, fc_recv, cdd (cert deps distance), version, rw|ro, binlog format]
+
+with its asynchronous replicas drawn under it.` + exitHelp,
 		Example: `  dbpilot topology 127.0.0.1:3306 --user orchestrator
   dbpilot topology --sandbox demo
   dbpilot topology --sandbox demo --json | jq '.clusters[0].edges'`,
