@@ -110,6 +110,9 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 			}
 		}
 	}
+	if n.IsGalera() && d.Galera != nil {
+		kv = mergeOptions(kv, galeraOptions(d, n))
+	}
 	if n.Role == RoleReplica {
 		kv = append(kv, [2]string{"read_only", "ON"})
 	}

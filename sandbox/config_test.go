@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
 )
 
 func TestParseServerVersion(t *testing.T) {
@@ -232,4 +234,90 @@ func FuzzParseServerVersion(f *testing.F) {
 			t.Fatalf("ParseServerVersion(%q) gave unparsable version %q", s, srv.Version)
 		}
 	})
+}
+
+func TestGaleraLayoutAndConfig(t *testing.T) {
+	for _, tt := range []struct {
+		topology      string
+		nodes, galera int
+	}{{TopologyGalera, 3, 3}, {TopologyGaleraReplica, 2, 2}} {
+		np := portCount(tt.topology, tt.nodes)
+		ports := make([]int, np)
+		for i := range ports {
+			ports[i] = 21001 + i
+		}
+		d := &Descriptor{Name: "g", Topology: tt.topology, Flavor: dbpilot.FlavorMariaDB, Version: "10.11.6", Dir: "/s",
+			Admin:  mysql.Credentials{User: "dbpilot", Password: "secret"},
+			Galera: &Galera{Provider: "/usr/lib/galera/libgalera_smm.so", ClusterName: "dbpilot_g", SST: SSTMariabackup, SSTScript: SSTMariabackup}}
+		layout(d, ports)
+		seen := map[int]bool{}
+		members := 0
+		for _, n := range d.Nodes {
+			for _, p := range n.Ports() {
+				if seen[p] || p < 21001 || p > 21000+np {
+					t.Errorf("%s %s: port %d reused or outside the block", tt.topology, n.Name, p)
+				}
+				seen[p] = true
+			}
+			if n.IsGalera() {
+				members++
+			}
+		}
+		if len(seen) != np || members != tt.galera {
+			t.Errorf("%s: %d ports used of %d, %d Galera nodes", tt.topology, len(seen), np, members)
+		}
+		if d.Nodes[1].Port != 21002 || d.Nodes[0].GaleraPort != 21001+len(d.Nodes) {
+			t.Errorf("%s: node ports first, Galera ports after: %+v", tt.topology, d.Nodes[0])
+		}
+		srv := Server{Flavor: dbpilot.FlavorMariaDB, Version: "10.11.6"}
+		n := d.Nodes[1]
+		cfg, err := nodeConfig(srv, d, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := configMap(t, cfg)
+		want := map[string]string{
+			"wsrep_on": "ON", "wsrep_provider": "/usr/lib/galera/libgalera_smm.so", "wsrep_gtid_mode": "ON", "wsrep_gtid_domain_id": "0",
+			"binlog_format": "ROW", "innodb_autoinc_lock_mode": "2", "log_slave_updates": "ON", "bind_address": "127.0.0.1",
+			"wsrep_node_address":        fmt.Sprintf("127.0.0.1:%d", n.GaleraPort),
+			"wsrep_sst_receive_address": fmt.Sprintf("127.0.0.1:%d", n.SSTPort),
+			"wsrep_sst_method":          SSTMariabackup, "wsrep_sst_auth": "dbpilot:secret", "gtid_domain_id": "2",
+		}
+		for k, v := range want {
+			if got := m[k]; len(got) != 1 || got[0] != v {
+				t.Errorf("%s: %s = %v, want %q", tt.topology, k, got, v)
+			}
+		}
+		po := m["wsrep_provider_options"]
+		if len(po) != 1 || !strings.Contains(po[0], fmt.Sprintf("gmcast.listen_addr=tcp://127.0.0.1:%d;", n.GaleraPort)) || !strings.Contains(po[0], fmt.Sprintf("ist.recv_addr=127.0.0.1:%d;", n.ISTPort)) || !strings.Contains(po[0], "gcache.size=32M") {
+			t.Errorf("wsrep_provider_options = %v", po)
+		}
+		if addr := m["wsrep_cluster_address"]; len(addr) != 1 || strings.Count(addr[0], "127.0.0.1:") != tt.galera {
+			t.Errorf("wsrep_cluster_address = %v", addr)
+		}
+		if tt.topology == TopologyGaleraReplica {
+			r := d.Nodes[len(d.Nodes)-1]
+			rcfg, _ := nodeConfig(srv, d, r, nil)
+			if strings.Contains(rcfg, "wsrep") || !strings.Contains(rcfg, "\nread_only=ON\n") || r.Sources[0].Node != "node1" {
+				t.Errorf("replica config has wsrep or lacks read_only:\n%s", rcfg)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		spec Spec
+		err  string
+	}{
+		{Spec{Name: "x", Topology: TopologyGalera, SST: "xtrabackup"}, "unknown --sst"},
+		{Spec{Name: "x", Topology: TopologyReplication, SST: "rsync"}, "galera topologies only"},
+		{Spec{Name: "x", Topology: TopologyGalera, Nodes: 1}, "from 2 to 9"},
+		{Spec{Name: "x", Topology: TopologyGalera, PortBase: 65530}, "port-base+1..port-base+12"},
+	} {
+		if err := tt.spec.Validate(); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("Validate(%+v) = %v, want %q", tt.spec, err, tt.err)
+		}
+	}
+	s := Spec{Name: "x", Topology: TopologyGaleraReplica}
+	if err := s.Validate(); err != nil || s.SST != SSTRsync || s.Nodes != 3 {
+		t.Errorf("galera defaults: %+v, %v", s, err)
+	}
 }

@@ -25,6 +25,7 @@ const (
 	RoleRingMember = "ring-member"
 	RoleSource     = "source" // a primary feeding a multi-source replica
 	RoleSingle     = "single"
+	RoleGalera     = "galera" // a member of the Galera cluster
 )
 
 // Account names created on every node.
@@ -36,14 +37,19 @@ const (
 // Spec is what `dbpilot sandbox deploy` asks for.
 type Spec struct {
 	Name     string
-	Topology string   // single, replication, ring, multi-source
-	Nodes    int      // 0: the topology's default
-	SemiSync bool     // enable semi-synchronous replication
-	Basedir  string   // where the server binaries are; "" searches PATH
-	PortBase int      // node i listens on PortBase+i; 0 picks a free range
-	Options  []string // extra KEY=VALUE server options
-	Force    bool     // replace an existing sandbox of the same name
-	Process  ProcessOptions
+	Topology string // single, replication, ring, multi-source, galera, galera+replica
+	Nodes    int    // 0: the topology's default; for galera+replica, the Galera nodes (the replica is one more)
+	SemiSync bool   // enable semi-synchronous replication
+	Basedir  string // where the server binaries are; "" searches PATH
+	PortBase int    // node i listens on PortBase+i (Galera ports follow the nodes'); 0 picks a free range
+	// SST is the state transfer method of Galera joiners: rsync (default)
+	// or mariabackup.
+	SST string
+	// GaleraProvider is the path of libgalera_smm.so; "" finds it.
+	GaleraProvider string
+	Options        []string // extra KEY=VALUE server options
+	Force          bool     // replace an existing sandbox of the same name
+	Process        ProcessOptions
 	// Log receives progress lines; nil discards them.
 	Log func(format string, args ...any)
 }
@@ -64,22 +70,33 @@ func (s *Spec) Validate() error {
 	switch s.Topology {
 	case "":
 		s.Topology = TopologyReplication
-	case TopologySingle, TopologyReplication, TopologyRing, TopologyMultiSource:
+	case TopologySingle, TopologyReplication, TopologyRing, TopologyMultiSource, TopologyGalera, TopologyGaleraReplica:
 	default:
-		return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: unknown topology %q: use single, replication, ring or multi-source", s.Topology)
+		return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: unknown topology %q: use single, replication, ring, multi-source, galera or galera+replica", s.Topology)
 	}
 	if s.Nodes == 0 {
 		s.Nodes = DefaultNodes(s.Topology)
 	}
-	min := map[string]int{TopologySingle: 1, TopologyReplication: 2, TopologyRing: 2, TopologyMultiSource: 3}[s.Topology]
+	if IsGalera(s.Topology) {
+		switch s.SST {
+		case "":
+			s.SST = SSTRsync
+		case SSTRsync, SSTMariabackup:
+		default:
+			return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: unknown --sst %q: use rsync or mariabackup", s.SST)
+		}
+	} else if s.SST != "" || s.GaleraProvider != "" {
+		return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: --sst and --galera-provider apply to the galera topologies only, not %s", s.Topology)
+	}
+	min := map[string]int{TopologySingle: 1, TopologyReplication: 2, TopologyRing: 2, TopologyMultiSource: 3, TopologyGalera: 2, TopologyGaleraReplica: 2}[s.Topology]
 	if s.Topology == TopologySingle && s.Nodes != 1 {
 		return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: topology single has exactly 1 node, not %d", s.Nodes)
 	}
 	if s.Nodes < min || s.Nodes > 9 {
 		return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: topology %s needs from %d to 9 nodes, not %d", s.Topology, min, s.Nodes)
 	}
-	if s.PortBase != 0 && (s.PortBase < 1024 || s.PortBase+s.Nodes > 65535) {
-		return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: --port-base %d out of range: nodes listen on port-base+1..port-base+%d, which must lie in 1025..65535", s.PortBase, s.Nodes)
+	if np := portCount(s.Topology, s.Nodes); s.PortBase != 0 && (s.PortBase < 1024 || s.PortBase+np > 65535) {
+		return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: --port-base %d out of range: the sandbox uses ports port-base+1..port-base+%d, which must lie in 1025..65535", s.PortBase, np)
 	}
 	if _, err := parseOptions(s.Options); err != nil {
 		return err
@@ -120,7 +137,13 @@ func Deploy(ctx context.Context, spec Spec) (d *Descriptor, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := choosePorts(spec.Name, spec.PortBase, spec.Nodes)
+	var galeraProvider string
+	if IsGalera(spec.Topology) {
+		if galeraProvider, err = checkGalera(srv, spec); err != nil {
+			return nil, err
+		}
+	}
+	ports, err := choosePorts(spec.Name, spec.PortBase, portCount(spec.Topology, spec.Nodes))
 	if err != nil {
 		return nil, err
 	}
@@ -146,12 +169,21 @@ func Deploy(ctx context.Context, spec Spec) (d *Descriptor, err error) {
 			cleanup(d)
 		}
 	}()
+	if IsGalera(spec.Topology) {
+		d.Galera = &Galera{Provider: galeraProvider, ClusterName: "dbpilot_" + spec.Name, SST: spec.SST, SSTScript: sstScript(spec.SST)}
+	}
 	layout(d, ports)
 	// Save early so that a crash mid-deploy leaves something destroy can read.
 	if err := d.Save(); err != nil {
 		return d, err
 	}
 	spec.logf("deploying %s: %s, %d nodes, %s %s, ports %d-%d", d.Name, d.Topology, len(d.Nodes), srv.Flavor, srv.Version, ports[0], ports[len(ports)-1])
+	if d.Galera != nil {
+		if err := deployGalera(ctx, srv, d, spec); err != nil {
+			return d, err
+		}
+		return d, d.Save()
+	}
 	if err := forEachNode(d.Nodes, func(n *Node) error { return initNode(ctx, srv, d, n, spec.Options) }); err != nil {
 		return d, err
 	}
@@ -180,10 +212,32 @@ func Deploy(ctx context.Context, spec Spec) (d *Descriptor, err error) {
 	return d, nil
 }
 
-// layout assigns ports, ids, roles and paths to nodes.
+// portCount returns how many ports a sandbox uses: one per node, plus the
+// Galera, IST and SST ports of each Galera node.
+func portCount(topology string, nodes int) int {
+	switch topology {
+	case TopologyGalera:
+		return nodes * 4
+	case TopologyGaleraReplica:
+		return nodes*4 + 1
+	}
+	return nodes
+}
+
+// layout assigns ports, ids, roles and paths to nodes. Nodes listen on the
+// first ports in order; in Galera topologies the Galera, IST and SST ports of
+// each Galera node follow, three per node (see portCount).
 func layout(d *Descriptor, ports []int) {
-	n := len(ports)
-	for i, port := range ports {
+	n, galeraNodes := len(ports), 0
+	switch d.Topology {
+	case TopologyGalera:
+		galeraNodes = len(ports) / 4
+		n = galeraNodes
+	case TopologyGaleraReplica:
+		galeraNodes = (len(ports) - 1) / 4
+		n = galeraNodes + 1
+	}
+	for i, port := range ports[:n] {
 		idx := i + 1
 		name := fmt.Sprintf("node%d", idx)
 		ndir := filepath.Join(d.Dir, name)
@@ -211,6 +265,18 @@ func layout(d *Descriptor, ports []int) {
 				prev = n
 			}
 			node.Sources = []Source{{Node: fmt.Sprintf("node%d", prev)}}
+		case TopologyGalera, TopologyGaleraReplica:
+			// Each node's own domain for local (not replicated) events; the
+			// cluster's transactions use the shared wsrep_gtid_domain_id.
+			node.DomainID = uint32(idx)
+			if idx <= galeraNodes {
+				node.Role = RoleGalera
+				g := ports[n+3*(idx-1):]
+				node.GaleraPort, node.ISTPort, node.SSTPort = g[0], g[1], g[2]
+			} else {
+				node.Role = RoleReplica
+				node.Sources = []Source{{Node: "node1"}}
+			}
 		case TopologyMultiSource:
 			if idx < n {
 				node.Role = RoleSource
@@ -464,7 +530,9 @@ func choosePorts(name string, base, n int) ([]int, error) {
 				continue
 			}
 			for _, node := range d.Nodes {
-				taken[node.Port] = d.Name
+				for _, p := range node.Ports() {
+					taken[p] = d.Name
+				}
 			}
 		}
 	}
@@ -487,10 +555,14 @@ func choosePorts(name string, base, n int) ([]int, error) {
 	}
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	// Blocks of 10 ports in 20000..29990.
+	// Blocks of 10 ports in 20000..29990 (a Galera sandbox's ports run
+	// over into the next blocks, which other sandboxes then avoid).
 	start := int(h.Sum32()%1000) * 10
 	for i := 0; i < 1000; i++ {
 		b := 20000 + (start+i*10)%10000
+		if b+n > 29999 {
+			continue
+		}
 		if ports, err := try(b); err == nil {
 			return ports, nil
 		}

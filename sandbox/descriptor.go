@@ -1,5 +1,6 @@
 // Package sandbox deploys real local MySQL and MariaDB topologies — single
-// servers, primary/replica trees, rings and multi-source replicas — for
+// servers, primary/replica trees, rings, multi-source replicas and MariaDB
+// Galera clusters (with an optional asynchronous replica) — for
 // testing and demonstration: it finds the server binaries, renders each
 // node's configuration, initializes datadirs, starts and stops the servers,
 // creates accounts and wires GTID replication. Every sandbox is described by
@@ -28,7 +29,18 @@ const (
 	TopologyReplication = "replication"
 	TopologyRing        = "ring"
 	TopologyMultiSource = "multi-source"
+	// TopologyGalera is a MariaDB Galera cluster: node1 bootstrapped with
+	// --wsrep-new-cluster, the others joined by state transfer.
+	TopologyGalera = "galera"
+	// TopologyGaleraReplica is a Galera cluster plus one asynchronous GTID
+	// replica of node1 (a common disaster-recovery layout).
+	TopologyGaleraReplica = "galera+replica"
 )
+
+// IsGalera reports whether a topology has a Galera cluster.
+func IsGalera(topology string) bool {
+	return topology == TopologyGalera || topology == TopologyGaleraReplica
+}
 
 // Descriptor is what sandbox.json holds: everything needed to reach, stop
 // and remove a sandbox. It contains credentials and is written with mode 0600.
@@ -44,7 +56,21 @@ type Descriptor struct {
 	Admin     mysql.Credentials `json:"admin"`
 	Repl      mysql.Credentials `json:"replication"`
 	Nodes     []*Node           `json:"nodes"`
+	Galera    *Galera           `json:"galera,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
+}
+
+// Galera is how a Galera sandbox's cluster is set up.
+type Galera struct {
+	Provider    string `json:"provider"`     // path of libgalera_smm.so
+	ClusterName string `json:"cluster_name"` // wsrep_cluster_name
+	SST         string `json:"sst"`          // rsync or mariabackup
+	// SSTScript is the wsrep_sst_method actually configured: the SST
+	// method, or dbpilot_rsync when root runs rsync SST (see rootRsync).
+	SSTScript string `json:"sst_script"`
+	// DomainID is wsrep_gtid_domain_id, shared by every node: the GTID
+	// domain of transactions replicated through the cluster.
+	DomainID uint32 `json:"gtid_domain_id"`
 }
 
 // Node is one server of a sandbox.
@@ -64,6 +90,27 @@ type Node struct {
 	Role string `json:"role"`
 	// Sources this node replicates from, as deployed.
 	Sources []Source `json:"sources,omitempty"`
+	// Galera ports on 127.0.0.1 (0 for nodes outside the Galera cluster):
+	// group communication (gmcast.listen_addr, wsrep_node_address),
+	// incremental state transfer (ist.recv_addr) and full state transfer
+	// (wsrep_sst_receive_address).
+	GaleraPort int `json:"galera_port,omitempty"`
+	ISTPort    int `json:"ist_port,omitempty"`
+	SSTPort    int `json:"sst_port,omitempty"`
+}
+
+// IsGalera reports whether the node is a member of the sandbox's Galera cluster.
+func (n *Node) IsGalera() bool { return n.GaleraPort != 0 }
+
+// Ports returns every port the node uses.
+func (n *Node) Ports() []int {
+	out := []int{n.Port}
+	for _, p := range []int{n.GaleraPort, n.ISTPort, n.SSTPort} {
+		if p != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Source is one replication channel of a node as deployed.

@@ -26,12 +26,23 @@ func (d *Descriptor) selectNodes(node string) ([]*Node, error) {
 	return []*Node{n}, nil
 }
 
-// Start starts the sandbox's stopped nodes (or one) and waits until they accept connections.
+// Start starts the sandbox's stopped nodes (or one) and waits until they
+// accept connections. In a Galera sandbox a node joins the running cluster
+// and is waited for until Synced; a fully stopped cluster is bootstrapped
+// safely from its most advanced node (see startGalera).
 func Start(ctx context.Context, d *Descriptor, node string, po ProcessOptions) error {
+	if d.Galera != nil {
+		return startGalera(ctx, d, node, po)
+	}
 	nodes, err := d.selectNodes(node)
 	if err != nil {
 		return err
 	}
+	return startPlain(ctx, d, nodes, po)
+}
+
+// startPlain starts nodes concurrently and waits until they accept connections.
+func startPlain(ctx context.Context, d *Descriptor, nodes []*Node, po ProcessOptions) error {
 	return forEachNode(nodes, func(n *Node) error {
 		if _, ok := runningPid(n); ok {
 			return nil
@@ -44,8 +55,12 @@ func Start(ctx context.Context, d *Descriptor, node string, po ProcessOptions) e
 	})
 }
 
-// Stop shuts down the sandbox's nodes (or one) cleanly.
+// Stop shuts down the sandbox's nodes (or one) cleanly. A whole Galera
+// sandbox stops one node at a time, node1 last (see stopGalera).
 func Stop(d *Descriptor, node string) error {
+	if d.Galera != nil && node == "" {
+		return stopGalera(d)
+	}
 	nodes, err := d.selectNodes(node)
 	if err != nil {
 		return err
@@ -120,6 +135,24 @@ type NodeStatus struct {
 	ReadOnly bool            `json:"read_only"`
 	GTID     string          `json:"gtid,omitempty"`
 	Channels []ChannelStatus `json:"channels,omitempty"`
+	// Galera is the wsrep state of a Galera node that runs.
+	Galera *GaleraStatus `json:"galera,omitempty"`
+}
+
+// GaleraStatus is the wsrep state of a Galera node.
+type GaleraStatus struct {
+	State         string `json:"state"`       // wsrep_local_state_comment: Synced, Donor/Desynced, Joining, ...
+	LocalState    int    `json:"local_state"` // wsrep_local_state: 4 = Synced
+	ClusterStatus string `json:"cluster_status"`
+	ClusterSize   int    `json:"cluster_size"`
+	Ready         bool   `json:"ready"`
+	RecvQueue     int64  `json:"local_recv_queue"`
+	Error         string `json:"error,omitempty"`
+}
+
+// Synced reports whether the node is Synced in a Primary component.
+func (g *GaleraStatus) Synced() bool {
+	return g != nil && g.Error == "" && g.LocalState == 4 && g.ClusterStatus == "Primary" && g.Ready
 }
 
 // ChannelStatus is the state of one replication channel.
@@ -142,6 +175,9 @@ func Status(ctx context.Context, d *Descriptor) []NodeStatus {
 		st.Pid = pid
 		if !ok {
 			st.Error = "not running"
+			if n.IsGalera() {
+				st.Error += " (" + stoppedGaleraState(n) + ")"
+			}
 			return nil
 		}
 		db, err := mysql.Open(ctx, n.Key(), d.AdminOptions())
@@ -157,6 +193,9 @@ func Status(ctx context.Context, d *Descriptor) []NodeStatus {
 		}
 		st.Running = true
 		st.ReadOnly = inst.ReadOnly
+		if n.IsGalera() {
+			st.Galera = galeraNodeStatus(ctx, n, db)
+		}
 		if d.Flavor == dbpilot.FlavorMariaDB {
 			st.GTID = inst.GTID.CurrentPos
 		} else {

@@ -24,8 +24,12 @@ type ProcessOptions struct {
 	// started it exits (Linux PR_SET_PDEATHSIG). Tests use it so that no
 	// mariadbd outlives a crashed test binary.
 	KillWithParent bool
-	// StartTimeout bounds the wait for a node to accept connections.
+	// StartTimeout bounds the wait for a node to accept connections
+	// (Galera joiners wait at least 3 minutes: state transfer comes first).
 	StartTimeout time.Duration
+	// Log receives progress lines of multi-step starts (a Galera bootstrap,
+	// joins); nil discards them.
+	Log func(format string, args ...any)
 }
 
 func (o ProcessOptions) startTimeout() time.Duration {
@@ -39,21 +43,32 @@ func (o ProcessOptions) startTimeout() time.Duration {
 // terminal reaches dbpilot, which then cleans up, and not the server), with
 // output going to its error log.
 func startNode(s Server, n *Node, po ProcessOptions) (*os.Process, error) {
+	return startNodeWith(s, n, po, nil, nil)
+}
+
+// startNodeWith is startNode with extra server arguments (after
+// --defaults-file) and environment variables (KEY=VALUE, overriding ours).
+func startNodeWith(s Server, n *Node, po ProcessOptions, args, env []string) (*os.Process, error) {
 	if pid, ok := runningPid(n); ok {
 		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "sandbox: %s is already running (pid %d)", n.Name, pid)
 	}
 	// A server just killed may hold its port for a moment while its threads
 	// exit: wait a little before calling the port taken.
-	if err := waitPortFree(n.Port, 5*time.Second); err != nil {
-		return nil, err
+	for _, p := range n.Ports() {
+		if err := waitPortFree(p, 5*time.Second); err != nil {
+			return nil, err
+		}
 	}
 	logf, err := os.OpenFile(n.ErrorLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: open error log of %s: %w", n.Name, err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(s.Mysqld, "--defaults-file="+n.Config)
+	cmd := exec.Command(s.Mysqld, append([]string{"--defaults-file=" + n.Config}, args...)...)
 	cmd.Dir = n.Dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -205,6 +220,7 @@ func stopNode(n *Node, timeout time.Duration) error {
 	if len(pids) == 0 {
 		return nil
 	}
+	defer killSessions(pids)
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
@@ -231,6 +247,7 @@ func stopNode(n *Node, timeout time.Duration) error {
 // killNode kills the node's server at once with SIGKILL (a crash, for drills and tests).
 func killNode(n *Node) error {
 	pids := findNodeProcesses(n)
+	defer killSessions(pids)
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -242,6 +259,49 @@ func killNode(n *Node) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("sandbox: %s (pids %v) did not die", n.Name, pids)
+}
+
+// killSessions kills what is left of the sessions the servers led: a server
+// is started in its own session (startNode), and helpers it ran — a Galera
+// state transfer's script, socat, rsync daemon, mariabackup — stay in it and
+// can outlive it, holding the node's ports.
+func killSessions(leaders []int) {
+	if len(leaders) == 0 {
+		return
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	var left []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || containsInt(leaders, pid) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// After "(comm)": state ppid pgrp session ...
+		st := string(b)
+		i := strings.LastIndexByte(st, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(st[i+1:])
+		if len(f) < 4 {
+			continue
+		}
+		if sid, err := strconv.Atoi(f[3]); err == nil && containsInt(leaders, sid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			left = append(left, pid)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for anyAlive(left) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func anyAlive(pids []int) bool {

@@ -4,8 +4,10 @@
 # mariadb-client), Prometheus (package prometheus, used by a test that
 # scrapes dbpilot's /metrics), tmux (the `dbpilot top` test) and Chromium
 # (package chromium: the web console is tested in a real headless browser),
-# etcd (package etcd-server: coordination of several serves) and
-# VictoriaMetrics (package victoria-metrics: a remote-write receiver).
+# etcd (package etcd-server: coordination of several serves),
+# VictoriaMetrics (package victoria-metrics: a remote-write receiver), and
+# for Galera sandboxes the Galera provider (package galera-4) with the state
+# transfer tools: rsync, mariabackup (package mariadb-backup) and socat.
 # Idempotent: does nothing when all are found.
 set -euo pipefail
 
@@ -27,8 +29,16 @@ have_tmux() { command -v tmux >/dev/null 2>&1; }
 have_chromium() { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }
 have_etcd() { command -v etcd >/dev/null 2>&1; }
 have_victoria() { command -v victoria-metrics >/dev/null 2>&1; }
+have_galera() {
+	[ -f /usr/lib/galera/libgalera_smm.so ] || [ -f /usr/lib/galera-4/libgalera_smm.so ] ||
+		[ -f /usr/lib/libgalera_smm.so ] || [ -f /usr/lib64/galera-4/libgalera_smm.so ]
+}
+have_rsync() { command -v rsync >/dev/null 2>&1; }
+have_mariabackup() { command -v mariabackup >/dev/null 2>&1 || command -v mariadb-backup >/dev/null 2>&1; }
+have_socat() { command -v socat >/dev/null 2>&1; }
 
-if have_server && have_client && have_prometheus && have_tmux && have_chromium && have_etcd && have_victoria; then
+if have_server && have_client && have_prometheus && have_tmux && have_chromium && have_etcd && have_victoria &&
+	have_galera && have_rsync && have_mariabackup && have_socat; then
 	exit 0
 fi
 
@@ -65,6 +75,12 @@ have_chromium || pkgs+=(chromium)
 have_etcd || pkgs+=(etcd-server)
 # victoria-metrics: remote write is tested against a real VictoriaMetrics.
 have_victoria || pkgs+=(victoria-metrics)
+# Galera sandboxes: the provider, and the tools of both state transfer
+# methods the tests exercise (rsync; mariabackup streams through socat).
+have_galera || pkgs+=(galera-4)
+have_rsync || pkgs+=(rsync)
+have_mariabackup || pkgs+=(mariadb-backup)
+have_socat || pkgs+=(socat)
 echo "install-deps: installing ${pkgs[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

@@ -104,6 +104,7 @@ sandbox descriptor (--sandbox NAME).` + exitHelp,
 	})
 	root.AddCommand(
 		a.sandboxCommand(),
+		a.galeraCommand(),
 		a.inspectCommand(),
 		a.topologyCommand(),
 		a.analyzeCommand(),

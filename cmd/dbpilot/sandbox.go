@@ -43,6 +43,24 @@ Topologies:
   replication   node1 is the primary, the other nodes replicate from it (default 3 nodes)
   ring          circular replication node1→node2→…→node1, each writer in its own GTID domain
   multi-source  nodes 1..N-1 are primaries (own domains) feeding node N through named connections
+  galera        a MariaDB Galera cluster of --nodes nodes (default 3): node1 bootstraps it
+                with --wsrep-new-cluster, the others join by state transfer (--sst rsync,
+                the default, or mariabackup) one at a time
+  galera+replica  the same plus one asynchronous GTID replica of node1 (node N+1), a common
+                disaster-recovery layout; --nodes counts the Galera nodes
+
+Galera sandboxes need MariaDB 10.4+, the Galera provider (Debian: galera-4;
+found in /usr/lib/galera/libgalera_smm.so and similar, or with
+--galera-provider) and the SST tools (rsync; or mariabackup and socat).
+Everything listens on 127.0.0.1 only: each Galera node has its SQL port and
+three more from the sandbox's port block (group communication, IST, SST).
+Transactions replicated by the cluster carry GTIDs of one shared domain
+(wsrep_gtid_mode, wsrep_gtid_domain_id=0; each node has its own server_id and
+gtid_domain_id for local events), with log_slave_updates, binlog_format=ROW and
+innodb_autoinc_lock_mode=2. 'sandbox stop' stops the nodes one at a time,
+node1 last; 'sandbox start' of a stopped node joins it to the running cluster
+(IST), and of a fully stopped cluster bootstraps it safely from its most
+advanced node (see 'dbpilot galera bootstrap').
 
 Replication uses GTID (MariaDB MASTER_USE_GTID=slave_pos, MySQL auto-position),
 a 1 s connect retry and heartbeat, and slave_net_timeout=4 so a dead source is
@@ -52,6 +70,8 @@ sandbox has no errant transactions.
 Server binaries (mariadbd, then mysqld) are looked for under --basedir, or on
 PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 		Example: `  dbpilot sandbox deploy demo --topology replication --nodes 3 --semi-sync
+  dbpilot sandbox deploy g1 --topology galera --nodes 3 --sst mariabackup
+  dbpilot sandbox deploy dr --topology galera+replica
   dbpilot sandbox deploy r1 --topology ring --port-base 23000
   dbpilot sandbox deploy ms --topology multi-source --nodes 4 --option innodb_buffer_pool_size=64M`,
 		Args: exactArgs(1, "NAME"),
@@ -67,7 +87,9 @@ PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&spec.Topology, "topology", sandbox.TopologyReplication, "single, replication, ring or multi-source")
+	f.StringVar(&spec.Topology, "topology", sandbox.TopologyReplication, "single, replication, ring, multi-source, galera or galera+replica")
+	f.StringVar(&spec.SST, "sst", "", "galera: state transfer method of joining nodes, rsync or mariabackup (default rsync)")
+	f.StringVar(&spec.GaleraProvider, "galera-provider", "", "galera: path of libgalera_smm.so (default: found in /usr/lib/galera and similar)")
 	f.IntVar(&spec.Nodes, "nodes", 0, "number of nodes (default: 1 for single, 3 otherwise)")
 	f.BoolVar(&spec.SemiSync, "semi-sync", false, "enable semi-synchronous replication on every node")
 	f.StringVar(&spec.Basedir, "basedir", "", "directory holding the server binaries (bin/, sbin/); default: search PATH")
@@ -159,7 +181,7 @@ func (a *app) sandboxStatus() *cobra.Command {
 			st := sandbox.Status(cmd.Context(), d)
 			bad := false
 			for _, s := range st {
-				if !s.Running {
+				if !s.Running || s.Galera != nil && !s.Galera.Synced() {
 					bad = true
 				}
 				for _, c := range s.Channels {
@@ -191,6 +213,13 @@ func (a *app) sandboxStatus() *cobra.Command {
 						}
 						if c.Error != "" {
 							r += " error=" + c.Error
+						}
+						repl = append(repl, r)
+					}
+					if g := s.Galera; g != nil {
+						r := fmt.Sprintf("galera %s %s size=%d", g.State, g.ClusterStatus, g.ClusterSize)
+						if g.Error != "" {
+							r = "galera error=" + g.Error
 						}
 						repl = append(repl, r)
 					}
@@ -230,11 +259,25 @@ func (a *app) sandboxStartStop(verb string) *cobra.Command {
 		"stop":    "Stop a sandbox's nodes (or one node) with a clean shutdown",
 		"restart": "Restart a sandbox's nodes (or one node)",
 	}[verb]
+	long := short + "."
+	if verb != "stop" {
+		long += `
+
+In a Galera sandbox, a node joins the running cluster (by IST, or SST when
+it lacks too much) and is waited for until Synced. Starting one node while no
+node of the cluster runs is refused (it has nothing to join); starting the
+whole sandbox then bootstraps it safely: the node with the highest committed
+seqno first, never blindly (see 'dbpilot galera bootstrap').`
+	} else {
+		long += "\n\nA Galera sandbox stops one node at a time, node1 last, so node1 is marked safe_to_bootstrap."
+	}
 	return &cobra.Command{
 		Use:   verb + " NAME [NODE]",
 		Short: short,
+		Long:  long,
 		Args:  rangeArgs(1, 2, "NAME [NODE]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
 			d, err := sandbox.Load(args[0])
 			if err != nil {
 				return err
@@ -245,11 +288,11 @@ func (a *app) sandboxStartStop(verb string) *cobra.Command {
 			}
 			switch verb {
 			case "start":
-				err = sandbox.Start(cmd.Context(), d, node, sandbox.ProcessOptions{})
+				err = sandbox.Start(cmd.Context(), d, node, sandbox.ProcessOptions{Log: logf})
 			case "stop":
 				err = sandbox.Stop(d, node)
 			case "restart":
-				err = sandbox.Restart(cmd.Context(), d, node, sandbox.ProcessOptions{})
+				err = sandbox.Restart(cmd.Context(), d, node, sandbox.ProcessOptions{Log: logf})
 			}
 			if err != nil {
 				return err
@@ -297,48 +340,6 @@ func (a *app) sandboxDestroy() *cobra.Command {
 			return nil
 		},
 	}
-}
-
-func (a *app) sandboxSQL() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:     "sql NAME NODE 'SQL'",
-		Short:   "Run one SQL statement on a node as the admin user",
-		Example: "  dbpilot sandbox sql demo node1 'CREATE DATABASE app'\n  dbpilot sandbox sql demo 2 'SHOW SLAVE STATUS'",
-		Args:    exactArgs(3, "NAME NODE 'SQL'"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := sandbox.Load(args[0])
-			if err != nil {
-				return err
-			}
-			rows, err := sandbox.Exec(cmd.Context(), d, args[1], args[2])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, rows.Maps())
-			}
-			if len(rows.Columns) == 0 {
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, strings.Join(rows.Columns, "\t"))
-			for _, r := range rows.Values {
-				cells := make([]string, len(r))
-				for i, v := range r {
-					if v == nil {
-						cells[i] = "NULL"
-					} else {
-						cells[i] = strings.ReplaceAll(*v, "\n", " ")
-					}
-				}
-				fmt.Fprintln(tw, strings.Join(cells, "\t"))
-			}
-			return tw.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print rows as JSON")
-	return cmd
 }
 
 func (a *app) sandboxEnv() *cobra.Command {
