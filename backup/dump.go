@@ -45,6 +45,24 @@ type DumpOptions struct {
 	Tool             string // "dbpilot VERSION", recorded in the manifest
 	// OnChunk is called after each chunk file is complete (tests).
 	OnChunk func(*Table, *Chunk)
+	// OnLocked is called while the consistency lock is held, once the
+	// snapshots are open and before the position is read (tests).
+	OnLocked func()
+
+	// Desync sets wsrep_desync=ON on a Galera node while the snapshots are
+	// taken and OFF as soon as they are open (also when the dump fails or
+	// is interrupted), and samples the node's receive queue and flow
+	// control until the queue has drained (desync.go). A server that is not
+	// a Galera node is refused.
+	Desync bool
+	// DesyncWait bounds the wait, after the dump, for the receive queue to
+	// drain; default 1 minute.
+	DesyncWait time.Duration
+	// DesyncInterval is the sampling interval; default 100 ms.
+	DesyncInterval time.Duration
+	// OnDesync receives the desync report when the desync was turned on,
+	// after the dump (also a failed one).
+	OnDesync func(DesyncReport)
 }
 
 const (
@@ -79,6 +97,18 @@ func (o *DumpOptions) Validate() error {
 	}
 	if o.LockWaitTimeout <= 0 {
 		o.LockWaitTimeout = 60 * time.Second
+	}
+	if o.DesyncWait < 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "backup: --desync-wait %s: want a positive duration", o.DesyncWait)
+	}
+	if o.DesyncInterval < 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "backup: desync sampling interval %s: want a positive duration", o.DesyncInterval)
+	}
+	if o.DesyncWait == 0 {
+		o.DesyncWait = defaultDesyncWait
+	}
+	if o.DesyncInterval == 0 {
+		o.DesyncInterval = defaultDesyncInterval
 	}
 	return o.Filter.Validate()
 }
@@ -286,14 +316,32 @@ type chunkJob struct {
 // debug.SetGCPercent(400) with a soft limit of debug.SetMemoryLimit(160 <<
 // 20): less CPU, and well under 256 MB even with many threads. The dbpilot
 // dump and clone commands do so unless GOGC or GOMEMLIMIT are set.
-func Dump(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt DumpOptions) (*Manifest, error) {
+//
+// With opt.Desync, the node must be a Galera node (checked before anything
+// is written); wsrep_desync is ON from just before the lock to just after
+// it, and turned OFF again whatever happens to the dump (see desync.go).
+func Dump(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt DumpOptions) (m *Manifest, err error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
+	}
+	var ds *desync
+	if opt.Desync {
+		if ds, err = openDesync(ctx, key, conn, opt); err != nil {
+			return nil, err
+		}
+		// Deferred so that the desync ends even on a panic.
+		defer func() {
+			dumpErr := err
+			err = ds.finish(ctx, dumpErr)
+			if dumpErr == nil && err != nil {
+				m = nil
+			}
+		}()
 	}
 	if err := prepareOut(opt.Out); err != nil {
 		return nil, err
 	}
-	m, err := dump(ctx, key, conn, opt)
+	m, err = dump(ctx, key, conn, opt, ds)
 	if err != nil {
 		markFailed(opt.Out, err)
 		return nil, fmt.Errorf("%w (the partial dump in %s is marked incomplete)", err, opt.Out)
@@ -319,7 +367,7 @@ type dumpRun struct {
 
 // dump runs the phases of a dump: read the source, open the snapshots,
 // copy schema and data, write the manifest.
-func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, opt DumpOptions) (*Manifest, error) {
+func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, opt DumpOptions, ds *desync) (*Manifest, error) {
 	started := time.Now().UTC()
 	sessions, closeAll, err := openSessions(ctx, key, connOpts, opt.Threads+2)
 	if err != nil {
@@ -330,7 +378,18 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 	if err := r.readSource(ctx, started); err != nil {
 		return nil, err
 	}
-	if err := r.snapshot(ctx); err != nil {
+	if ds != nil {
+		if err := ds.turnOn(ctx); err != nil {
+			return nil, err
+		}
+	}
+	err = r.snapshot(ctx)
+	if ds != nil && err == nil {
+		// The lock is released: the node can apply again and catch up.
+		// (After a failure, Dump's cleanup turns it off.)
+		err = ds.turnOff(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	infos, tables := r.tableList()
@@ -429,6 +488,9 @@ func (r *dumpRun) underLock(ctx context.Context, lock mysql.ConsistencyLock, sna
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return Position{}, err
+	}
+	if r.opt.OnLocked != nil {
+		r.opt.OnLocked()
 	}
 	return readPosition(ctx, r.ctl, r.srv)
 }

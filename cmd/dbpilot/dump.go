@@ -100,10 +100,26 @@ Filters: --databases a,b; --include/--exclude db.table patterns with * and ?
 (a pattern without a dot names databases; repeatable); --where
 'db.table:condition' (repeatable). System databases (mysql, sys,
 information_schema, performance_schema) are dumped only when named in
---databases. --users adds accounts and grants.` + exitHelp,
+--databases. --users adds accounts and grants.
+
+--desync (Galera nodes): a node held by the consistency lock cannot apply
+writesets, and its growing receive queue would make it send flow control and
+stall the writes of the whole cluster. With --desync the node is desynced
+(SET GLOBAL wsrep_desync=ON) from just before the lock until all snapshots
+are open, then put back (OFF) while the data is copied, also when the dump
+fails or is interrupted (Ctrl-C); if dbpilot is killed, run SET GLOBAL
+wsrep_desync=OFF on the node yourself. The node's wsrep status is sampled
+every 100 ms from before the desync until it has caught up (receive queue
+back to its level before, or the node Synced again; the dump waits up to
+--desync-wait for it), and the summary reports the highest receive queue,
+the flow control messages the node sent, the time the cluster was paused by
+flow control, and the time the catch-up took. The account needs SUPER (or
+SYSTEM_VARIABLES_ADMIN). A server that is not a Galera node, or one already
+desynced by someone else, is refused.` + exitHelp,
 		Example: `  dbpilot dump --sandbox demo --out /backups/demo-1
   dbpilot dump 10.0.0.5:3306 --user backup --out /backups/x --threads 8 --databases shop \
-      --exclude 'shop.audit_*' --where 'shop.orders:created >= "2026-01-01"'`,
+      --exclude 'shop.audit_*' --where 'shop.orders:created >= "2026-01-01"'
+  dbpilot dump --sandbox g --node 2 --desync --out /backups/g-1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer relaxGC()()
 			key, conn, err := tf.oneTarget(args, "dump")
@@ -115,14 +131,19 @@ information_schema, performance_schema) are dumped only when named in
 			}
 			opt.Tool = "dbpilot " + version
 			opt.Progress, opt.ProgressTTY = a.progressOut(quiet)
+			var desync *backup.DesyncReport
+			opt.OnDesync = func(r backup.DesyncReport) { desync = &r }
 			m, err := backup.Dump(cmd.Context(), key, conn, opt)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(a.stdout, m)
+				return writeJSON(a.stdout, dumpJSON{Manifest: m, Desync: desync})
 			}
 			printDumpSummary(a.stdout, m, opt.Out)
+			if desync != nil {
+				fmt.Fprintf(a.stdout, "  %s\n", desync)
+			}
 			return nil
 		},
 	}
@@ -141,9 +162,18 @@ information_schema, performance_schema) are dumped only when named in
 	f.BoolVar(&opt.NoData, "no-data", false, "schema only")
 	f.BoolVar(&opt.Users, "users", false, "also dump accounts and grants (not the server's system accounts or root)")
 	f.DurationVar(&opt.LockWaitTimeout, "lock-wait-timeout", 60*time.Second, "give up when the consistency lock cannot be taken in this time")
-	f.BoolVar(&asJSON, "json", false, "print the manifest as JSON")
+	f.BoolVar(&opt.Desync, "desync", false, "Galera: desync the node (wsrep_desync) while the snapshots are taken, and report its catch-up")
+	f.DurationVar(&opt.DesyncWait, "desync-wait", time.Minute, "with --desync: after the dump, wait up to this long for the node to catch up (for the report)")
+	f.BoolVar(&asJSON, "json", false, "print the manifest as JSON (with --desync, the report under \"desync\")")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	return cmd
+}
+
+// dumpJSON is dump's --json output: the manifest's fields, and the desync
+// report under "desync" after a dump --desync.
+type dumpJSON struct {
+	*backup.Manifest
+	Desync *backup.DesyncReport `json:"desync,omitempty"`
 }
 
 func printDumpSummary(w io.Writer, m *backup.Manifest, dir string) {
