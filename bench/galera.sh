@@ -10,14 +10,16 @@
 #    writes on the survivors, the restart to Synced and whether by IST, and
 #    acknowledged writes missing on any node.
 # 2. Desynced dump: a writer (dbpilot bench, oltp_write_only open loop at
-#    WRITE_RATE tx/s) on node1 while `dbpilot dump` of node2 runs DUMP_AT s
+#    WRITE_RATE tx/s, a rate this 3-node cluster on 2 cores sustains: at 250
+#    flow control pauses it with or without a dump) on node1 while `dbpilot dump` of node2 runs DUMP_AT s
 #    in, once without and once with --desync. Printed: the writer's achieved
 #    rate and p99 before, during and after the dump, and node2's flow control
-#    (messages it sent, time the cluster was paused) over the dump.
+#    (messages it sent, time the cluster was paused) from the dump's start
+#    to 10 s after it; REPEATS times each, alternating.
 #
 # Usage: bash bench/galera.sh
-#   ROUNDS=10 RATE=100 AFTER=5s TABLES=4 ROWS=100000 WRITE_RATE=300
-#   WRITE_SECONDS=40 DUMP_AT=10 SECTIONS="drill desync"
+#   ROUNDS=10 RATE=100 AFTER=5s TABLES=4 ROWS=400000 WRITE_RATE=80
+#   WRITE_SECONDS=30 DUMP_AT=8 REPEATS=3 SECTIONS="drill desync"
 # Needs mariadb-server, galera-4, rsync (installed if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +27,11 @@ ROUNDS="${ROUNDS:-10}"
 RATE="${RATE:-100}"
 AFTER="${AFTER:-5s}"
 TABLES="${TABLES:-4}"
-ROWS="${ROWS:-100000}"
-WRITE_RATE="${WRITE_RATE:-300}"
-WRITE_SECONDS="${WRITE_SECONDS:-40}"
-DUMP_AT="${DUMP_AT:-10}"
+ROWS="${ROWS:-400000}"
+WRITE_RATE="${WRITE_RATE:-80}"
+WRITE_SECONDS="${WRITE_SECONDS:-30}"
+DUMP_AT="${DUMP_AT:-8}"
+REPEATS="${REPEATS:-3}"
 SECTIONS="${SECTIONS:-drill desync}"
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 log() { echo "bench: $*" >&2; }
@@ -87,7 +90,7 @@ log "preparing $TABLES tables x $ROWS rows (dbpilot bench prepare on node1)"
 "$DBP" bench prepare 127.0.0.1:"$P1" -u dbpilot -p "$APW" --workload oltp_read_write --tables "$TABLES" --table-size "$ROWS" >"$WORK/prepare.log" 2>&1 || { cat "$WORK/prepare.log" >&2; exit 1; }
 echo "== desynced dump: writer oltp_write_only at $WRITE_RATE tx/s on node1 for ${WRITE_SECONDS}s; dump of node2 ($TABLES x $ROWS rows) at ${DUMP_AT}s"
 printf '%-14s %9s %12s %12s %12s %12s %12s %10s %12s %s\n' dump "dump s" "tps before" "tps during" "tps after" "p99 during" "max during" "FC sent" "paused ms" "desync report"
-for mode in plain desync; do
+for rep in $(seq 1 "$REPEATS"); do for mode in plain desync; do
 	flags=()
 	[ "$mode" = desync ] && flags=(--desync)
 	"$DBP" bench run 127.0.0.1:"$P1" -u dbpilot -p "$APW" --workload oltp_write_only --tables "$TABLES" --table-size "$ROWS" \
@@ -97,8 +100,10 @@ for mode in plain desync; do
 	fc0=$(wsrep "$P2" wsrep_flow_control_sent)
 	pz0=$(wsrep "$P1" wsrep_flow_control_paused_ns)
 	t0=$(date +%s.%N)
+	rm -rf "$WORK/dump-$mode"
 	"$DBP" dump --sandbox gbench --node 2 "${flags[@]}" --out "$WORK/dump-$mode" --json >"$WORK/dump-$mode.json" 2>"$WORK/dump-$mode.err" || { log "dump $mode failed"; tail -3 "$WORK/dump-$mode.err" >&2; }
 	t1=$(date +%s.%N)
+	sleep 10
 	fc1=$(wsrep "$P2" wsrep_flow_control_sent)
 	pz1=$(wsrep "$P1" wsrep_flow_control_paused_ns)
 	wait "$wp" || true
@@ -111,7 +116,8 @@ paused_ms = (int(sys.argv[9]) - int(sys.argv[8])) / 1e6
 def ts(iv):
     return datetime.datetime.fromisoformat(iv["start"].replace("Z", "+00:00")).timestamp()
 def window(a, b):
-    ivs = [iv for iv in w["intervals"] if ts(iv) >= a and ts(iv) + iv["seconds"] <= b + 1]
+    # the intervals that overlap [a, b]
+    ivs = [iv for iv in w["intervals"] if ts(iv) < b and ts(iv) + iv["seconds"] > a]
     if not ivs:
         return float("nan"), float("nan"), float("nan")
     n = sum(iv["transactions"] for iv in ivs)
@@ -130,5 +136,5 @@ except Exception:
     pass
 print("%-14s %9.2f %12.1f %12.1f %12.1f %12.2f %12.2f %10d %12.1f %s" % (mode, t1 - t0, before[0], during[0], after[0], during[1], during[2], fc, paused_ms, rep))
 PY
-done
+done; done
 fi
