@@ -498,7 +498,11 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		if len(comp.Primaries) > 0 {
 			primary = comp.Instance(comp.Primaries[0])
 			if cur != (dbpilot.InstanceKey{}) {
-				if p := comp.Instance(cur); p != nil && isPrimaryOf(comp, cur) {
+				// A Galera cluster has no primary to fail over: its
+				// "primary" is the node serve watches and writes heartbeats
+				// through, and it moves to a live member of the Primary
+				// component (listed first) when the current one is lost.
+				if p := comp.Instance(cur); p != nil && isPrimaryOf(comp, cur) && (comp.Galera == nil || p.Reachable) {
 					primary = p
 				}
 			}

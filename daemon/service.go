@@ -150,6 +150,9 @@ func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.Operatio
 	if primary == nil {
 		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "cluster %s: no primary found", name)
 	}
+	if primary.IsGalera() {
+		return nil, galeraRefusal(name, "failover")
+	}
 	v := d.assess(ctx, cs, primary, members)
 	if v.State != dbpilot.ClusterDead && !opt.DryRun {
 		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: not failing over: %s; for a planned change use 'dbpilot switchover %s'", name, v.Reason, name)
@@ -183,6 +186,9 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	members, primary, err := d.observe(ctx, cs)
 	if err != nil {
 		return nil, err
+	}
+	if primary != nil && primary.IsGalera() {
+		return nil, galeraRefusal(name, "switchover")
 	}
 	if primary == nil || !primary.Reachable {
 		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: the primary is not reachable: a switchover needs a live primary; see 'dbpilot failover %s'", name, name)
@@ -390,4 +396,11 @@ func (d *Daemon) endRecovery(ctx context.Context, rec *dbpilot.Recovery, err err
 	if cs := d.clusters[rec.Cluster]; cs != nil { // last_recovery changed
 		cs.notify()
 	}
+}
+
+// galeraRefusal is the error of a failover or switchover asked of a Galera
+// cluster: every node takes writes, a lost node's clients reconnect to
+// another, and a node that comes back rejoins by state transfer.
+func galeraRefusal(name, op string) error {
+	return dbpilot.Errorf(dbpilot.EUNSUPPORTED, "cluster %s is a Galera cluster: every node takes writes, so there is no %s; point clients at another node, and start a lost one again to rejoin ('dbpilot galera bootstrap' when all are down)", name, op)
 }
