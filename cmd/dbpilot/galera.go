@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/galera"
@@ -19,18 +20,50 @@ func (a *app) galeraCommand() *cobra.Command {
   rolling-restart  restart the nodes one at a time, each Synced before the next
 
 Both work on Galera sandboxes (--sandbox NAME, see 'dbpilot sandbox deploy
---topology galera'). Clusters outside sandboxes (--config) are not supported
-yet: dbpilot needs to start and stop their servers, which a sandbox
-descriptor describes and a plain HOST:PORT does not.`,
+--topology galera') and on clusters deployed by other means whose nodes run
+on this host (--config FILE): dbpilot must read each node's grastate.dat and
+start and stop its server, which a plain HOST:PORT does not say. The file:
+
+  user: dbpilot                 # password from $DBPILOT_PASSWORD (or password_env: VAR)
+  nodes:
+    - name: db1
+      address: 127.0.0.1:3306
+      datadir: /var/lib/mysql
+      defaults_file: /etc/mysql/my.cnf    # for mariadbd --wsrep-recover
+      pid_file: /run/mysqld/mysqld.pid    # optional
+      start: systemctl start mariadb
+      bootstrap: galera_new_cluster       # optional
+      stop: systemctl stop mariadb
+
+Commands run with sh -c; WSREP_NEW_CLUSTER and WSREP_START_POSITION hold
+--wsrep-new-cluster and --wsrep-start-position=UUID:SEQNO when they apply,
+for commands that start mariadbd themselves.`,
 	}
 	cmd.AddCommand(a.galeraBootstrap(), a.galeraRollingRestart())
 	return cmd
 }
 
+// galeraCluster resolves --sandbox or --config: the sandbox (nil for a
+// config file), the cluster's name for messages, and its Galera nodes.
+func galeraCluster(name, config string, po sandbox.ProcessOptions) (*sandbox.Descriptor, string, []galera.Node, error) {
+	switch {
+	case name != "" && config != "":
+		return nil, "", nil, dbpilot.Errorf(dbpilot.EINVALID, "give --sandbox NAME or --config FILE, not both")
+	case config != "":
+		_, nodes, err := galera.LoadConfig(config)
+		return nil, config, nodes, err
+	}
+	d, nodes, err := galeraNodes(name, po)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return d, d.Name, nodes, nil
+}
+
 // galeraNodes loads a sandbox and returns its Galera nodes.
 func galeraNodes(name string, po sandbox.ProcessOptions) (*sandbox.Descriptor, []galera.Node, error) {
 	if name == "" {
-		return nil, nil, dbpilot.Errorf(dbpilot.EINVALID, "give --sandbox NAME (clusters outside sandboxes are not supported yet; see --help)")
+		return nil, nil, dbpilot.Errorf(dbpilot.EINVALID, "give --sandbox NAME or --config FILE (see --help)")
 	}
 	d, err := sandbox.Load(name)
 	if err != nil {
@@ -46,12 +79,13 @@ func galeraNodes(name string, po sandbox.ProcessOptions) (*sandbox.Descriptor, [
 func (a *app) galeraBootstrap() *cobra.Command {
 	var (
 		name    string
+		config  string
 		execute bool
 		asJSON  bool
 		exclude []string
 	)
 	cmd := &cobra.Command{
-		Use:   "bootstrap --sandbox NAME [--execute]",
+		Use:   "bootstrap --sandbox NAME | --config FILE [--execute]",
 		Short: "Plan (and with --execute, run) the safe bootstrap of a stopped Galera cluster",
 		Long: `Plan the bootstrap of a fully stopped Galera cluster and print the evidence;
 with --execute, carry it out.
@@ -85,13 +119,13 @@ Exit status: 0 planned (or done), 1 refused, 2 usage or connection error.`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
-			d, nodes, err := galeraNodes(name, sandbox.ProcessOptions{Log: logf})
+			d, cluster, nodes, err := galeraCluster(name, config, sandbox.ProcessOptions{Log: logf})
 			if err != nil {
 				return err
 			}
 			for _, x := range exclude {
-				if _, err := d.Node(x); err != nil {
-					return err
+				if !slices.ContainsFunc(nodes, func(n galera.Node) bool { return n.Name() == x }) {
+					return dbpilot.Errorf(dbpilot.EINVALID, "--exclude %s: no such Galera node in %s", x, cluster)
 				}
 			}
 			opts := galera.Options{Log: logf}
@@ -120,17 +154,20 @@ Exit status: 0 planned (or done), 1 refused, 2 usage or connection error.`,
 				return err
 			}
 			// The replica of a galera+replica sandbox follows.
-			if err := sandbox.Start(cmd.Context(), d, "", sandbox.ProcessOptions{Log: logf}); err != nil {
-				return err
+			if d != nil {
+				if err := sandbox.Start(cmd.Context(), d, "", sandbox.ProcessOptions{Log: logf}); err != nil {
+					return err
+				}
 			}
 			if !asJSON {
-				fmt.Fprintf(a.stdout, "cluster %s bootstrapped from %s; every node is Synced\n", d.Name, plan.Bootstrap)
+				fmt.Fprintf(a.stdout, "cluster %s bootstrapped from %s; every node is Synced\n", cluster, plan.Bootstrap)
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "sandbox", "", "the Galera sandbox")
+	f.StringVar(&config, "config", "", "a cluster file for a Galera cluster on this host that dbpilot did not deploy (see 'dbpilot galera --help')")
 	f.BoolVar(&execute, "execute", false, "carry out the plan (default: print it only)")
 	f.StringArrayVar(&exclude, "exclude", nil, "leave this node out of the plan and do not start it (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print the plan and its evidence as JSON")
@@ -138,11 +175,11 @@ Exit status: 0 planned (or done), 1 refused, 2 usage or connection error.`,
 }
 
 func (a *app) galeraRollingRestart() *cobra.Command {
-	var name string
+	var name, config string
 	cmd := &cobra.Command{
-		Use:   "rolling-restart --sandbox NAME",
+		Use:   "rolling-restart --sandbox NAME | --config FILE",
 		Short: "Restart a Galera cluster's nodes one at a time",
-		Long: `Restart the Galera nodes of a sandbox one at a time: each is shut down
+		Long: `Restart the Galera nodes of a sandbox (or of a --config cluster file) one at a time: each is shut down
 cleanly, started again (it rejoins by IST), and waited for until it is Synced
 (wsrep_local_state=4) and its receive queue (wsrep_local_recv_queue) has
 drained, before the next one. The cluster keeps a Primary component
@@ -156,17 +193,18 @@ is not restarted.`,
 		Args:    exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
-			d, nodes, err := galeraNodes(name, sandbox.ProcessOptions{})
+			_, cluster, nodes, err := galeraCluster(name, config, sandbox.ProcessOptions{})
 			if err != nil {
 				return err
 			}
 			if err := galera.RollingRestart(cmd.Context(), nodes, galera.Options{Log: logf}); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "rolling restart of %s done: %d nodes restarted, every node Synced\n", d.Name, len(nodes))
+			fmt.Fprintf(a.stdout, "rolling restart of %s done: %d nodes restarted, every node Synced\n", cluster, len(nodes))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "sandbox", "", "the Galera sandbox")
+	cmd.Flags().StringVar(&config, "config", "", "a cluster file for a Galera cluster on this host that dbpilot did not deploy")
 	return cmd
 }
