@@ -1,0 +1,319 @@
+package watchdog
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"go.yaml.in/yaml/v3"
+)
+
+// loadSnapshot reads a recorded processlist + INNODB_TRX from testdata.
+func loadSnapshot(t *testing.T, name string) Snapshot {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Role      Role   `yaml:"role"`
+		Self      uint64 `yaml:"self"`
+		Processes []struct {
+			ID                                   uint64
+			User, Host, DB, Command, State, Info string
+			Time                                 string
+		} `yaml:"processes"`
+		Trx []struct {
+			Thread     uint64 `yaml:"thread"`
+			Age        string `yaml:"age"`
+			RowsLocked int64  `yaml:"rows_locked"`
+			State      string `yaml:"state"`
+		} `yaml:"trx"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rec); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	s := Snapshot{Role: rec.Role, Self: rec.Self}
+	for _, p := range rec.Processes {
+		d, err := time.ParseDuration(p.Time)
+		if err != nil {
+			t.Fatalf("%s: id %d: %v", name, p.ID, err)
+		}
+		s.Processes = append(s.Processes, Process{ID: p.ID, User: p.User, Host: p.Host, DB: p.DB,
+			Command: p.Command, State: p.State, Info: p.Info, Time: d})
+	}
+	for _, x := range rec.Trx {
+		d, err := time.ParseDuration(x.Age)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Trx = append(s.Trx, Trx{ThreadID: x.Thread, Age: d, RowsLocked: x.RowsLocked, State: x.State})
+	}
+	return s
+}
+
+func mustParse(t *testing.T, src string) []*Rule {
+	t.Helper()
+	rules, err := Parse("rules.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+// summary renders matches as "rule decision id" strings.
+func summary(ms []Match) []string {
+	out := []string{}
+	for _, m := range ms {
+		out = append(out, fmt.Sprintf("%s %s %d", m.Rule, m.Decision, m.Session.ID))
+	}
+	return out
+}
+
+func TestMatches(t *testing.T) {
+	for _, tc := range []struct {
+		name, snapshot, rules string
+		own                   Own
+		want, excluded        []string // "id" or "id reason-substring"
+	}{
+		{
+			name: "busy over 2s, replication/system/own/killed/liveness never", snapshot: "primary.yaml",
+			rules: "rules: [{name: r, busy: 2s}]",
+			want:  []string{"23", "22", "27", "20"},
+			excluded: []string{"1 Daemon", "2 Daemon", "5 Daemon", "8 Binlog Dump",
+				"26 already being killed", "24 marker", "28 not logged in"},
+		},
+		{
+			name: "except users and hosts", snapshot: "primary.yaml",
+			rules:    "rules: [{name: r, busy: 2s, except: {users: [backup], hosts: [10.0.0.7], ids: [20]}}]",
+			want:     []string{"22"},
+			excluded: []string{"23 except user backup", "27 except host 10.0.0.7", "20 except id 20"},
+		},
+		{
+			name: "info regex on selects", snapshot: "primary.yaml",
+			rules: "rules: [{name: r, busy: 2s, info: '(?i)^select', user: app|report}]",
+			want:  []string{"27", "20"},
+		},
+		{
+			name: "idle in transaction", snapshot: "primary.yaml",
+			rules: "rules: [{name: r, idle_in_trx: 60s}]",
+			want:  []string{"21"},
+		},
+		{
+			name: "idle in transaction below threshold", snapshot: "primary.yaml",
+			rules: "rules: [{name: r, idle_in_trx: 90s}]",
+		},
+		{
+			name: "transaction age and rows locked", snapshot: "primary.yaml",
+			rules: "rules: [{name: r, trx_age: 20s, rows_locked: 1}]",
+			want:  []string{"21", "22"},
+		},
+		{
+			name: "command and state, case-insensitive", snapshot: "primary.yaml",
+			rules:    "rules: [{name: r, command: query, state: 'user sleep'}]",
+			want:     []string{"20"},
+			excluded: []string{"24 marker"},
+		},
+		{
+			name: "host without port, db", snapshot: "primary.yaml",
+			rules: "rules: [{name: r, host: 10\\.0\\.0\\..*, db: shop}]",
+			want:  []string{"23", "27"},
+		},
+		{
+			name: "monitoring user is own", snapshot: "primary.yaml", own: Own{Users: []string{"report"}, IDs: []uint64{22}},
+			rules:    "rules: [{name: r, busy: 10s, user: app|report}]",
+			excluded: []string{"22 own session", "27 own session (user report)"},
+		},
+		{
+			name: "replica: replication threads never", snapshot: "replica.yaml",
+			rules:    "rules: [{name: r, busy: 10s, role: replica}]",
+			want:     []string{"30"},
+			excluded: []string{"1 Daemon", "6 Slave_IO", "7 Slave_SQL", "8 Slave_worker"},
+		},
+		{
+			name: "role primary on a replica", snapshot: "replica.yaml",
+			rules: "rules: [{name: r, busy: 10s, role: primary}]",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := loadSnapshot(t, tc.snapshot)
+			r := mustParse(t, tc.rules)[0]
+			got, excl := r.Matches(s, tc.own)
+			var ids []string
+			for _, m := range got {
+				ids = append(ids, fmt.Sprint(m.Session.ID))
+				if len(m.Reasons) == 0 {
+					t.Errorf("match %d without a reason", m.Session.ID)
+				}
+			}
+			if !slices.Equal(ids, tc.want) {
+				t.Errorf("matches %v, want %v", ids, tc.want)
+			}
+			for _, w := range tc.excluded {
+				id, why, _ := strings.Cut(w, " ")
+				found := false
+				for _, m := range excl {
+					if fmt.Sprint(m.Session.ID) == id && strings.Contains(strings.Join(m.Reasons, ";"), why) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("want %s excluded (%s); excluded: %+v", id, why, excl)
+				}
+			}
+		})
+	}
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func without(s Snapshot, ids ...uint64) Snapshot {
+	out := s
+	out.Processes = nil
+	for _, p := range s.Processes {
+		if !slices.Contains(ids, p.ID) {
+			out.Processes = append(out.Processes, p)
+		}
+	}
+	return out
+}
+
+func TestEvaluatorRateGuard(t *testing.T) {
+	s := loadSnapshot(t, "sleepers.yaml")
+	rules := mustParse(t, `rules:
+  - {name: sleepers, info: SLEEP, busy: 2s, action: kill_query, dry_run: false, victims: all, max_kills_per_minute: 2}
+`)
+	c := &clock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	e := NewEvaluator(rules, Own{}, c.now)
+	steps := []struct {
+		advance time.Duration
+		gone    []uint64
+		want    []string
+	}{
+		{0, nil, []string{"sleepers kill 41", "sleepers kill 42", "sleepers rate_limited 43", "sleepers rate_limited 44", "sleepers rate_limited 45"}},
+		{time.Second, []uint64{41, 42}, []string{}},
+		{30 * time.Second, []uint64{41, 42}, []string{}},
+		{30 * time.Second, []uint64{41, 42}, []string{"sleepers kill 43", "sleepers kill 44"}},
+		{10 * time.Second, []uint64{41, 42, 43, 44}, []string{}},
+		{51 * time.Second, []uint64{41, 42, 43, 44}, []string{"sleepers kill 45"}},
+	}
+	for i, st := range steps {
+		c.t = c.t.Add(st.advance)
+		got := summary(e.Evaluate(without(s, st.gone...)))
+		if !slices.Equal(got, st.want) {
+			t.Fatalf("step %d: %v, want %v", i, got, st.want)
+		}
+	}
+}
+
+func TestEvaluatorDryRunAndVictims(t *testing.T) {
+	s := loadSnapshot(t, "sleepers.yaml")
+	c := &clock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	t.Run("dry-run reports once", func(t *testing.T) {
+		e := NewEvaluator(mustParse(t, "rules: [{name: d, busy: 2s, action: kill_connection, victims: all}]"), Own{}, c.now)
+		got := summary(e.Evaluate(s))
+		want := []string{"d dry_run 41", "d dry_run 42", "d dry_run 43", "d dry_run 44", "d dry_run 45"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%v, want %v", got, want)
+		}
+		c.t = c.t.Add(time.Second)
+		if got := e.Evaluate(s); len(got) != 0 {
+			t.Fatalf("reported again: %v", summary(got))
+		}
+		// A session that stops matching and matches again (a new
+		// statement) is reported again.
+		e.Evaluate(without(s, 43))
+		if got := summary(e.Evaluate(s)); !slices.Equal(got, []string{"d dry_run 43"}) {
+			t.Fatalf("after a new statement: %v", got)
+		}
+	})
+	t.Run("oldest, one per evaluation", func(t *testing.T) {
+		e := NewEvaluator(mustParse(t, "rules: [{name: o, busy: 2s, action: kill_query, dry_run: false}]"), Own{}, c.now)
+		for i, want := range []string{"o kill 41", "o kill 42", "o kill 43"} {
+			got := summary(e.Evaluate(s)) // the kill "fails": the session stays
+			if !slices.Equal(got, []string{want}) {
+				t.Fatalf("evaluation %d: %v, want %s", i, got, want)
+			}
+		}
+	})
+	t.Run("log action", func(t *testing.T) {
+		e := NewEvaluator(mustParse(t, "rules: [{name: l, busy: 9s, action: log, dry_run: false, victims: all}]"), Own{}, c.now)
+		if got := summary(e.Evaluate(s)); !slices.Equal(got, []string{"l log 41"}) {
+			t.Fatalf("%v", got)
+		}
+	})
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"unknown field", "rules:\n  - name: a\n    busy: 2s\n    kill: yes\n", `rules.yaml:4: rule "a": field "kill": unknown field`},
+		{"invalid regex", "rules:\n  - name: a\n    info: 'SELECT ('\n", `rules.yaml:3: rule "a": field "info": invalid regular expression "SELECT ("`},
+		{"bad duration", "rules:\n  - name: a\n    busy: soon\n", `rules.yaml:3: rule "a": field "busy": want a positive duration`},
+		{"bad action", "rules:\n  - name: a\n    busy: 1s\n    action: nuke\n", `rules.yaml:4: rule "a": field "action"`},
+		{"no condition", "rules:\n  - name: a\n    action: kill_query\n", `rules.yaml:2: rule "a": no condition`},
+		{"no name", "rules:\n  - busy: 1s\n", `rules.yaml:2: rule without a name`},
+		{"duplicate", "rules:\n  - {name: a, busy: 1s}\n  - {name: a, busy: 2s}\n", `rules.yaml:3: rule "a": name already used at line 2`},
+		{"zero guard", "rules:\n  - {name: a, busy: 1s, max_kills_per_minute: 0}\n", `field "max_kills_per_minute"`},
+		{"except field", "rules:\n  - name: a\n    busy: 1s\n    except: {groups: [x]}\n", `rules.yaml:4: rule "a": field "except.groups": unknown field`},
+		{"top level", "rule: []\n", `rules.yaml:1: unknown field "rule"`},
+		{"yaml syntax", "rules: [\n", `watchdog: rules.yaml: yaml:`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("rules.yaml", []byte(tc.src))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+			if dbpilot.ErrorCode(err) != dbpilot.EINVALID {
+				t.Errorf("code %s", dbpilot.ErrorCode(err))
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	r := mustParse(t, "rules:\n  - {name: a, busy: 30s}\n")[0]
+	if r.Action != ActionLog || !r.DryRun || r.MaxKillsPerMinute != DefaultMaxKillsPerMinute || r.Victims != VictimsOldest || r.Role != RoleAny {
+		t.Fatalf("defaults: %+v", r)
+	}
+	if r.Source != "rules.yaml:2" {
+		t.Errorf("source %q", r.Source)
+	}
+}
+
+func TestHostName(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:5000": "127.0.0.1", "localhost": "localhost", "db1.example:3306": "db1.example",
+		"[::1]:5000": "::1", "::1": "::1", "": "", "host:": "host:",
+	} {
+		if got := HostName(in); got != want {
+			t.Errorf("HostName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("rules:\n  - {name: a, busy: 30s, info: '^SELECT', except: {users: [x]}}\n"))
+	f.Add([]byte("rules: [{name: a, idle_in_trx: 1m, action: kill_connection, dry_run: false}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rules, err := Parse("f.yaml", data)
+		if err == nil {
+			for _, r := range rules {
+				if r.Name == "" || r.MaxKillsPerMinute < 1 {
+					t.Fatalf("accepted an invalid rule: %+v", r)
+				}
+			}
+		}
+	})
+}
