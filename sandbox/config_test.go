@@ -105,6 +105,8 @@ func TestNodeConfigMariaDB(t *testing.T) {
 		"read_only": "ON", "rpl_semi_sync_slave_enabled": "ON",
 		"slave_net_timeout": "4", "innodb_buffer_pool_size": "64M", "max_connections": "50",
 		"datadir": "/s/node2/data", "socket": "/s/node2/mysqld.sock",
+		"performance_schema": "ON", "performance_schema_digests_size": "2000", "performance_schema_max_digest_length": "1024",
+		"performance_schema_users_size": "0",
 	}
 	for k, v := range want {
 		if got := m[k]; len(got) != 1 || got[0] != v {
@@ -133,7 +135,7 @@ func TestNodeConfigMySQL(t *testing.T) {
 		want      []string
 		forbidden []string
 	}{
-		{"8.4.3", []string{"gtid_mode=ON", "enforce_gtid_consistency=ON", "log_replica_updates=ON", "replica_net_timeout=4", "mysqlx=OFF",
+		{"8.4.3", []string{"performance_schema=ON", "loose_performance_schema_digests_size=2000", "gtid_mode=ON", "enforce_gtid_consistency=ON", "log_replica_updates=ON", "replica_net_timeout=4", "mysqlx=OFF",
 			"plugin_load_add=semisync_source.so", "plugin_load_add=semisync_replica.so", "loose_rpl_semi_sync_replica_enabled=ON"},
 			[]string{"log_slave_updates", "gtid_strict_mode", "gtid_domain_id", "rpl_semi_sync_master_enabled", "loose_rpl_semi_sync_source_enabled"}},
 		{"8.0.21", []string{"log_slave_updates=ON", "slave_net_timeout=4", "plugin_load_add=semisync_master.so", "loose_rpl_semi_sync_slave_enabled=ON", "mysqlx=OFF"},
@@ -155,6 +157,22 @@ func TestNodeConfigMySQL(t *testing.T) {
 			if strings.Contains(cfg, "\n"+f+"=") {
 				t.Errorf("MySQL %s config has %q", tt.version, f)
 			}
+		}
+	}
+}
+
+// The small performance_schema sizing is a default like the others: a
+// user option replaces it rather than adding a second line.
+func TestNodeConfigPerformanceSchemaOverride(t *testing.T) {
+	d, srv := testDescriptor(TopologySingle, dbpilot.FlavorMariaDB, "10.11.6", 1, false)
+	cfg, err := nodeConfig(srv, d, d.Nodes[0], []string{"performance_schema=OFF", "performance-schema-digests-size=10000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := configMap(t, cfg)
+	for k, v := range map[string]string{"performance_schema": "OFF", "performance_schema_digests_size": "10000"} {
+		if got := m[k]; len(got) != 1 || got[0] != v {
+			t.Errorf("%s = %v, want %q", k, got, v)
 		}
 	}
 }

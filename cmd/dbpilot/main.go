@@ -124,6 +124,8 @@ sandbox descriptor (--sandbox NAME).` + exitHelp,
 		a.restoreCommand(),
 		a.verifyCommand(),
 		a.cloneCommand(),
+		a.queriesCommand(),
+		a.watchdogCommand(),
 	)
 	return root
 }
