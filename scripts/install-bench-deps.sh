@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the peers and tools the backup benchmark (bench/backup.sh) needs
 # and the machine lacks: mydumper (Debian package mydumper: mydumper and
-# myloader), sysbench (the dataset) and GNU time (/usr/bin/time -v, peak RSS).
+# myloader), sysbench (the dataset), GNU time (/usr/bin/time -v, peak RSS) and
+# percona-toolkit (pt-kill, the watchdog's peer in bench/queries.sh).
 # Idempotent: does nothing when all are found.
 set -euo pipefail
 
@@ -11,6 +12,7 @@ pkgs=()
 { have mydumper && have myloader; } || pkgs+=(mydumper)
 have sysbench || pkgs+=(sysbench)
 [ -x /usr/bin/time ] || pkgs+=(time)
+have pt-kill || pkgs+=(percona-toolkit)
 [ ${#pkgs[@]} -eq 0 ] && exit 0
 
 if ! have apt-get; then
