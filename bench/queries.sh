@@ -64,7 +64,7 @@ out = []
 for i in range(rounds):
     time.sleep(random.uniform(0.2, 1.2))  # a random phase to the evaluation clock
     t0 = time.monotonic()
-    subprocess.run(["mariadb", "-h127.0.0.1", "-P" + port, "-udbpilot", "-p" + pw, "-N", "-e", "SELECT SLEEP(60) /* wdbench */"],
+    subprocess.run(["mariadb", "--comments", "-h127.0.0.1", "-P" + port, "-udbpilot", "-p" + pw, "-N", "-e", "SELECT SLEEP(60) /* wdbench */"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=90)
     out.append(time.monotonic() - t0 - busy)
 out.sort()
@@ -97,7 +97,7 @@ BG+=($!)
 sleep 2
 rounds pt-kill
 kill "${BG[-1]}" 2>/dev/null || true
-echo "(pt-kill compares the processlist's Time, whole seconds, with --busy-time; dbpilot uses TIME_MS)"
+echo "(pt-kill matches on the processlist Time in whole seconds, dbpilot on TIME_MS; both evaluate every second)"
 fi
 
 if want overhead; then

@@ -50,6 +50,12 @@ type Config struct {
 	// Coordination, with etcd, makes this serve one of several watching the
 	// same clusters; only each cluster's leader changes its topology.
 	Coordination CoordinationConfig `yaml:"coordination"`
+	// Watchdog runs query watchdog rules on every monitored instance
+	// (daemon/watchdog.go); default: none.
+	Watchdog WatchdogConfig `yaml:"watchdog"`
+
+	// path is the file LoadConfig read (errors of inline watchdog rules name it).
+	path string
 }
 
 // DefaultRetention is Config.Retention's default.
@@ -282,6 +288,9 @@ coordination:                    # several serves, one recovery leader per clust
   advertise: http://10.0.0.5:7070   # where the other serves forward write requests
   etcd: {endpoints: [http://10.0.0.1:2379, http://10.0.0.2:2379, http://10.0.0.3:2379], prefix: /dbpilot, lease_ttl: 5s,
          username: dbpilot, password_file: ~/.dbpilot/etcd.pw, ca_file: /etc/dbpilot/etcd-ca.pem}
+watchdog:                        # query watchdog on every monitored instance (omit: none); or rules_file: PATH
+  rules:
+    - {name: runaway-select, command: Query, info: '(?i)^select', busy: 30s, action: kill_query, dry_run: true}
 clusters:
   - name: main
     seeds: [db1:3306, db2:3306]
@@ -297,7 +306,7 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, dbpilot.WrapError(dbpilot.ENOTFOUND, err, "config")
 	}
-	var c Config
+	c := Config{path: path}
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
@@ -468,6 +477,9 @@ func (c *Config) Validate() error {
 	}
 	c.Alerts.Rules = expandHome(c.Alerts.Rules)
 	if err := c.Hooks.validate("hooks"); err != nil {
+		return err
+	}
+	if err := c.validateWatchdog(); err != nil {
 		return err
 	}
 	if len(c.Clusters) == 0 {

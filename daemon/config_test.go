@@ -134,3 +134,47 @@ func TestConfigReadsNeedToken(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadConfigWatchdog(t *testing.T) {
+	c, err := LoadConfig(writeConfig(t, minimal+`watchdog:
+  rules:
+    - {name: runaway, info: '(?i)^select', busy: 2s, action: kill_query, dry_run: false}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.WatchdogRules(); len(r) != 1 || r[0].Name != "runaway" || r[0].DryRun || c.Watchdog.Interval.D() != time.Second {
+		t.Errorf("watchdog: %+v %v", r, c.Watchdog.Interval)
+	}
+	if c, err := LoadConfig(writeConfig(t, minimal)); err != nil || c.WatchdogRules() != nil {
+		t.Errorf("default: rules %v, err %v", c.WatchdogRules(), err)
+	}
+	// A bad rule names the file, the line and the field.
+	p := writeConfig(t, minimal+`watchdog:
+  rules:
+    - name: bad
+      info: '(unclosed'
+`)
+	_, err = LoadConfig(p)
+	if err == nil || !strings.Contains(err.Error(), p+":10") || !strings.Contains(err.Error(), `field "info"`) {
+		t.Errorf("bad regex: %v", err)
+	}
+	_, err = LoadConfig(writeConfig(t, minimal+"watchdog:\n  rules:\n    - {name: x, busy: 1s, colour: red}\n"))
+	if err == nil || !strings.Contains(err.Error(), `field "colour": unknown field`) || !strings.Contains(err.Error(), ":9:") {
+		t.Errorf("unknown field: %v", err)
+	}
+	_, err = LoadConfig(writeConfig(t, minimal+"watchdog: {rulez: []}\n"))
+	if err == nil || !strings.Contains(err.Error(), `unknown field "rulez"`) {
+		t.Errorf("unknown watchdog field: %v", err)
+	}
+	rf := filepath.Join(t.TempDir(), "wd.yaml")
+	os.WriteFile(rf, []byte("rules:\n  - name: y\n    busy: soon\n"), 0o600)
+	_, err = LoadConfig(writeConfig(t, minimal+"watchdog: {rules_file: "+rf+"}\n"))
+	if err == nil || !strings.Contains(err.Error(), rf+":3") || !strings.Contains(err.Error(), `field "busy"`) {
+		t.Errorf("rules file: %v", err)
+	}
+	_, err = LoadConfig(writeConfig(t, minimal+"metrics: {disabled: true}\nwatchdog: {rules_file: "+rf+"}\n"))
+	if err == nil {
+		t.Errorf("rules file with bad rule accepted")
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/dbpilot/dbpilot/remotewrite"
 	"github.com/dbpilot/dbpilot/sandbox"
 	"github.com/dbpilot/dbpilot/sqlite"
+	"github.com/dbpilot/dbpilot/watchdog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -33,7 +34,8 @@ import (
 // mysql (probes, replication control, liveness sessions, credential files),
 // collector (metrics), sqlite (state), metrics (the embedded TSDB),
 // remotewrite (remote-write targets and a remote query API) and sandbox
-// (configuration from a sandbox). Everything else in the package
+// (configuration from a sandbox); watchdog.go's collector reads the
+// processlist and kills through the collectors' sessions. Everything else in the package
 // works on the interfaces of Options.
 
 // Wiring says how Open builds a daemon from its configuration.
@@ -188,7 +190,11 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 		copts.QueryTimeout = max(probe.QueryTimeout, collectorConnectTimeout)
 		opt.Collectors = newCollectorStarter(cfg, copts, w.MetricsStore, w.Logger)
 	}
-	return New(cfg, opt)
+	d := New(cfg, opt)
+	if cs, ok := opt.Collectors.(*collectorStarter); ok {
+		cs.audit = d.audit // watchdog matches go to the daemon's audit log
+	}
+	return d
 }
 
 // wireRemote starts the remote-write targets and returns the metrics
@@ -328,6 +334,11 @@ type collectorStarter struct {
 	cfg     collector.Config
 	sink    dbpilot.MetricSink
 	log     *slog.Logger
+	// The query watchdog (nil rules: none): a collector per instance.
+	wdRules    []*watchdog.Rule
+	wdOwn      watchdog.Own
+	wdInterval time.Duration
+	audit      func(context.Context, dbpilot.AuditEvent)
 }
 
 func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSink, log *slog.Logger) *collectorStarter {
@@ -338,6 +349,9 @@ func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSin
 	if f := cfg.Metrics.FullStatusInterval; f != nil {
 		s.full = f.D()
 	}
+	s.wdRules, s.wdInterval = cfg.WatchdogRules(), cfg.Watchdog.Interval.D()
+	// serve's own sessions (its monitoring user) are never matched.
+	s.wdOwn = watchdog.Own{Users: []string{cfg.Credentials.User}}
 	s.allVars = cfg.Metrics.GlobalVariables == "all"
 	s.idle = cfg.Metrics.IdleCounters == "write"
 	s.cfg.WriteIdleCounters = s.idle
@@ -354,7 +368,11 @@ func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSin
 }
 
 func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, base dbpilot.Batch, gate *HeartbeatGate) MetricsCollector {
-	r := collector.NewRunner(t, s.opts, s.collectors(gate), s.cfg, s.sink, base, s.log.With("instance", t.Key.String()))
+	cols := s.collectors(gate)
+	if len(s.wdRules) > 0 {
+		cols = append(cols, newWatchdogCollector(s.wdRules, s.wdOwn, s.wdInterval, base.Cluster, s.audit, s.log))
+	}
+	r := collector.NewRunner(t, s.opts, cols, s.cfg, s.sink, base, s.log.With("instance", t.Key.String()))
 	r.Start(ctx)
 	return r
 }

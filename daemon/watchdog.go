@@ -1,0 +1,281 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/collector"
+	"github.com/dbpilot/dbpilot/mysql"
+	"github.com/dbpilot/dbpilot/watchdog"
+	"go.yaml.in/yaml/v3"
+)
+
+// WatchdogConfig configures the query watchdog (issue 13 §2): rules given
+// inline (rules:) or in a rules file (rules_file:), evaluated every
+// Interval on each monitored instance's processlist, on the instance's
+// monitoring sessions (a collector of its runner).
+type WatchdogConfig struct {
+	// Rules is the inline "rules:" list, kept as YAML so that errors name
+	// the line (parsed by Validate with watchdog.ParseNode).
+	Rules *yaml.Node
+	// RulesFile is a rules file (a top-level "rules:" list) instead.
+	RulesFile string
+	// Interval is how often each instance is evaluated (default 1s).
+	Interval Duration
+
+	rules []*watchdog.Rule // parsed by Validate; nil: no watchdog
+}
+
+// UnmarshalYAML keeps the rules' YAML for Validate, which parses it with
+// the file's name.
+func (w *WatchdogConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: watchdog: want a mapping with rules (or rules_file) and interval", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch k.Value {
+		case "rules":
+			w.Rules = v
+		case "rules_file":
+			if err := v.Decode(&w.RulesFile); err != nil {
+				return fmt.Errorf("line %d: watchdog.rules_file: want a path", v.Line)
+			}
+		case "interval":
+			if err := w.Interval.UnmarshalYAML(v); err != nil {
+				return fmt.Errorf("line %d: watchdog.interval: %w", v.Line, err)
+			}
+		default:
+			return fmt.Errorf("line %d: watchdog: unknown field %q (known: rules, rules_file, interval)", k.Line, k.Value)
+		}
+	}
+	return nil
+}
+
+// WatchdogRules returns the parsed watchdog rules (nil: no watchdog).
+func (c *Config) WatchdogRules() []*watchdog.Rule { return c.Watchdog.rules }
+
+// validateWatchdog parses the watchdog's rules: a bad rule refuses the
+// configuration, naming the file, the line and the field.
+func (c *Config) validateWatchdog() error {
+	w := &c.Watchdog
+	w.rules = nil
+	var rules []*watchdog.Rule
+	var err error
+	switch {
+	case w.Rules != nil && w.RulesFile != "":
+		return errors.New("watchdog: give rules or rules_file, not both")
+	case w.RulesFile != "":
+		w.RulesFile = expandHome(w.RulesFile)
+		rules, err = watchdog.LoadFile(w.RulesFile)
+	case w.Rules != nil:
+		file := c.path
+		if file == "" {
+			file = "config"
+		}
+		rules, err = watchdog.ParseNode(file, w.Rules)
+	default:
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(rules) == 0 {
+		return errors.New("watchdog.rules: no rule (give at least one, or leave watchdog out)")
+	}
+	if w.Interval == 0 {
+		w.Interval = Duration(time.Second)
+	}
+	if iv := w.Interval.D(); iv < 100*time.Millisecond || iv > time.Minute {
+		return fmt.Errorf("watchdog.interval: %s is outside 100ms..1m", iv)
+	}
+	if c.Metrics.Disabled {
+		return errors.New("watchdog: it runs on the monitoring sessions of each instance: metrics.disabled must be false")
+	}
+	w.rules = rules
+	return nil
+}
+
+// Watchdog self-metrics, written in the watchdog collector's batches (with
+// the instance's labels).
+const (
+	MetricWatchdogMatches = "dbpilot_watchdog_matches_total"
+	MetricWatchdogKills   = "dbpilot_watchdog_kills_total"
+)
+
+// Kill results (the result label of MetricWatchdogKills and the audit).
+const (
+	killOK       = "killed"
+	killGone     = "gone"   // the session ended before the KILL
+	killDenied   = "denied" // no privilege to kill it
+	killFailed   = "failed"
+	erNoSuchThrd = 1094 // ER_NO_SUCH_THREAD
+	erKillDenied = 1095 // ER_KILL_DENIED_ERROR
+)
+
+// watchdogCollector evaluates the watchdog's rules on one instance: one
+// read of the processlist per run on the runner's monitoring session, an
+// Evaluator kept across runs (dedup and the kill-rate guard), KILL on the
+// same session, each match and action audited and counted.
+type watchdogCollector struct {
+	ev       *watchdog.Evaluator
+	interval time.Duration
+	cluster  string
+	audit    func(context.Context, dbpilot.AuditEvent)
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	matches map[[2]string]float64 // rule, decision
+	kills   map[[2]string]float64 // rule, result
+	written map[string]bool       // series written once (later samples are not FromZero)
+}
+
+func newWatchdogCollector(rules []*watchdog.Rule, own watchdog.Own, interval time.Duration, cluster string,
+	audit func(context.Context, dbpilot.AuditEvent), log *slog.Logger) *watchdogCollector {
+	return &watchdogCollector{ev: watchdog.NewEvaluator(rules, own, nil), interval: interval, cluster: cluster,
+		audit: audit, log: log, matches: map[[2]string]float64{}, kills: map[[2]string]float64{}, written: map[string]bool{}}
+}
+
+func (w *watchdogCollector) Name() string                   { return "watchdog" }
+func (w *watchdogCollector) DefaultInterval() time.Duration { return w.interval }
+
+// watchdogRole is a monitored instance's role for rules: an instance with a
+// replication channel (replica, intermediate) is a replica; a primary or a
+// standalone server (and a ring member, which takes writes) a primary.
+func watchdogRole(role string) watchdog.Role {
+	switch role {
+	case "replica", "intermediate":
+		return watchdog.RoleReplica
+	case "primary", "standalone":
+		return watchdog.RolePrimary
+	}
+	return ""
+}
+
+func (w *watchdogCollector) Collect(ctx context.Context, q collector.Querier, t collector.Target) ([]dbpilot.Sample, error) {
+	r, err := q.Query(ctx, mysql.ProcesslistSQL(t.Flavor))
+	if err != nil {
+		return w.samples(), err
+	}
+	pl, err := mysql.ParseProcesslist(r)
+	if err != nil {
+		return w.samples(), err
+	}
+	pl.At = time.Now()
+	s := watchdog.Snapshot{At: pl.At, Role: watchdogRole(t.Role), Self: pl.Self,
+		Processes: make([]watchdog.Process, len(pl.Processes)), Trx: make([]watchdog.Trx, len(pl.Trx))}
+	for i, p := range pl.Processes {
+		s.Processes[i] = watchdog.Process(p)
+	}
+	for i, x := range pl.Trx {
+		s.Trx[i] = watchdog.Trx(x)
+	}
+	for _, m := range w.ev.Evaluate(s) {
+		result := ""
+		if m.Decision == watchdog.DecisionKill {
+			result = w.kill(ctx, q, t.Key, m)
+		}
+		w.record(ctx, t.Key, m, result)
+	}
+	return w.samples(), nil
+}
+
+// kill runs KILL QUERY or KILL CONNECTION once (no retry: the evaluator does
+// not return the session again) and returns the result.
+func (w *watchdogCollector) kill(ctx context.Context, q collector.Querier, key dbpilot.InstanceKey, m watchdog.Match) string {
+	stmt := "KILL CONNECTION " + strconv.FormatUint(m.Session.ID, 10)
+	if m.Action == watchdog.ActionKillQuery {
+		stmt = "KILL QUERY " + strconv.FormatUint(m.Session.ID, 10)
+	}
+	err := q.Exec(ctx, stmt)
+	result := killOK
+	switch {
+	case err == nil:
+	case mysql.ServerErrorNumber(err) == erNoSuchThrd:
+		result = killGone
+	case mysql.ServerErrorNumber(err) == erKillDenied:
+		result = killDenied
+	default:
+		result = killFailed
+	}
+	if err != nil {
+		w.log.Warn("watchdog: kill failed (not retried)", "instance", key.String(), "rule", m.Rule, "statement", stmt, "result", result, "err", err)
+	}
+	w.mu.Lock()
+	w.kills[[2]string{m.Rule, result}]++
+	w.mu.Unlock()
+	return result
+}
+
+// record counts a match and writes it to the audit log.
+func (w *watchdogCollector) record(ctx context.Context, key dbpilot.InstanceKey, m watchdog.Match, result string) {
+	w.mu.Lock()
+	w.matches[[2]string{m.Rule, string(m.Decision)}]++
+	w.mu.Unlock()
+	if w.audit == nil {
+		return
+	}
+	s := m.Session
+	msg := fmt.Sprintf("watchdog rule %s matched session %d (%s@%s, %s %.1fs) on %s: %s", m.Rule, s.ID, s.User, s.Host,
+		s.Command, s.Time.Seconds(), key, m.Decision)
+	if result != "" {
+		msg += " (" + string(m.Action) + ": " + result + ")"
+	}
+	detail := map[string]string{
+		"rule": m.Rule, "action": string(m.Action), "decision": string(m.Decision),
+		"session": strconv.FormatUint(s.ID, 10), "user": s.User, "host": s.Host, "db": s.DB,
+		"command": s.Command, "state": s.State, "time_s": strconv.FormatFloat(s.Time.Seconds(), 'f', 1, 64),
+		"info": truncateInfo(s.Info, 200), "reasons": strings.Join(m.Reasons, "; "),
+	}
+	if result != "" {
+		detail["result"] = result
+	}
+	// The audit outlives the run's timeout: a match is never lost to it.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	w.audit(actx, dbpilot.AuditEvent{Cluster: w.cluster, Instance: key, Event: dbpilot.AuditWatchdog, Message: msg, Detail: detail})
+}
+
+func truncateInfo(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// samples returns the watchdog's counters: every series seen so far, in
+// every batch (a complete batch ends the series it lacks).
+func (w *watchdogCollector) samples() []dbpilot.Sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]dbpilot.Sample, 0, len(w.matches)+len(w.kills))
+	add := func(name, help, second string, m map[[2]string]float64) {
+		keys := make([][2]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
+		})
+		for _, k := range keys {
+			// A series' first sample starts from 0, so that rates count it.
+			id := name + "\x00" + k[0] + "\x00" + k[1]
+			first := !w.written[id]
+			w.written[id] = true
+			out = append(out, dbpilot.Sample{Name: name, Type: dbpilot.Counter, Help: help, Value: m[k], FromZero: first,
+				Labels: []dbpilot.Label{{Name: "rule", Value: k[0]}, {Name: second, Value: k[1]}}})
+		}
+	}
+	add(MetricWatchdogMatches, "Sessions the query watchdog matched, by rule and decision (log, kill, dry_run, rate_limited).", "decision", w.matches)
+	add(MetricWatchdogKills, "KILL statements the query watchdog ran, by rule and result (killed, gone, denied, failed).", "result", w.kills)
+	return out
+}
