@@ -28,22 +28,7 @@ const (
 // group) and g.groups (members of each group, sorted by key).
 func (g *graph) galeraGroups() {
 	n := len(g.nodes)
-	parent := make([]int, n)
-	for i := range parent {
-		parent[i] = i
-	}
-	find := func(x int) int {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
-	union := func(a, b int) {
-		if a, b = find(a), find(b); a != b {
-			parent[max(a, b)] = min(a, b)
-		}
-	}
+	sets := newDisjointSets(n)
 	in := make([]bool, n)
 	byUUID := map[string]int{}
 	for i, node := range g.nodes {
@@ -54,7 +39,7 @@ func (g *graph) galeraGroups() {
 		in[i] = true
 		if u := gs.ClusterStateUUID; u != "" {
 			if j, ok := byUUID[u]; ok {
-				union(i, j)
+				sets.union(i, j)
 			} else {
 				byUUID[u] = i
 			}
@@ -67,7 +52,7 @@ func (g *graph) galeraGroups() {
 			// A reachable server without Galera has left the cluster.
 			if other := g.nodes[j]; other.Galera != nil || !other.Reachable {
 				in[j] = true
-				union(i, j)
+				sets.union(i, j)
 			}
 		}
 	}
@@ -78,7 +63,7 @@ func (g *graph) galeraGroups() {
 		if !in[i] {
 			continue
 		}
-		r := find(i)
+		r := sets.find(i)
 		gi, ok := byRoot[r]
 		if !ok {
 			gi = len(g.groups)

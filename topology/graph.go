@@ -201,36 +201,21 @@ func (g *graph) replicaKeys(i int) []string {
 // edge direction), with the members of a Galera group in one component,
 // each sorted by key, ordered by their first node.
 func (g *graph) weakComponents() [][]int {
-	parent := make([]int, len(g.nodes))
-	for i := range parent {
-		parent[i] = i
-	}
-	find := func(x int) int {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
-	union := func(a, b int) {
-		if a, b = find(a), find(b); a != b {
-			parent[max(a, b)] = min(a, b)
-		}
-	}
+	sets := newDisjointSets(len(g.nodes))
 	for v := range g.nodes {
 		for _, e := range g.up[v] {
-			union(e.replica, e.source)
+			sets.union(e.replica, e.source)
 		}
 	}
 	for _, members := range g.groups {
 		for _, v := range members[min(1, len(members)):] {
-			union(members[0], v)
+			sets.union(members[0], v)
 		}
 	}
 	byRoot := map[int]int{}
 	var out [][]int
 	for v := range g.nodes { // nodes are sorted, so components come out sorted
-		r := find(v)
+		r := sets.find(v)
 		c, ok := byRoot[r]
 		if !ok {
 			c = len(out)
