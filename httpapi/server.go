@@ -73,6 +73,7 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	s.mux.HandleFunc("POST /api/clusters/{name}/ack", s.authorized(s.ack))
 	s.mux.HandleFunc("POST /api/bench/metrics", s.authorized(s.benchMetrics))
 	s.registerAlerts()
+	s.registerQueries()
 	return s
 }
 

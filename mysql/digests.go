@@ -51,6 +51,12 @@ type DigestSnapshot struct {
 	At      time.Time
 	Flavor  dbpilot.Flavor
 	Version string
+	// Source is where the digests come from: dbpilot.QuerySourcePerformanceSchema,
+	// or a slow log (the fallback when performance_schema is off), whose
+	// counters are cumulative since the reader started.
+	Source string
+	// SourceDetail qualifies Source (the slow log file's path).
+	SourceDetail string
 	// Enabled is performance_schema=ON. When false, nothing else is read.
 	Enabled bool
 	// ConsumerOff names the consumers (global_instrumentation,
@@ -102,12 +108,20 @@ func hasQuerySample(f dbpilot.Flavor, v dbpilot.Version) bool {
 // performance_schema off it returns a snapshot with Enabled false and no
 // error.
 func (d *DB) ReadDigests(ctx context.Context, opts DigestOptions) (*DigestSnapshot, error) {
-	return readDigests(ctx, d, d.Key, d.opts.User, opts)
+	return ReadDigestsFrom(ctx, d, d.Key, d.opts.User, opts)
 }
 
-func readDigests(ctx context.Context, q querier, key dbpilot.InstanceKey, user string, opts DigestOptions) (*DigestSnapshot, error) {
+// Querier is a session statements run on: a *DB, or a collector's
+// monitoring session.
+type Querier interface {
+	Query(ctx context.Context, query string, args ...any) (*Rows, error)
+}
+
+// ReadDigestsFrom is ReadDigests on any session of the server key (user
+// names the account in errors).
+func ReadDigestsFrom(ctx context.Context, q Querier, key dbpilot.InstanceKey, user string, opts DigestOptions) (*DigestSnapshot, error) {
 	s := session{q: q, key: key, user: user}
-	snap := &DigestSnapshot{Key: key, Capacity: -1}
+	snap := &DigestSnapshot{Key: key, Capacity: -1, Source: dbpilot.QuerySourcePerformanceSchema}
 	r, err := s.query(ctx, "read performance_schema variables", digestVariablesSQL)
 	if err != nil {
 		return nil, err

@@ -54,9 +54,9 @@ func (r *recordedDigests) Query(_ context.Context, q string, _ ...any) (*Rows, e
 func readRecordedDigests(t *testing.T, dir, file string, opts DigestOptions) (*DigestSnapshot, *recordedDigests) {
 	t.Helper()
 	r := &recordedDigests{dir: dir, digests: file}
-	s, err := readDigests(context.Background(), r, dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}, "u", opts)
+	s, err := ReadDigestsFrom(context.Background(), r, dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}, "u", opts)
 	if err != nil {
-		t.Fatalf("readDigests(%s/%s): %v", dir, file, err)
+		t.Fatalf("ReadDigestsFrom(%s/%s): %v", dir, file, err)
 	}
 	return s, r
 }
