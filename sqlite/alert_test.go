@@ -150,13 +150,17 @@ func TestAlertMigrationFromSchema1(t *testing.T) {
 	}
 	defer d.Close()
 	// Back to schema 1, then up again.
-	if _, err := d.db.Exec(`DROP TABLE alerts; DELETE FROM schema_version WHERE version > 1`); err != nil {
+	if _, err := d.db.Exec(`DROP TABLE alerts; DROP TABLE query_digests; DROP TABLE query_stats; DROP TABLE query_sources;
+		DROP TABLE query_source_minutes; DELETE FROM schema_version WHERE version > 1`); err != nil {
 		t.Fatal(err)
 	}
 	if err := applyMigrations(context.Background(), d.db, d.path, ms); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.SaveAlert(context.Background(), &dbpilot.Alert{Rule: "x", State: dbpilot.AlertFiring}); err != nil {
+		t.Errorf("after migrating from schema 1: %v", err)
+	}
+	if err := d.RecordQueries(context.Background(), dbpilot.QueryInterval{Source: dbpilot.QuerySource{Instance: "h:1"}}); err != nil {
 		t.Errorf("after migrating from schema 1: %v", err)
 	}
 }
