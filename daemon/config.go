@@ -53,6 +53,9 @@ type Config struct {
 	// Watchdog runs query watchdog rules on every monitored instance
 	// (daemon/watchdog.go); default: none.
 	Watchdog WatchdogConfig `yaml:"watchdog"`
+	// Queries configures query analytics: the statements collector and its
+	// storage (daemon/queries.go); default: on.
+	Queries QueriesConfig `yaml:"queries"`
 
 	// path is the file LoadConfig read (errors of inline watchdog rules name it).
 	path string
@@ -291,6 +294,7 @@ coordination:                    # several serves, one recovery leader per clust
 watchdog:                        # query watchdog on every monitored instance (omit: none); or rules_file: PATH
   rules:
     - {name: runaway-select, command: Query, info: '(?i)^select', busy: 30s, action: kill_query, dry_run: true}
+queries: {interval: 10s, top: 200, retention: 192h}   # query analytics per digest (default on; disabled: true)
 clusters:
   - name: main
     seeds: [db1:3306, db2:3306]
@@ -480,6 +484,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateWatchdog(); err != nil {
+		return err
+	}
+	if err := c.validateQueries(); err != nil {
 		return err
 	}
 	if len(c.Clusters) == 0 {

@@ -39,6 +39,7 @@ type Daemon struct {
 	// Monitoring (serve only): collectors feed metrics; alerts evaluate them.
 	metrics    MetricsBackend
 	alertStore dbpilot.AlertStore
+	queryStore QueryStore // nil: no query analytics
 	mon        *monitor
 
 	// Several serves (nil: this serve acts alone).
@@ -122,6 +123,10 @@ type Options struct {
 	// AlertStore keeps alert states (the sqlite store implements it).
 	Metrics    MetricsBackend
 	AlertStore dbpilot.AlertStore
+	// QueryStore keeps query statistics (the sqlite store implements it);
+	// with Collectors and queries on, each instance gets a statements
+	// collector recording into it.
+	QueryStore QueryStore
 
 	// Coordinator, when set, makes this serve one of several: it changes a
 	// cluster only as its leader, under a fencing check. Forward returns a
@@ -193,6 +198,9 @@ func New(cfg *Config, opt Options) *Daemon {
 		d.log = slog.New(slog.DiscardHandler)
 	}
 	d.alertStore = opt.AlertStore
+	if !cfg.Queries.Disabled && opt.Metrics != nil && opt.Collectors != nil {
+		d.queryStore = opt.QueryStore
+	}
 	if m, ok := d.coord.(interface {
 		OnRecovery(func(*dbpilot.SharedRecovery))
 	}); ok {
@@ -258,7 +266,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}()
 		}
 	}
-	if _, ok := d.store.(dbpilot.Pruner); ok {
+	if _, ok := d.store.(dbpilot.Pruner); ok || d.queryStore != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -304,6 +312,7 @@ func (d *Daemon) pruneLoop(ctx context.Context) {
 
 // prune deletes the history older than the retention once.
 func (d *Daemon) prune(ctx context.Context) {
+	d.pruneQueries(ctx)
 	p, ok := d.store.(dbpilot.Pruner)
 	if !ok {
 		return

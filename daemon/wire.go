@@ -169,6 +169,7 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 		Liveness:   &mysql.Liveness{Options: probe},
 		Store:      w.Store,
 		AlertStore: w.AlertStore,
+		QueryStore: queryStoreOf(w.Store),
 		Now:        w.Now,
 		Logger:     w.Logger,
 		Version:    w.Version,
@@ -193,6 +194,9 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 	d := New(cfg, opt)
 	if cs, ok := opt.Collectors.(*collectorStarter); ok {
 		cs.audit = d.audit // watchdog matches go to the daemon's audit log
+		if d.queryStore != nil {
+			cs.queries = &statementsStarter{cfg: cfg.Queries, rec: d.queryStore}
+		}
 	}
 	return d
 }
@@ -339,6 +343,8 @@ type collectorStarter struct {
 	wdOwn      watchdog.Own
 	wdInterval time.Duration
 	audit      func(context.Context, dbpilot.AuditEvent)
+	// queries, when set, adds a statements collector per instance.
+	queries *statementsStarter
 }
 
 func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSink, log *slog.Logger) *collectorStarter {
@@ -369,6 +375,9 @@ func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSin
 
 func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, base dbpilot.Batch, gate *HeartbeatGate) MetricsCollector {
 	cols := s.collectors(gate)
+	if s.queries != nil {
+		cols = append(cols, s.queries.collector(base.Cluster, s.log.With("instance", t.Key.String())))
+	}
 	if len(s.wdRules) > 0 {
 		cols = append(cols, newWatchdogCollector(s.wdRules, s.wdOwn, s.wdInterval, base.Cluster, s.audit, s.log))
 	}
