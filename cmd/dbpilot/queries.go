@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -35,27 +33,8 @@ type queriesInstance struct {
 	Full           bool   `json:"full"` // the table holds capacity rows: new digests are lost
 }
 
-// queryRow is one digest in the report.
-type queryRow struct {
-	Instance        string  `json:"instance"`
-	Schema          string  `json:"schema"`
-	Digest          string  `json:"digest"`
-	DigestText      string  `json:"digest_text"`
-	Example         string  `json:"example,omitempty"`
-	Count           uint64  `json:"count"`
-	TotalMS         float64 `json:"total_ms"`
-	AvgMS           float64 `json:"avg_ms"`
-	MaxMS           float64 `json:"max_ms"`
-	RowsExamined    uint64  `json:"rows_examined"`
-	RowsSent        uint64  `json:"rows_sent"`
-	Errors          uint64  `json:"errors"`
-	Warnings        uint64  `json:"warnings"`
-	NoIndexUsed     uint64  `json:"no_index_used"`
-	TmpDiskTables   uint64  `json:"tmp_disk_tables"`
-	SortMergePasses uint64  `json:"sort_merge_passes"`
-	FirstSeen       string  `json:"first_seen"`
-	LastSeen        string  `json:"last_seen"`
-}
+// queryRow is one digest in the report: the row serve's report has too.
+type queryRow = dbpilot.QueryStat
 
 func psToMS(ps uint64) float64 { return float64(ps) / 1e9 }
 
@@ -68,9 +47,10 @@ func (a *app) queriesCommand() *cobra.Command {
 		limit      int
 		examples   bool
 		asJSON     bool
+		server     queriesServer
 	)
 	cmd := &cobra.Command{
-		Use:   "queries HOST:PORT | --sandbox NAME [--node N]",
+		Use:   "queries HOST:PORT | --sandbox NAME [--node N] | --server URL [CLUSTER|HOST:PORT]",
 		Short: "Top queries by digest from performance_schema (like pt-query-digest)",
 		Long: `Report the statements that cost the most, grouped by digest (the statement
 with its literals replaced by "?"), from the server's
@@ -92,12 +72,19 @@ The header gives the table's capacity (performance_schema_digests_size) and
 lost digests (Performance_schema_digest_lost): statements that found the
 table full are counted in a row without digest text, not under their own.
 
+With --server the report comes from a running 'dbpilot serve', whose
+statements collector reads every monitored instance's digest table every
+10 s (queries: in its configuration) and keeps what ran per minute: --since
+gives the span (default 1h), an argument narrows it to a cluster or one
+HOST:PORT. --json prints serve's report (GET /api/queries).
+
 Needs performance_schema=ON (a server option; sandboxes have it, with small
 sizing) and the statements_digest consumer (on by default). With --sandbox and
 no --node, every node is read and rows name their instance.` + exitHelp,
 		Example: `  dbpilot queries 127.0.0.1:3306 --user monitor --interval 30s
   dbpilot queries --sandbox demo --node 1 --since-start --by avg --limit 10
-  dbpilot queries --sandbox demo --node 1 --interval 5s --json`,
+  dbpilot queries --sandbox demo --node 1 --interval 5s --json
+  dbpilot queries --server http://127.0.0.1:7070 main --since 24h --by avg`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch by {
 			case "total", "avg", "count", "rows":
@@ -106,6 +93,25 @@ no --node, every node is read and rows name their instance.` + exitHelp,
 			}
 			if limit < 1 {
 				return dbpilot.Errorf(dbpilot.EINVALID, "--limit %d: want 1 or more", limit)
+			}
+			if server.url != "" {
+				if err := onlyWithoutServer(cmd, "sandbox", "node", "interval", "since-start", "examples"); err != nil {
+					return err
+				}
+				if server.since <= 0 {
+					return dbpilot.Errorf(dbpilot.EINVALID, "--since %s: want a positive duration such as 1h", server.since)
+				}
+				rep, err := server.run(cmd.Context(), args, by, limit)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(a.stdout, rep)
+				}
+				return printQueryReport(a.stdout, rep)
+			}
+			if cmd.Flags().Changed("since") {
+				return dbpilot.Errorf(dbpilot.EINVALID, "--since needs --server (serve keeps the history); without it use --interval")
 			}
 			if !sinceStart && interval <= 0 {
 				return dbpilot.Errorf(dbpilot.EINVALID, "--interval %s: want a positive duration such as 10s, or --since-start", interval)
@@ -143,6 +149,9 @@ no --node, every node is read and rows name their instance.` + exitHelp,
 	f.IntVar(&limit, "limit", 20, "show the top N digests")
 	f.BoolVar(&examples, "examples", false, "keep literals in example statements (they may hold personal data)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.StringVar(&server.url, "server", "", "report from a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070")
+	f.StringVar(&server.token, "token", "", "API token for --server (default $DBPILOT_TOKEN)")
+	f.DurationVar(&server.since, "since", time.Hour, "with --server: the span of the report, back from now")
 	return cmd
 }
 
@@ -268,28 +277,5 @@ func printQueries(w io.Writer, rep *queriesReport) error {
 		fmt.Fprintln(w, "no statements ran")
 		return nil
 	}
-	multi := len(rep.Instances) > 1
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "#\tcount\ttotal_ms\tavg_ms\tmax_ms\trows_exam\trows_sent\terrors\tno_index\ttmp_disk\t"
-	if multi {
-		head += "instance\t"
-	}
-	fmt.Fprintln(tw, head+"schema\tdigest_text")
-	for i, r := range rep.Queries {
-		text := r.DigestText
-		if len(text) > 100 {
-			text = text[:97] + "..."
-		}
-		schema := r.Schema
-		if schema == "" {
-			schema = "-"
-		}
-		line := fmt.Sprintf("%d\t%d\t%.2f\t%.3f\t%.3f\t%d\t%d\t%d\t%d\t%d\t", i+1, r.Count, r.TotalMS, r.AvgMS, r.MaxMS,
-			r.RowsExamined, r.RowsSent, r.Errors, r.NoIndexUsed, r.TmpDiskTables)
-		if multi {
-			line += r.Instance + "\t"
-		}
-		fmt.Fprintln(tw, line+schema+"\t"+strings.ReplaceAll(text, "\t", " "))
-	}
-	return tw.Flush()
+	return printQueryTable(w, rep.Queries, len(rep.Instances) > 1)
 }
