@@ -8,13 +8,24 @@
 #    prometheus-mysqld-exporter (one process per instance, as 0.14 works)
 #    scraped once per second by a real Prometheus server, which also scrapes
 #    dbpilot's /metrics.
+# 3. Query analytics cost: serve's statements collector (digest table read
+#    every 10 s, deltas stored in SQLite, per-digest series) on a sandbox
+#    under a sysbench load with DIGESTS extra distinct digests: serve's CPU
+#    with queries on and off, mysqld_exporter with only its
+#    perf_schema.eventsstatements collector scraped every 10 s, and the
+#    server-side cost of each one's read of the digest table (its own
+#    digest row: calls, average latency, rows).
 #
 # Usage: bash bench/monitoring.sh [SYSBENCH_SECONDS] [WINDOW_SECONDS]  (defaults 60 60)
+#        SECTIONS="1 2 3" (default all), DIGESTS=300
 # Needs: mariadb-server, sysbench, prometheus, prometheus-mysqld-exporter (installed if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SB_SECS="${1:-60}"
 WINDOW="${2:-60}"
+SECTIONS="${SECTIONS:-1 2 3}"
+DIGESTS="${DIGESTS:-300}"
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 bash scripts/install-deps.sh
 need=()
 command -v sysbench >/dev/null || need+=(sysbench)
@@ -86,6 +97,7 @@ write_config() { # FILE
 echo "dbpilot monitoring benchmark — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $("$DBP" --version), $(prometheus-mysqld-exporter --version 2>&1 | head -1)"
 
 # ---- 1. server-side overhead ----------------------------------------------
+if want 1; then
 deploy 1
 P1=$(ports_of)
 SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$P1" --mysql-user="$USER_" --mysql-password="$PASS" --mysql-db=sbtest --tables=4 --table-size=20000 --threads=2)
@@ -116,8 +128,10 @@ print(f"   monitored / unmonitored throughput: {sum(w)/sum(wo)*100:.1f}%   (targ
 PY
 for s in "${SANDBOXES[@]}"; do "$DBP" sandbox destroy "$s" >/dev/null; done
 SANDBOXES=()
+fi
 
 # ---- 2. collector cost ------------------------------------------------------
+if want 2; then
 printf "\n2. collector cost over %ss at 1 s resolution\n" "$WINDOW"
 printf "   %-10s %-26s %10s %12s %14s %12s\n" instances tool "cpu s" "cpu s/inst" "peak RSS MB" "series"
 for N in 1 10 50; do
@@ -167,4 +181,70 @@ PY
 	SANDBOXES=(); PIDS=()
 	rm -rf "$DBPILOT_HOME/prom"
 done
+fi
+
+# ---- 3. query analytics cost -------------------------------------------------
+if want 3; then
+deploy 1
+P1=$(ports_of)
+SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$P1" --mysql-user="$USER_" --mysql-password="$PASS" --mysql-db=sbtest --tables=4 --table-size=20000 --threads=2)
+"$DBP" sandbox sql mon0 node1 "CREATE DATABASE sbtest" >/dev/null
+"${SB[@]}" prepare >/dev/null
+# DIGESTS distinct statements (their aliases differ), so that the table holds
+# more than sysbench's few digests.
+python3 -c "print(''.join(f'SELECT {i} AS dbpilot_bench_digest_{i};' for i in range($DIGESTS)))" | "$DBP" sandbox sql mon0 node1 - >/dev/null
+# A steady load for the whole section: its statements change the table.
+"${SB[@]}" --rate=100 --time=$((3 * WINDOW + 60)) --report-interval=0 run >/dev/null 2>&1 & LOAD=$!; PIDS+=("$LOAD")
+sleep 5
+serve_cpu() { # queries: disabled|on → CPU seconds of serve over WINDOW
+	write_config "$DBPILOT_HOME/serve.yaml"
+	[ "$1" = disabled ] && echo "queries: {disabled: true}" >>"$DBPILOT_HOME/serve.yaml"
+	rm -rf "$DBPILOT_HOME/state.db"* "$DBPILOT_HOME/metrics"
+	"$DBP" serve --config "$DBPILOT_HOME/serve.yaml" >/dev/null 2>"$DBPILOT_HOME/serve.log" & local sv=$!; PIDS+=("$sv")
+	sleep 12 # connections, the statements collector's baseline
+	local c0; c0=$(cpu_ticks "$sv"); sleep "$WINDOW"; local c1; c1=$(cpu_ticks "$sv")
+	kill "$sv"; wait "$sv" 2>/dev/null || true
+	python3 -c "print(($c1 - $c0) / $HZ)"
+}
+OFF=$(serve_cpu disabled)
+ON=$(serve_cpu on)
+DSN="$USER_:$PASS@(127.0.0.1:$P1)/"
+DATA_SOURCE_NAME="$DSN" prometheus-mysqld-exporter --web.listen-address=127.0.0.1:19100 \
+	--no-collect.global_status --no-collect.global_variables --no-collect.slave_status --no-collect.info_schema.innodb_cmp \
+	--no-collect.info_schema.innodb_cmpmem --no-collect.info_schema.query_response_time --collect.perf_schema.eventsstatements \
+	>/dev/null 2>&1 & EXP=$!; PIDS+=("$EXP")
+cat >"$DBPILOT_HOME/prom.yml" <<YML
+global: {scrape_interval: 10s, scrape_timeout: 9s}
+scrape_configs:
+  - job_name: mysqld_exporter
+    static_configs: [{targets: ['127.0.0.1:19100']}]
+YML
+prometheus --config.file="$DBPILOT_HOME/prom.yml" --storage.tsdb.path="$DBPILOT_HOME/prom" --web.listen-address=127.0.0.1:19090 >/dev/null 2>&1 & PROM=$!; PIDS+=("$PROM")
+sleep 12
+e0=$(cpu_ticks "$EXP"); sleep "$WINDOW"; e1=$(cpu_ticks "$EXP")
+ESERIES=$(curl -s http://127.0.0.1:19100/metrics | grep -c '^mysql_perf_schema_events_statements_total' || true)
+kill "$EXP" "$PROM" "$LOAD" 2>/dev/null || true; wait "$EXP" "$PROM" "$LOAD" 2>/dev/null || true
+DIGROWS=$("$DBP" sandbox sql mon0 node1 "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest" | tail -1)
+"$DBP" queries --sandbox mon0 --since-start --by count --limit 5000 --json >"$DBPILOT_HOME/digests.json"
+python3 - "$WINDOW" "$OFF" "$ON" "$e0" "$e1" "$HZ" "$ESERIES" "$DIGROWS" "$DBPILOT_HOME/digests.json" <<'PY'
+import json, sys
+window, off, on, e0, e1, hz, eseries, rows, path = sys.argv[1:]
+window, off, on, hz = float(window), float(off), float(on), float(hz)
+ecpu = (int(e1) - int(e0)) / hz
+print(f"\n3. query analytics over {window:.0f} s, digest table read every 10 s ({rows.strip()} rows in it), sysbench at 100 tx/s")
+print(f"   dbpilot serve CPU: queries off {off:.2f} s, on {on:.2f} s; statements collector {on - off:.2f} s ({(on - off) / window * 1000:.1f} ms per s)")
+print(f"   mysqld_exporter (perf_schema.eventsstatements only, scraped every 10 s): {ecpu:.2f} s ({ecpu / window * 1000:.1f} ms per s), {eseries} digests with series")
+qs = json.load(open(path))["queries"]
+print(f"   server-side cost of each read of the digest table (its own digest row in performance_schema):")
+print(f"   {'reader':<40} {'calls':>6} {'avg ms':>9} {'max ms':>9} {'rows/call':>10}")
+for q in qs:
+    t = q["digest_text"]
+    if "events_statements_summary_by_digest" not in t or q["count"] == 0:
+        continue
+    who = "dbpilot (all digests, deltas here)" if "SUM_SORT_MERGE_PASSES" in t and "ORDER BY" not in t else ("mysqld_exporter (top 250 by latency)" if "ORDER BY" in t else t[:40])
+    print(f"   {who:<40} {q['count']:>6} {q['avg_ms']:>9.3f} {q['max_ms']:>9.3f} {q['rows_sent'] / q['count']:>10.1f}")
+PY
+for s in "${SANDBOXES[@]}"; do "$DBP" sandbox destroy "$s" >/dev/null; done
+SANDBOXES=()
+fi
 echo "targets: throughput >= 99%; dbpilot CPU per instance <= 0.5x mysqld_exporter's; RSS <= 200 MB at 50 instances"
