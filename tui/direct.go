@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -21,17 +22,44 @@ const DefaultInnoDBEvery = 5 * time.Second
 // ENGINE INNODB STATUS and the redo log variables, read with the collector
 // package's parser. Rates are the deltas between two polls divided by the
 // time between them.
+//
+// While the q view is shown (SetView) it also reads the statement digest
+// table (mysql's ReadDigests) every QueriesEvery, and shows what ran
+// between the last two reads (mysql.DigestDeltas) until the next one. The
+// digests read are forgotten when another view is shown.
 type Direct struct {
 	opts mysql.Options
 	// InnoDBEvery is how often SHOW ENGINE INNODB STATUS is read
 	// (DefaultInnoDBEvery when zero).
 	InnoDBEvery time.Duration
+	// QueriesEvery is how often the digest table is read in the q view
+	// (DefaultQueriesEvery when zero).
+	QueriesEvery time.Duration
+
+	view      atomic.Int32 // the View shown
+	queryRows atomic.Int32 // digests the screen has room for (0: unknown)
 
 	mu    sync.Mutex // one Poll at a time
 	conns []*directConn
 }
 
-var _ Source = (*Direct)(nil)
+var (
+	_ Source     = (*Direct)(nil)
+	_ ViewSetter = (*Direct)(nil)
+)
+
+// SetView implements ViewSetter.
+func (d *Direct) SetView(v View, rows int) {
+	d.view.Store(int32(v))
+	d.queryRows.Store(int32(max(rows, 0)))
+}
+
+func (d *Direct) queriesEvery() time.Duration {
+	if d.QueriesEvery <= 0 {
+		return DefaultQueriesEvery
+	}
+	return d.QueriesEvery
+}
 
 // NewDirect returns a source reading the servers at keys with opts.
 func NewDirect(keys []dbpilot.InstanceKey, opts mysql.Options) *Direct {
@@ -59,14 +87,35 @@ func (d *Direct) Poll(ctx context.Context) (*Frame, error) {
 		every = DefaultInnoDBEvery
 	}
 	f := &Frame{Time: time.Now(), Source: d.Describe(), Rows: make([]Row, len(d.conns))}
+	queries := View(d.view.Load()) == ViewQueries
+	limit := int(d.queryRows.Load())
+	if limit <= 0 {
+		limit = DefaultQueryRows
+	}
 	var wg sync.WaitGroup
 	warm := make([]bool, len(d.conns))
 	for i, c := range d.conns {
 		wg.Go(func() {
 			f.Rows[i], warm[i] = c.poll(ctx, d.opts, every)
+			if !queries {
+				c.digests = nil // back in the q view, read afresh
+				return
+			}
+			if f.Rows[i].Err != "" {
+				c.digests = nil
+				return
+			}
+			c.pollDigests(ctx, d.queriesEvery(), limit)
 		})
 	}
 	wg.Wait()
+	if queries {
+		states := make([]*digestState, len(d.conns))
+		for i, c := range d.conns {
+			states[i] = c.digests
+		}
+		f.Queries = mergeDigests("performance_schema, read every "+d.queriesEvery().String(), states, limit)
+	}
 	f.Warmup = true
 	for _, w := range warm {
 		if w {
@@ -96,6 +145,22 @@ type directConn struct {
 	innodb   collector.InnoDBStatus // the last INNODB STATUS read
 	redoVars map[string]string      // the redo log variables, read with it
 	innodbAt time.Time
+
+	digests *digestState // in the q view: the digest table's reads
+}
+
+// pollDigests reads the digest table when there was no read yet or the
+// last one is every old, and keeps what ran between the last two reads.
+func (c *directConn) pollDigests(ctx context.Context, every time.Duration, limit int) {
+	if c.digests == nil {
+		c.digests = &digestState{}
+	}
+	now := time.Now()
+	if c.db == nil || !c.digests.due(now, every) {
+		return
+	}
+	snap, err := c.db.ReadDigests(ctx, mysql.DigestOptions{})
+	c.digests.update(c.key.String(), snap, err, now, limit)
 }
 
 func (c *directConn) close() {

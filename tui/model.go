@@ -10,6 +10,10 @@
 // pure function of a Frame (Render for the screen, Lines for the one line per
 // instance printed when stdout is not a terminal); Run drives a source and
 // draws, switching views on key presses.
+//
+// The q view (top digests now) costs the servers more than the others: a
+// Source that implements ViewSetter is told which view is shown and reads
+// statement digests only while the q view is.
 package tui
 
 import (
@@ -128,6 +132,9 @@ type Frame struct {
 	Notes []string
 	// Warmup is set on a first read, before any rate can be computed.
 	Warmup bool
+	// Queries are the top digests, read only while the q view is shown
+	// (nil otherwise, or when the source has none).
+	Queries *Queries
 }
 
 // View is one of the screens of top.
@@ -139,6 +146,7 @@ const (
 	ViewInnoDB
 	ViewReplication
 	ViewWsrep
+	ViewQueries
 )
 
 var views = []struct {
@@ -149,6 +157,7 @@ var views = []struct {
 	{'i', "innodb"},
 	{'r', "replication"},
 	{'w', "wsrep"},
+	{'q', "queries"},
 }
 
 // String returns the view's name.
@@ -167,7 +176,7 @@ func ParseView(s string) (View, error) {
 			return View(i), nil
 		}
 	}
-	return 0, dbpilot.Errorf(dbpilot.EINVALID, "unknown view %q: want overview, innodb, replication or wsrep", s)
+	return 0, dbpilot.Errorf(dbpilot.EINVALID, "unknown view %q: want overview, innodb, replication, wsrep or queries", s)
 }
 
 // viewForKey returns the view switched to by key.

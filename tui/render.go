@@ -29,7 +29,7 @@ const (
 // Render draws s as text lines, each ending in "\n": a header with the view
 // names (the active one in brackets, and in reverse video with Color), the
 // time and the source; notes; then the view's table, one row per instance
-// (per channel in the replication view). Lines are cut to Width and the
+// (per channel in the replication view, per digest in the queries view). Lines are cut to Width and the
 // screen to Height lines.
 func Render(s Screen) string {
 	var lines []string
@@ -60,6 +60,8 @@ func Render(s Screen) string {
 			lines = append(lines, replication(f)...)
 		case ViewWsrep:
 			lines = append(lines, wsrep(f)...)
+		case ViewQueries:
+			lines = append(lines, queriesView(f, s.Width)...)
 		}
 	}
 	if s.Height > 0 && len(lines) > s.Height {
@@ -93,7 +95,7 @@ func header(s Screen) string {
 		}
 		b.WriteString(" " + name)
 	}
-	b.WriteString("  q:quit")
+	b.WriteString("  ^C:quit")
 	right := ""
 	if s.Frame != nil {
 		right = s.Frame.Time.Format("2006-01-02 15:04:05") + "  " + s.Frame.Source

@@ -186,12 +186,13 @@ func TestAssignRoles(t *testing.T) {
 }
 
 func TestParseView(t *testing.T) {
-	for s, want := range map[string]View{"overview": ViewOverview, "i": ViewInnoDB, "Replication": ViewReplication, "w": ViewWsrep} {
+	for s, want := range map[string]View{"overview": ViewOverview, "i": ViewInnoDB, "Replication": ViewReplication, "w": ViewWsrep,
+		"q": ViewQueries, "queries": ViewQueries} {
 		if v, err := ParseView(s); err != nil || v != want {
 			t.Errorf("ParseView(%q) = %v, %v", s, v, err)
 		}
 	}
-	if _, err := ParseView("x"); dbpilot.ErrorCode(err) != dbpilot.EINVALID {
+	if _, err := ParseView("x"); dbpilot.ErrorCode(err) != dbpilot.EINVALID || !strings.Contains(err.Error(), "wsrep or queries") {
 		t.Errorf("ParseView(x) error %v", err)
 	}
 }

@@ -29,8 +29,8 @@ type Options struct {
 	Out io.Writer
 	// Interactive redraws the screen (ANSI) instead of printing lines.
 	Interactive bool
-	// Keys, when set with Interactive, is read for key presses: o i r w
-	// switch views; q, Ctrl-C and Ctrl-D quit. The goroutine reading it ends
+	// Keys, when set with Interactive, is read for key presses: o i r w q
+	// switch views; Ctrl-C and Ctrl-D quit. The goroutine reading it ends
 	// when it returns an error (EOF).
 	Keys io.Reader
 	// Size returns the terminal's width and height (nil: unlimited).
@@ -49,7 +49,12 @@ type polled struct {
 
 // Run polls src every interval and shows each refresh until ctx ends, the
 // user quits or Count refreshes were shown. Without Interactive it prints
-// Lines for every refresh after the first read (whose rates are unknown).
+// Lines for every refresh after the first read (whose rates are unknown);
+// in the queries view, QueryLines for every new read of the digests
+// instead, each counting as a refresh.
+//
+// A src that implements ViewSetter is told the view before the first poll
+// and on every change.
 //
 // It fails when the first read fails entirely: the API does not answer, or
 // no instance could be read. Later failures are shown and polling goes on.
@@ -62,6 +67,23 @@ func Run(ctx context.Context, src Source, o Options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+
+	view := o.View
+	vs, viewSetter := src.(ViewSetter)
+	setView := func() {
+		if !viewSetter {
+			return
+		}
+		rows := 0
+		if o.Interactive && o.Size != nil {
+			// The screen less the header, notes and table title lines.
+			if _, h := o.Size(); h > 0 {
+				rows = max(h-6, 1)
+			}
+		}
+		vs.SetView(view, rows)
+	}
+	setView()
 
 	frames := make(chan polled)
 	done := make(chan struct{})
@@ -81,11 +103,11 @@ func Run(ctx context.Context, src Source, o Options) error {
 	}
 
 	var (
-		last   *Frame
-		errMsg string
-		view   = o.View
-		shown  int
-		first  = true
+		last      *Frame
+		errMsg    string
+		shown     int
+		first     = true
+		queriesAt time.Time // the digests read last printed (line output)
 	)
 	draw := func() error {
 		if !o.Interactive {
@@ -105,6 +127,7 @@ func Run(ctx context.Context, src Source, o Options) error {
 		case <-ctx.Done():
 			return nil
 		case <-o.Resize:
+			setView()
 			if err := draw(); err != nil {
 				return err
 			}
@@ -114,11 +137,14 @@ func Run(ctx context.Context, src Source, o Options) error {
 				continue
 			}
 			switch k {
-			case 'q', 'Q', 3, 4: // Ctrl-C, Ctrl-D
+			case 3, 4: // Ctrl-C, Ctrl-D
 				return nil
 			}
 			if v, ok := viewForKey(toLower(k)); ok {
-				view = v
+				if v != view {
+					view = v
+					setView()
+				}
 				if err := draw(); err != nil {
 					return err
 				}
@@ -145,8 +171,28 @@ func Run(ctx context.Context, src Source, o Options) error {
 				first = false
 			}
 			last, errMsg = p.f, ""
-			if !o.Interactive && !p.f.Warmup {
-				for _, l := range Lines(p.f) {
+			counts := !p.f.Warmup
+			if !o.Interactive {
+				var lines []string
+				switch {
+				case view == ViewQueries && viewSetter:
+					// A line per digest when they were read again; the
+					// instance lines of a refresh in between would repeat
+					// the same digests.
+					counts = false
+					if q := p.f.Queries; q != nil && !p.f.Warmup && q.At.After(queriesAt) && (q.Span > 0 || len(q.Notes) > 0) {
+						queriesAt, counts = q.At, true
+						lines = QueryLines(q)
+						for _, r := range p.f.Rows {
+							if r.Err != "" {
+								lines = append(lines, Lines(&Frame{Time: p.f.Time, Rows: []Row{r}})...)
+							}
+						}
+					}
+				case !p.f.Warmup:
+					lines = Lines(p.f)
+				}
+				for _, l := range lines {
 					if _, err := fmt.Fprintln(o.Out, l); err != nil {
 						return err
 					}
@@ -155,7 +201,7 @@ func Run(ctx context.Context, src Source, o Options) error {
 			if err := draw(); err != nil {
 				return err
 			}
-			if !p.f.Warmup {
+			if counts {
 				shown++
 				if o.Count > 0 && shown >= o.Count {
 					return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -177,14 +178,20 @@ func TestRunInteractiveKeys(t *testing.T) {
 	resize <- struct{}{}
 	waitFor("\x1b[Hdbpilot top   o:overview   i:i\x1b[K") // cut to the new width
 	keysW.Write([]byte("x"))                              // ignored
-	keysW.Write([]byte("q"))
+	wmu.Lock()
+	width = 200
+	wmu.Unlock()
+	keysW.Write([]byte("q")) // the queries view, not quit: this source has no digests
+	waitFor("[q:queries]")
+	waitFor("waiting for the first digest read...")
+	keysW.Write([]byte("\x04")) // Ctrl-D
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("q did not quit")
+		t.Fatal("Ctrl-D did not quit")
 	}
 	keysW.Close()
 }
@@ -202,5 +209,123 @@ func TestRunInteractiveCtrlC(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Ctrl-C did not quit")
+	}
+}
+
+// viewSource is a fakeSource that implements ViewSetter: it records the
+// views set and, in the queries view, returns digests read anew every
+// second poll.
+type viewSource struct {
+	fakeSource
+	vmu   sync.Mutex
+	views []View
+	rows  []int
+}
+
+func (s *viewSource) SetView(v View, rows int) {
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	s.views = append(s.views, v)
+	s.rows = append(s.rows, rows)
+}
+
+func (s *viewSource) Poll(ctx context.Context) (*Frame, error) {
+	f, err := s.fakeSource.Poll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.vmu.Lock()
+	inQueries := len(s.views) > 0 && s.views[len(s.views)-1] == ViewQueries
+	s.vmu.Unlock()
+	if inQueries {
+		q := queriesFrame().Queries
+		s.mu.Lock()
+		n := s.polls
+		s.mu.Unlock()
+		q.At = fixedTime.Add(time.Duration(n/2) * time.Second) // new every second poll
+		f.Queries = q
+	}
+	return f, nil
+}
+
+func (s *viewSource) seen() ([]View, []int) {
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	return append([]View(nil), s.views...), append([]int(nil), s.rows...)
+}
+
+// TestRunViewSwitch: Run tells the source the view before the first poll
+// and on every switch (not on a key for the view shown), with the rows the
+// screen has room for; the q view shows the digests.
+func TestRunViewSwitch(t *testing.T) {
+	keysR, keysW := io.Pipe()
+	defer keysW.Close()
+	out := &syncBuffer{}
+	src := &viewSource{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), src, Options{
+			Interval: 20 * time.Millisecond, Out: out, Interactive: true, Keys: keysR,
+			Size: func() (int, int) { return 160, 40 },
+		})
+	}()
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(out.String(), what) {
+			if time.Now().After(deadline) {
+				s := out.String()
+				t.Fatalf("no %q on screen; last output:\n%q", what, s[max(0, len(s)-1500):])
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("ROWS_W/s")
+	keysW.Write([]byte("q"))
+	waitFor("[q:queries]")
+	waitFor("TOP DIGESTS by load over the last 5.0s")
+	waitFor("SELECT * FROM `orders` WHERE `id` = ?")
+	keysW.Write([]byte("Q")) // the view shown: not set again
+	keysW.Write([]byte("o"))
+	waitFor("[o:overview]")
+	keysW.Write([]byte("\x03"))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ctrl-C did not quit")
+	}
+	views, rows := src.seen()
+	if want := []View{ViewOverview, ViewQueries, ViewOverview}; !slices.Equal(views, want) {
+		t.Errorf("views set %v, want %v", views, want)
+	}
+	for _, r := range rows {
+		if r != 34 {
+			t.Errorf("rows %v, want 34 (40 lines less 6)", rows)
+			break
+		}
+	}
+}
+
+// TestRunQueryLines: in the q view, output that is not a terminal is a
+// line per digest at every new read of the digests, each a refresh.
+func TestRunQueryLines(t *testing.T) {
+	var out bytes.Buffer
+	src := &viewSource{}
+	if err := Run(context.Background(), src, Options{Interval: 10 * time.Millisecond, Count: 2, View: ViewQueries, Out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	// Two new reads × (2 digest tables, 1 note, 4 digests, the instance
+	// that does not answer); polls 2 and 4, the first a warmup.
+	if len(lines) != 2*8 || strings.Count(out.String(), " calls_per_s=") != 8 || strings.Count(out.String(), "connection refused") != 2 ||
+		strings.Contains(out.String(), " qps=") {
+		t.Fatalf("%d lines:\n%s", len(lines), out.String())
+	}
+	if !strings.HasPrefix(lines[0], "2026-11-21T09:48:21.000Z instance=127.0.0.1:16501 digests=2000") ||
+		!strings.HasPrefix(lines[8], "2026-11-21T09:48:22.000Z instance=127.0.0.1:16501 digests=2000") {
+		t.Errorf("lines:\n%s", out.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -18,12 +19,40 @@ import (
 // metric queries (GET /api/metrics/query, Prometheus' shape) for the rates
 // and gauges; the firing alerts. A serve without the alerts endpoint (or
 // that evaluates none) shows no alert column.
+//
+// While the q view is shown (SetView) it also asks for the top digests of
+// the last QueriesSpan (GET /api/queries, serve's statements collectors)
+// every QueriesEvery. A serve without query statistics is a note.
 type Server struct {
 	api  *httpapi.Client
 	only map[dbpilot.InstanceKey]bool // nil: every instance
+	// QueriesEvery is how often the q view asks for the top digests
+	// (DefaultQueriesEvery when zero); QueriesSpan is the span they cover
+	// (DefaultQueriesSpan when zero).
+	QueriesEvery, QueriesSpan time.Duration
+
+	view      atomic.Int32 // the View shown
+	queryRows atomic.Int32 // digests the screen has room for (0: unknown)
+
+	qmu       sync.Mutex
+	queries   *Queries  // the last answer, shown until the next
+	queriesAt time.Time // when it was asked
 }
 
-var _ Source = (*Server)(nil)
+// DefaultQueriesSpan is the span of the top digests the Server source asks
+// for.
+const DefaultQueriesSpan = time.Minute
+
+var (
+	_ Source     = (*Server)(nil)
+	_ ViewSetter = (*Server)(nil)
+)
+
+// SetView implements ViewSetter.
+func (s *Server) SetView(v View, rows int) {
+	s.view.Store(int32(v))
+	s.queryRows.Store(int32(max(rows, 0)))
+}
 
 // NewServer returns a source asking the serve that api calls. only, when
 // not empty, limits the rows to those instances.
@@ -268,6 +297,13 @@ func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 		})
 	}
 	wg.Go(func() { alerts, alertsErr = s.api.Alerts(ctx, dbpilot.AlertFilter{State: dbpilot.AlertFiring}) })
+	if View(s.view.Load()) == ViewQueries {
+		wg.Go(func() { f.Queries = s.pollQueries(ctx) })
+	} else {
+		s.qmu.Lock()
+		s.queries, s.queriesAt = nil, time.Time{}
+		s.qmu.Unlock()
+	}
 	wg.Wait()
 
 	var metricErr error
@@ -326,6 +362,77 @@ func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 		f.Notes = append(f.Notes, "alerts: "+alertsErr.Error())
 	}
 	return f, nil
+}
+
+// pollQueries asks for the top digests when the last answer is
+// QueriesEvery old, and returns the last answer.
+func (s *Server) pollQueries(ctx context.Context) *Queries {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	every, span := s.QueriesEvery, s.QueriesSpan
+	if every <= 0 {
+		every = DefaultQueriesEvery
+	}
+	if span <= 0 {
+		span = DefaultQueriesSpan
+	}
+	now := time.Now()
+	if s.queries != nil && now.Sub(s.queriesAt) < every {
+		return s.queries
+	}
+	limit := int(s.queryRows.Load())
+	if limit <= 0 {
+		limit = DefaultQueryRows
+	}
+	filter := dbpilot.QueryFilter{Since: now.Add(-span), By: dbpilot.QueryByTotal, Limit: limit}
+	if len(s.only) == 1 {
+		for k := range s.only {
+			filter.Instance = k.String()
+		}
+	}
+	q := &Queries{Origin: "serve, read every " + every.String(), At: now}
+	rep, err := s.api.Queries(ctx, filter)
+	switch {
+	case err == nil:
+		q.At = rep.Until
+		if q.At.IsZero() {
+			q.At = now
+		}
+		q.Span = span
+		if !rep.Since.IsZero() && !rep.Until.IsZero() && rep.Until.After(rep.Since) {
+			q.Span = rep.Until.Sub(rep.Since)
+		}
+		for _, src := range rep.Sources {
+			if !s.shows(src.Instance) {
+				continue
+			}
+			q.Sources = append(q.Sources, src) // an error is shown with it
+		}
+		for _, st := range rep.Queries {
+			if s.shows(st.Instance) {
+				q.Rows = append(q.Rows, QueryRow{QueryStat: st, Span: q.Span})
+			}
+		}
+		sortQueryRows(q.Rows)
+		if len(q.Rows) == 0 && len(q.Sources) == 0 && len(q.Notes) == 0 {
+			q.Notes = append(q.Notes, "serve has no query statistics yet")
+		}
+	case dbpilot.ErrorCode(err) == dbpilot.EUNSUPPORTED || dbpilot.ErrorCode(err) == dbpilot.ENOTFOUND:
+		q.Notes = append(q.Notes, "this serve does not collect query statistics (GET /api/queries: "+oneLine(err.Error())+")")
+	default:
+		q.Notes = append(q.Notes, "GET /api/queries: "+oneLine(err.Error()))
+	}
+	s.queries, s.queriesAt = q, now
+	return q
+}
+
+// shows reports whether the instance is one of those shown.
+func (s *Server) shows(instance string) bool {
+	if s.only == nil {
+		return true
+	}
+	k, err := dbpilot.ParseInstanceKey(instance)
+	return err == nil && s.only[k.Normalized()]
 }
 
 func normInstance(s string) string {

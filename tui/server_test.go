@@ -26,9 +26,14 @@ type fakeServe struct {
 	alertsStatus int
 	alertsCode   string
 	failQuery    string
-	mu           sync.Mutex
-	queries      []string
-	authHeader   string
+	// queriesStatus, when set, is /api/queries' error status, with
+	// queriesCode as the API's error code.
+	queriesStatus int
+	queriesCode   string
+	mu            sync.Mutex
+	queries       []string
+	queryReports  []string // the query strings of GET /api/queries
+	authHeader    string
 }
 
 func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +55,16 @@ func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		file = "alerts.json"
+	case "/api/queries":
+		f.mu.Lock()
+		f.queryReports = append(f.queryReports, r.URL.RawQuery)
+		f.mu.Unlock()
+		if f.queriesStatus != 0 {
+			w.WriteHeader(f.queriesStatus)
+			fmt.Fprintf(w, `{"code":%q,"error":"queries: %s"}`, f.queriesCode, http.StatusText(f.queriesStatus))
+			return
+		}
+		file = "queries.json"
 	case "/api/metrics/query":
 		if f.noMetrics {
 			w.WriteHeader(http.StatusNotFound)

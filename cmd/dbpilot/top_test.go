@@ -92,6 +92,30 @@ func TestTopIntegration(t *testing.T) {
 		}
 	})
 
+	t.Run("queries non-tty", func(t *testing.T) {
+		// The digests are read every 5 s: one refresh is the second read.
+		code, out, errOut := runCLI(t, "top", "--sandbox", d.Name, "--node", "1", "--view", "q", "--count", "1")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		primary := d.Nodes[0].Key().String()
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if !regexp.MustCompile(`^\S+ instance=` + regexp.QuoteMeta(primary) + ` digests=\d+ capacity=\d+ lost=\d+ lost_in_span=\d+ full=(true|false)$`).MatchString(lines[0]) {
+			t.Fatalf("first line is not the digest table's:\n%s", out)
+		}
+		digest := regexp.MustCompile(`^\S+ instance=` + regexp.QuoteMeta(primary) + ` span_s=[0-9.]+ schema=\S+ digest=\S+ count=\d+ calls_per_s=[0-9.]+ load_ms_per_s=[0-9.]+ avg_ms=[0-9.]+ max_ms=[0-9.]+ rows_examined_per_s=[0-9.]+ errors=\d+ no_index_used=\d+ text=".*"$`)
+		status := false
+		for _, l := range lines[1:] {
+			if !digest.MatchString(l) {
+				t.Errorf("not a digest line: %s", l)
+			}
+			status = status || strings.Contains(l, `text="SHOW GLOBAL STATUS"`)
+		}
+		if !status {
+			t.Errorf("top's own SHOW GLOBAL STATUS is not among the digests:\n%s", out)
+		}
+	})
+
 	t.Run("tmux", func(t *testing.T) {
 		tmux, err := exec.LookPath("tmux")
 		if err != nil {
@@ -218,15 +242,22 @@ func TestTopIntegration(t *testing.T) {
 			t.Errorf("primary row %q", f)
 		}
 
-		// q quits: the pane (and so the session) ends.
+		// Queries view: the digest table is read every 5 s; top's own
+		// statements are digests of the second read.
 		run("send-keys", "q")
+		waitScreen("the queries view with digests", func(s string) bool {
+			return hasAll(s, "[q:queries]", "TOP DIGESTS by load over the last", "CALLS/s", "LOAD_ms/s", "DIGEST_TEXT", "SHOW GLOBAL STATUS")
+		})
+
+		// Ctrl-C quits: the pane (and so the session) ends.
+		run("send-keys", "C-c")
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			if _, err := run("has-session"); err != nil {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("top still runs after q:\n%s", screen())
+				t.Fatalf("top still runs after Ctrl-C:\n%s", screen())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
