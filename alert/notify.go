@@ -68,6 +68,39 @@ type WebhookPayload struct {
 	Alerts []*dbpilot.Alert `json:"alerts"`
 }
 
+// WatchdogPayload is the JSON body a webhook receives for the query
+// watchdog: the matches and kill results of one evaluation of one instance.
+type WatchdogPayload struct {
+	WatchdogEvents []WatchdogEvent `json:"watchdog_events"`
+}
+
+// WatchdogEvent is one session a watchdog rule matched, with the decision
+// taken (log, kill, dry_run, rate_limited) and, for a kill, its result
+// (killed, gone, denied, failed).
+type WatchdogEvent struct {
+	Time     time.Time       `json:"time"`
+	Instance string          `json:"instance"`
+	Cluster  string          `json:"cluster"`
+	Rule     string          `json:"rule"`
+	Action   string          `json:"action"`
+	Decision string          `json:"decision"`
+	Result   string          `json:"result,omitempty"`
+	Session  WatchdogSession `json:"session"`
+	Reasons  []string        `json:"reasons"`
+}
+
+// WatchdogSession is the matched session as the processlist showed it.
+type WatchdogSession struct {
+	ID          uint64  `json:"id"`
+	User        string  `json:"user"`
+	Host        string  `json:"host"`
+	DB          string  `json:"db"`
+	Command     string  `json:"command"`
+	State       string  `json:"state"`
+	Info        string  `json:"info"`
+	TimeSeconds float64 `json:"time_s"`
+}
+
 // Webhook posts notifications as JSON (WebhookPayload) to a URL. Notify only
 // queues: a goroutine, running while there is something to send, posts each
 // batch with a timeout and one retry, so a slow or dead receiver never holds
@@ -139,13 +172,33 @@ func (w *Webhook) Notify(ctx context.Context, alerts []*dbpilot.Alert) error {
 	if err != nil {
 		return fmt.Errorf("alert webhook: encode: %w", err)
 	}
+	return w.enqueue(body, len(alerts), "alert notifications")
+}
+
+// NotifyWatchdog queues one WatchdogPayload of events, like Notify: it never
+// blocks, and fails, dropping them, when the queue is full or the webhook
+// closed.
+func (w *Webhook) NotifyWatchdog(ctx context.Context, events []WatchdogEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(WatchdogPayload{WatchdogEvents: events})
+	if err != nil {
+		return fmt.Errorf("alert webhook: encode: %w", err)
+	}
+	return w.enqueue(body, len(events), "watchdog events")
+}
+
+// enqueue queues a body carrying n items (what, for errors) and starts the
+// sender if it is not running.
+func (w *Webhook) enqueue(body []byte, n int, what string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return fmt.Errorf("alert webhook %s: closed; %d alert notifications dropped", w.url, len(alerts))
+		return fmt.Errorf("alert webhook %s: closed; %d %s dropped", w.url, n, what)
 	}
 	if len(w.queue) >= WebhookQueue {
-		return fmt.Errorf("alert webhook %s: %d notifications wait already; %d alert notifications dropped", w.url, len(w.queue), len(alerts))
+		return fmt.Errorf("alert webhook %s: %d notifications wait already; %d %s dropped", w.url, len(w.queue), n, what)
 	}
 	w.queue = append(w.queue, body)
 	if !w.running {

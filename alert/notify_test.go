@@ -154,3 +154,49 @@ func TestLogNotifier(t *testing.T) {
 		t.Errorf("log:\n%s", b.String())
 	}
 }
+
+// Watchdog events go to the same receiver as a payload of their own, in the
+// order queued, and a full queue drops them without blocking.
+func TestWebhookWatchdogEvents(t *testing.T) {
+	got := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		b.ReadFrom(r.Body)
+		got <- b.String()
+	}))
+	defer srv.Close()
+	w := NewWebhook(srv.URL, time.Second)
+	ev := WatchdogEvent{Time: t0, Instance: "db1:3306", Cluster: "main", Rule: "runaway", Action: "kill_query", Decision: "kill",
+		Result: "killed", Session: WatchdogSession{ID: 7, User: "app", Host: "10.0.0.1:5000", DB: "shop", Command: "Query",
+			State: "User sleep", Info: "SELECT SLEEP(100)", TimeSeconds: 2.5}, Reasons: []string{"busy 2.5s ≥ 2s"}}
+	dry := ev
+	dry.Decision, dry.Result = "dry_run", ""
+	if err := w.NotifyWatchdog(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.NotifyWatchdog(context.Background(), []WatchdogEvent{ev, dry}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Notify(context.Background(), testAlert(dbpilot.AlertFiring)); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"watchdog_events":[{"time":"2026-01-02T03:04:05Z","instance":"db1:3306","cluster":"main","rule":"runaway","action":"kill_query","decision":"kill","result":"killed",` +
+		`"session":{"id":7,"user":"app","host":"10.0.0.1:5000","db":"shop","command":"Query","state":"User sleep","info":"SELECT SLEEP(100)","time_s":2.5},"reasons":["busy 2.5s ≥ 2s"]},` +
+		`{"time":"2026-01-02T03:04:05Z","instance":"db1:3306","cluster":"main","rule":"runaway","action":"kill_query","decision":"dry_run",`
+	for i, prefix := range []string{want, `{"alerts":[`} {
+		select {
+		case body := <-got:
+			if !strings.HasPrefix(body, prefix) {
+				t.Errorf("body %d: %s\nwant prefix %s", i, body, prefix)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("body %d not delivered", i)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := w.NotifyWatchdog(context.Background(), []WatchdogEvent{ev}); err == nil || !strings.Contains(err.Error(), "1 watchdog events dropped") {
+		t.Errorf("after Close: %v", err)
+	}
+}

@@ -294,6 +294,8 @@ coordination:                    # several serves, one recovery leader per clust
 watchdog:                        # query watchdog on every monitored instance (omit: none); or rules_file: PATH
   rules:
     - {name: runaway-select, command: Query, info: '(?i)^select', busy: 30s, action: kill_query, dry_run: true}
+    - {builtin: replica_applier_blocked, wait: 10s}   # built-in, off unless listed: free a replica's applier from MDL blockers
+  notify: true                   # also post matches and kills to alerts.webhook (default true when it is set)
 queries: {interval: 10s, top: 200, retention: 192h}   # query analytics per digest (default on; disabled: true)
 clusters:
   - name: main

@@ -35,6 +35,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 		c.Detection.ProbeTimeout.D() != 400*time.Millisecond || c.Recovery.BlockPeriod.D() != 10*time.Minute || c.Hooks.Timeout.D() != 30*time.Second {
 		t.Errorf("defaults: %+v", c)
 	}
+	if q := c.Queries; q.Disabled || q.Interval.D() != 10*time.Second || q.Top != 200 || q.Retention.D() != 8*24*time.Hour || q.Examples {
+		t.Errorf("queries defaults: %+v", q)
+	}
 	if len(c.Clusters[0].seeds) != 1 || c.Clusters[0].seeds[0].Port != 3306 {
 		t.Errorf("seeds: %+v", c.Clusters[0].seeds)
 	}
@@ -68,6 +71,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		// names anyway).
 		{minimal + "  - name: \"<script>alert(1)</script>\"\n    seeds: [h:1]\n", "use letters, digits"},
 		{"credentials: {user: x}\nreplication: {user: r}\n", "clusters: at least one"},
+		{minimal + "queries: {interval: 100ms}\n", "queries.interval: 100ms is outside 1s..1h"},
+		{minimal + "queries: {top: -1}\n", "queries.top: -1 is outside"},
+		{minimal + "queries: {retention: 10m}\n", "queries.retention: 10m0s is below 1h"},
+		{minimal + "queries: {sample: yes}\n", "field sample not found"},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(writeConfig(t, tt.body))
@@ -148,6 +155,10 @@ func TestLoadConfigWatchdog(t *testing.T) {
 	}
 	if c, err := LoadConfig(writeConfig(t, minimal)); err != nil || c.WatchdogRules() != nil {
 		t.Errorf("default: rules %v, err %v", c.WatchdogRules(), err)
+	}
+	c, err = LoadConfig(writeConfig(t, minimal+"watchdog:\n  notify: false\n  rules:\n    - {builtin: replica_applier_blocked, wait: 5s}\n"))
+	if err != nil || c.Watchdog.Notify == nil || *c.Watchdog.Notify || c.WatchdogRules()[0].Builtin != "replica_applier_blocked" || c.WatchdogRules()[0].Wait != 5*time.Second {
+		t.Errorf("built-in rule, notify false: %+v, %v", c.Watchdog, err)
 	}
 	// A bad rule names the file, the line and the field.
 	p := writeConfig(t, minimal+`watchdog:

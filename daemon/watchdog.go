@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/alert"
 	"github.com/dbpilot/dbpilot/collector"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/watchdog"
@@ -30,6 +31,10 @@ type WatchdogConfig struct {
 	RulesFile string
 	// Interval is how often each instance is evaluated (default 1s).
 	Interval Duration
+	// Notify: false keeps the watchdog's events off alerts.webhook (by
+	// default, with a webhook configured, every match and kill result is
+	// posted there too, as a WatchdogPayload).
+	Notify *bool
 
 	rules []*watchdog.Rule // parsed by Validate; nil: no watchdog
 }
@@ -53,8 +58,14 @@ func (w *WatchdogConfig) UnmarshalYAML(n *yaml.Node) error {
 			if err := w.Interval.UnmarshalYAML(v); err != nil {
 				return fmt.Errorf("line %d: watchdog.interval: %w", v.Line, err)
 			}
+		case "notify":
+			var b bool
+			if err := v.Decode(&b); err != nil {
+				return fmt.Errorf("line %d: watchdog.notify: want true or false", v.Line)
+			}
+			w.Notify = &b
 		default:
-			return fmt.Errorf("line %d: watchdog: unknown field %q (known: rules, rules_file, interval)", k.Line, k.Value)
+			return fmt.Errorf("line %d: watchdog: unknown field %q (known: rules, rules_file, interval, notify)", k.Line, k.Value)
 		}
 	}
 	return nil
@@ -62,6 +73,51 @@ func (w *WatchdogConfig) UnmarshalYAML(n *yaml.Node) error {
 
 // WatchdogRules returns the parsed watchdog rules (nil: no watchdog).
 func (c *Config) WatchdogRules() []*watchdog.Rule { return c.Watchdog.rules }
+
+// watchdogNotifier posts the watchdog's events to alerts.webhook through an
+// alert.Webhook of its own (its own queue: a burst of kills never crowds
+// out alert notifications, nor the reverse). Notify never blocks a
+// collector; a batch that finds the queue full is dropped, logged once
+// until a batch is queued again. Closed by the daemon's Close, which waits
+// for the queued batches up to the webhook timeout.
+type watchdogNotifier struct {
+	hook *alert.Webhook
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	dropping bool
+}
+
+// newWatchdogNotifier returns the watchdog's notifier, or nil without a
+// watchdog, without alerts.webhook or with watchdog.notify: false.
+func newWatchdogNotifier(cfg *Config, log *slog.Logger) *watchdogNotifier {
+	if len(cfg.WatchdogRules()) == 0 || cfg.Alerts.Webhook == "" || (cfg.Watchdog.Notify != nil && !*cfg.Watchdog.Notify) {
+		return nil
+	}
+	h := alert.NewWebhook(cfg.Alerts.Webhook, cfg.Alerts.WebhookTimeout.D())
+	h.SetLogger(log)
+	return &watchdogNotifier{hook: h, log: log}
+}
+
+func (n *watchdogNotifier) notify(ctx context.Context, events []alert.WatchdogEvent) {
+	if n == nil || len(events) == 0 {
+		return
+	}
+	err := n.hook.NotifyWatchdog(ctx, events)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err == nil {
+		n.dropping = false
+		return
+	}
+	if !n.dropping {
+		n.dropping = true
+		n.log.Warn("watchdog: webhook events dropped (logged once until the queue has room again)", "err", err)
+	}
+}
+
+// Close sends what is queued (up to the webhook timeout) and refuses more.
+func (n *watchdogNotifier) Close() error { return n.hook.Close() }
 
 // validateWatchdog parses the watchdog's rules: a bad rule refuses the
 // configuration, naming the file, the line and the field.
@@ -130,7 +186,10 @@ type watchdogCollector struct {
 	interval time.Duration
 	cluster  string
 	audit    func(context.Context, dbpilot.AuditEvent)
+	notifier *watchdogNotifier // nil: no webhook
 	log      *slog.Logger
+
+	mdlErr string // the last error reading metadata locks (logged once)
 
 	mu      sync.Mutex
 	matches map[[2]string]float64 // rule, decision
@@ -139,9 +198,9 @@ type watchdogCollector struct {
 }
 
 func newWatchdogCollector(rules []*watchdog.Rule, own watchdog.Own, interval time.Duration, cluster string,
-	audit func(context.Context, dbpilot.AuditEvent), log *slog.Logger) *watchdogCollector {
+	audit func(context.Context, dbpilot.AuditEvent), notifier *watchdogNotifier, log *slog.Logger) *watchdogCollector {
 	return &watchdogCollector{ev: watchdog.NewEvaluator(rules, own, nil), interval: interval, cluster: cluster,
-		audit: audit, log: log, matches: map[[2]string]float64{}, kills: map[[2]string]float64{}, written: map[string]bool{}}
+		audit: audit, notifier: notifier, log: log, matches: map[[2]string]float64{}, kills: map[[2]string]float64{}, written: map[string]bool{}}
 }
 
 func (w *watchdogCollector) Name() string                   { return "watchdog" }
@@ -178,14 +237,52 @@ func (w *watchdogCollector) Collect(ctx context.Context, q collector.Querier, t 
 	for i, x := range pl.Trx {
 		s.Trx[i] = watchdog.Trx(x)
 	}
+	if watchdog.NeedsMDL(w.ev.Rules(), s) {
+		w.readMDL(ctx, q, t.Key, &s)
+	}
+	var events []alert.WatchdogEvent
 	for _, m := range w.ev.Evaluate(s) {
 		result := ""
 		if m.Decision == watchdog.DecisionKill {
 			result = w.kill(ctx, q, t.Key, m)
 		}
 		w.record(ctx, t.Key, m, result)
+		if w.notifier != nil {
+			events = append(events, w.event(t.Key, m, result))
+		}
 	}
+	w.notifier.notify(ctx, events) // one batch per evaluation
 	return w.samples(), nil
+}
+
+// readMDL adds performance_schema's metadata lock waits to s, for
+// replica_applier_blocked (a second statement, only while an applier
+// waits). Without them (an error, the instrument disabled) the rule falls
+// back to its processlist heuristic; an error is logged once.
+func (w *watchdogCollector) readMDL(ctx context.Context, q collector.Querier, key dbpilot.InstanceKey, s *watchdog.Snapshot) {
+	r, err := q.Query(ctx, mysql.MDLWaitsSQL)
+	if err != nil {
+		if msg := err.Error(); msg != w.mdlErr {
+			w.mdlErr = msg
+			w.log.Warn("watchdog: read performance_schema.metadata_locks (falling back to the processlist heuristic)", "instance", key.String(), "err", err)
+		}
+		return
+	}
+	w.mdlErr = ""
+	waits, enabled := mysql.ParseMDLWaits(r)
+	s.MDLKnown = enabled
+	for _, x := range waits {
+		s.MDL = append(s.MDL, watchdog.MDLWait(x))
+	}
+}
+
+// event is a match as the webhook receives it.
+func (w *watchdogCollector) event(key dbpilot.InstanceKey, m watchdog.Match, result string) alert.WatchdogEvent {
+	s := m.Session
+	return alert.WatchdogEvent{Time: time.Now().UTC(), Instance: key.String(), Cluster: w.cluster, Rule: m.Rule,
+		Action: string(m.Action), Decision: string(m.Decision), Result: result, Reasons: m.Reasons,
+		Session: alert.WatchdogSession{ID: s.ID, User: s.User, Host: s.Host, DB: s.DB, Command: s.Command, State: s.State,
+			Info: truncateInfo(s.Info, 1000), TimeSeconds: s.Time.Seconds()}}
 }
 
 // kill runs KILL QUERY or KILL CONNECTION once (no retry: the evaluator does

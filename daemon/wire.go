@@ -194,6 +194,9 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 	d := New(cfg, opt)
 	if cs, ok := opt.Collectors.(*collectorStarter); ok {
 		cs.audit = d.audit // watchdog matches go to the daemon's audit log
+		if cs.wdNotify != nil {
+			d.closers = append(d.closers, cs.wdNotify) // its last webhook posts
+		}
 		if d.queryStore != nil {
 			cs.queries = &statementsStarter{cfg: cfg.Queries, rec: d.queryStore}
 		}
@@ -342,6 +345,7 @@ type collectorStarter struct {
 	wdRules    []*watchdog.Rule
 	wdOwn      watchdog.Own
 	wdInterval time.Duration
+	wdNotify   *watchdogNotifier // nil: no webhook for its events
 	audit      func(context.Context, dbpilot.AuditEvent)
 	// queries, when set, adds a statements collector per instance.
 	queries *statementsStarter
@@ -358,6 +362,7 @@ func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSin
 	s.wdRules, s.wdInterval = cfg.WatchdogRules(), cfg.Watchdog.Interval.D()
 	// serve's own sessions (its monitoring user) are never matched.
 	s.wdOwn = watchdog.Own{Users: []string{cfg.Credentials.User}}
+	s.wdNotify = newWatchdogNotifier(cfg, log)
 	s.allVars = cfg.Metrics.GlobalVariables == "all"
 	s.idle = cfg.Metrics.IdleCounters == "write"
 	s.cfg.WriteIdleCounters = s.idle
@@ -379,7 +384,7 @@ func (s *collectorStarter) Start(ctx context.Context, t dbpilot.MonitorTarget, b
 		cols = append(cols, s.queries.collector(base.Cluster, s.log.With("instance", t.Key.String())))
 	}
 	if len(s.wdRules) > 0 {
-		cols = append(cols, newWatchdogCollector(s.wdRules, s.wdOwn, s.wdInterval, base.Cluster, s.audit, s.log))
+		cols = append(cols, newWatchdogCollector(s.wdRules, s.wdOwn, s.wdInterval, base.Cluster, s.audit, s.wdNotify, s.log))
 	}
 	r := collector.NewRunner(t, s.opts, cols, s.cfg, s.sink, base, s.log.With("instance", t.Key.String()))
 	r.Start(ctx)

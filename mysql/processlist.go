@@ -108,6 +108,65 @@ func ParseProcesslist(r *Rows) (*Processlist, error) {
 	return pl, nil
 }
 
+// MDLWait is a pending table metadata lock and a session that holds a
+// granted lock on the same table (the fields of watchdog.MDLWait, which it
+// converts to).
+type MDLWait struct {
+	Waiter  uint64 // processlist ID of the session waiting
+	Blocker uint64 // processlist ID of a session holding a lock on the table
+	Schema  string
+	Table   string
+}
+
+// MDLWaitsSQL reads performance_schema's metadata locks: a first row says
+// whether the wait/lock/metadata/sql/mdl instrument is enabled (ENABLED,
+// WAITER NULL), then one row per pending table lock and other session
+// holding a granted lock on that table. The instrument is off by default on
+// MariaDB (and performance_schema may be off): then the table is empty and
+// the first row says so. metadata_locks holds at most
+// performance_schema_max_metadata_locks rows; the read takes no metadata
+// lock on user tables.
+const MDLWaitsSQL = "SELECT ENABLED, NULL AS WAITER, NULL AS BLOCKER, NULL AS OBJECT_SCHEMA, NULL AS OBJECT_NAME " +
+	"FROM performance_schema.setup_instruments WHERE NAME = 'wait/lock/metadata/sql/mdl' " +
+	"UNION ALL " +
+	"SELECT 'WAIT', tw.PROCESSLIST_ID, tg.PROCESSLIST_ID, w.OBJECT_SCHEMA, w.OBJECT_NAME " +
+	"FROM performance_schema.metadata_locks w " +
+	"JOIN performance_schema.threads tw ON tw.THREAD_ID = w.OWNER_THREAD_ID " +
+	"JOIN performance_schema.metadata_locks g ON g.OBJECT_TYPE = w.OBJECT_TYPE AND g.OBJECT_SCHEMA <=> w.OBJECT_SCHEMA " +
+	"AND g.OBJECT_NAME <=> w.OBJECT_NAME AND g.LOCK_STATUS = 'GRANTED' AND g.OWNER_THREAD_ID <> w.OWNER_THREAD_ID " +
+	"JOIN performance_schema.threads tg ON tg.THREAD_ID = g.OWNER_THREAD_ID " +
+	"WHERE w.LOCK_STATUS = 'PENDING' AND w.OBJECT_TYPE = 'TABLE' " +
+	"AND tw.PROCESSLIST_ID IS NOT NULL AND tg.PROCESSLIST_ID IS NOT NULL"
+
+// ParseMDLWaits reads the rows of MDLWaitsSQL: enabled says the instrument
+// is on (the waits are then known).
+func ParseMDLWaits(r *Rows) (waits []MDLWait, enabled bool) {
+	iEn, iW, iB, iS, iT := r.Index("ENABLED"), r.Index("WAITER"), r.Index("BLOCKER"), r.Index("OBJECT_SCHEMA"), r.Index("OBJECT_NAME")
+	for _, row := range r.Values {
+		switch Str(row, iEn) {
+		case "YES":
+			enabled = true
+		case "WAIT":
+			w, err1 := strconv.ParseUint(Str(row, iW), 10, 64)
+			b, err2 := strconv.ParseUint(Str(row, iB), 10, 64)
+			if err1 == nil && err2 == nil {
+				waits = append(waits, MDLWait{Waiter: w, Blocker: b, Schema: Str(row, iS), Table: Str(row, iT)})
+			}
+		}
+	}
+	return waits, enabled
+}
+
+// MDLWaits reads MDLWaitsSQL with the query timeout.
+func (d *DB) MDLWaits(ctx context.Context) (waits []MDLWait, enabled bool, err error) {
+	r, err := d.Query(ctx, MDLWaitsSQL)
+	if err != nil {
+		return nil, false, err
+	}
+	waits, enabled = ParseMDLWaits(r)
+	return waits, enabled, nil
+}
+
 // erKillDenied is ER_KILL_DENIED_ERROR: "You are not owner of thread".
 const erKillDenied = 1095
 

@@ -46,3 +46,23 @@ func TestParseProcesslist(t *testing.T) {
 		t.Error("no ID column: no error")
 	}
 }
+
+// TestParseMDLWaits: rows as MariaDB 10.11 returned MDLWaitsSQL on a replica
+// whose parallel worker (10) waits for wd.t held by a SELECT (19).
+func TestParseMDLWaits(t *testing.T) {
+	cols := []string{"ENABLED", "WAITER", "BLOCKER", "OBJECT_SCHEMA", "OBJECT_NAME"}
+	s := func(v string) *string { return &v }
+	waits, enabled := ParseMDLWaits(&Rows{Columns: cols, Values: [][]*string{
+		{s("YES"), nil, nil, nil, nil},
+		{s("WAIT"), s("10"), s("19"), s("wd"), s("t")},
+	}})
+	if !enabled || len(waits) != 1 || waits[0] != (MDLWait{Waiter: 10, Blocker: 19, Schema: "wd", Table: "t"}) {
+		t.Errorf("instrument on: %v %+v", enabled, waits)
+	}
+	if waits, enabled := ParseMDLWaits(&Rows{Columns: cols, Values: [][]*string{{s("NO"), nil, nil, nil, nil}}}); enabled || len(waits) != 0 {
+		t.Errorf("instrument off: %v %+v", enabled, waits)
+	}
+	if !strings.Contains(MDLWaitsSQL, "performance_schema.metadata_locks") {
+		t.Error(MDLWaitsSQL)
+	}
+}

@@ -42,6 +42,12 @@ type Snapshot struct {
 	Self      uint64
 	Processes []Process
 	Trx       []Trx
+	// MDLKnown says MDL was read from performance_schema.metadata_locks
+	// (the wait/lock/metadata/sql/mdl instrument is enabled); MDL lists
+	// the sessions that block others' pending table metadata locks. Read
+	// only when NeedsMDL (replica_applier_blocked, an applier waiting).
+	MDLKnown bool
+	MDL      []MDLWait
 }
 
 // Session is a process with its InnoDB transaction, if it has one open.
@@ -231,6 +237,9 @@ func (r *Rule) Matches(s Snapshot, own Own) (matches, excluded []Match) {
 	if !r.roleMatches(s.Role) {
 		return nil, nil
 	}
+	if r.Builtin == BuiltinReplicaApplierBlocked {
+		return r.applierMatches(s, own)
+	}
 	for _, sess := range s.Sessions() {
 		reasons, ok := r.conditions(sess)
 		if !ok {
@@ -291,6 +300,7 @@ type Evaluator struct {
 	kills   map[string][]time.Time // rule → kill decisions in the last minute
 	handled map[sessionKey]bool    // acted on or reported: not again while it matches
 	limited map[sessionKey]bool    // reported as rate-limited: not reported again, still eligible
+	waits   applierWaits           // since when each applier has been seen waiting for a metadata lock
 }
 
 type sessionKey struct {
@@ -305,7 +315,7 @@ func NewEvaluator(rules []*Rule, own Own, now func() time.Time) *Evaluator {
 		now = time.Now
 	}
 	return &Evaluator{rules: rules, own: own, now: now,
-		kills: map[string][]time.Time{}, handled: map[sessionKey]bool{}, limited: map[sessionKey]bool{}}
+		kills: map[string][]time.Time{}, handled: map[sessionKey]bool{}, limited: map[sessionKey]bool{}, waits: applierWaits{}}
 }
 
 // Rules returns the evaluator's rules.
@@ -322,9 +332,16 @@ func (e *Evaluator) Evaluate(s Snapshot) []Match {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.now()
+	// An applier's wait counts from when it was first seen waiting, at
+	// most (see applierWaits).
+	adjusted := e.waits.adjust(s, now)
 	var out []Match
 	for _, r := range e.rules {
-		matches, _ := r.Matches(s, e.own)
+		rs := s
+		if r.Builtin != "" {
+			rs = adjusted
+		}
+		matches, _ := r.Matches(rs, e.own)
 		current := make(map[sessionKey]bool, len(matches))
 		for _, m := range matches {
 			current[sessionKey{r.Name, m.Session.ID, m.Session.Info}] = true

@@ -96,12 +96,34 @@ type Rule struct {
 	DryRun            bool    `json:"dry_run"`
 	MaxKillsPerMinute int     `json:"max_kills_per_minute"`
 
+	// Builtin names a built-in rule (BuiltinReplicaApplierBlocked) whose
+	// matching is its own: it has no conditions of the fields above.
+	Builtin string `json:"builtin,omitempty"`
+	// Wait is how long a replication applier must have waited for a
+	// metadata lock before the built-in replica_applier_blocked rule acts.
+	Wait time.Duration `json:"wait,omitempty"`
+
 	// Source is where the rule was read ("rules.yaml:12").
 	Source string `json:"source,omitempty"`
 }
 
+// BuiltinReplicaApplierBlocked is the built-in rule that frees a replica's
+// applier (the SQL thread or a parallel worker) waiting for a metadata
+// lock held by user sessions (a long SELECT on the table an ALTER from the
+// primary changes): the victims are the sessions that hold it. It is off
+// unless listed ("- builtin: replica_applier_blocked") and applies on
+// replicas only; see applier.go.
+const BuiltinReplicaApplierBlocked = "replica_applier_blocked"
+
+// DefaultApplierWait is how long an applier waits for a metadata lock
+// before replica_applier_blocked acts, unless the rule gives wait.
+const DefaultApplierWait = 10 * time.Second
+
+// builtinFields are the keys a built-in rule may have.
+var builtinFields = []string{"builtin", "name", "wait", "except", "action", "dry_run", "max_kills_per_minute"}
+
 // ruleFields are the keys a rule may have, in the order of the docs.
-var ruleFields = []string{"name", "command", "state", "user", "host", "db", "info",
+var ruleFields = []string{"name", "builtin", "command", "state", "user", "host", "db", "info",
 	"busy", "idle_in_trx", "trx_age", "rows_locked", "role", "victims", "except",
 	"action", "dry_run", "max_kills_per_minute"}
 
@@ -178,15 +200,25 @@ func parseRule(file string, n *yaml.Node) (*Rule, error) {
 	r := &Rule{Role: RoleAny, Victims: VictimsOldest, Action: ActionLog, DryRun: true,
 		MaxKillsPerMinute: DefaultMaxKillsPerMinute, Source: fmt.Sprintf("%s:%d", file, n.Line)}
 	name := ""
+	var builtin *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "name" {
+		switch n.Content[i].Value {
+		case "name":
 			name = n.Content[i+1].Value
+		case "builtin":
+			builtin = n.Content[i+1]
 		}
+	}
+	if name == "" && builtin != nil {
+		name = builtin.Value // a built-in rule is named after itself unless named
 	}
 	if name == "" {
 		return nil, posErr(file, n, "rule without a name")
 	}
 	r.Name = name
+	if builtin != nil {
+		return parseBuiltin(file, n, builtin, r)
+	}
 	fail := func(node *yaml.Node, field, format string, args ...any) error {
 		return posErr(file, node, "rule %q: field %q: %s", name, field, fmt.Sprintf(format, args...))
 	}
@@ -201,6 +233,8 @@ func parseRule(file string, n *yaml.Node) (*Rule, error) {
 		seen[field] = true
 		switch field {
 		case "name":
+		case "wait":
+			return nil, fail(k, field, "only for a built-in rule (builtin: %s)", BuiltinReplicaApplierBlocked)
 		case "command", "state", "user", "host", "db", "info":
 			if v.Kind != yaml.ScalarNode {
 				return nil, fail(v, field, "want a regular expression")
@@ -298,6 +332,68 @@ func parseRule(file string, n *yaml.Node) (*Rule, error) {
 	}
 	if conditions == 0 {
 		return nil, posErr(file, n, "rule %q: no condition: it would match every session (give busy, idle_in_trx, info, user, ...)", name)
+	}
+	return r, nil
+}
+
+// parseBuiltin reads a built-in rule: "builtin:" and the fields that may
+// override its defaults (action kill_connection, victims all, role replica,
+// wait DefaultApplierWait; dry_run true as for every rule).
+func parseBuiltin(file string, n, b *yaml.Node, r *Rule) (*Rule, error) {
+	fail := func(node *yaml.Node, field, format string, args ...any) error {
+		return posErr(file, node, "rule %q: field %q: %s", r.Name, field, fmt.Sprintf(format, args...))
+	}
+	if b.Kind != yaml.ScalarNode || b.Value != BuiltinReplicaApplierBlocked {
+		return nil, fail(b, "builtin", "unknown built-in rule %q (known: %s)", b.Value, BuiltinReplicaApplierBlocked)
+	}
+	// KILL CONNECTION: a metadata lock is held until the transaction ends,
+	// and KILL QUERY ends only the statement (a SELECT in an open
+	// transaction would keep blocking the applier).
+	r.Builtin, r.Role, r.Victims, r.Action, r.Wait = b.Value, RoleReplica, VictimsAll, ActionKillConnection, DefaultApplierWait
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		field := k.Value
+		if seen[field] {
+			return nil, fail(k, field, "given twice")
+		}
+		seen[field] = true
+		switch field {
+		case "builtin", "name":
+		case "wait":
+			d, err := time.ParseDuration(v.Value)
+			if err != nil || d <= 0 || v.Kind != yaml.ScalarNode {
+				return nil, fail(v, field, "want a positive duration such as 5s, got %q", v.Value)
+			}
+			r.Wait = d
+		case "action":
+			switch Action(v.Value) {
+			case ActionLog, ActionKillQuery, ActionKillConnection:
+				r.Action = Action(v.Value)
+			default:
+				return nil, fail(v, field, "want log, kill_query or kill_connection, got %q", v.Value)
+			}
+		case "dry_run":
+			b, err := strconv.ParseBool(v.Value)
+			if err != nil || v.Kind != yaml.ScalarNode {
+				return nil, fail(v, field, "want true or false, got %q", v.Value)
+			}
+			r.DryRun = b
+		case "max_kills_per_minute":
+			m, err := strconv.Atoi(v.Value)
+			if err != nil || m < 1 || v.Kind != yaml.ScalarNode {
+				return nil, fail(v, field, "want a number ≥ 1 (use dry_run: true to stop kills), got %q", v.Value)
+			}
+			r.MaxKillsPerMinute = m
+		case "except":
+			if err := parseExcept(v, &r.Except, func(node *yaml.Node, sub, format string, args ...any) error {
+				return fail(node, "except."+sub, format, args...)
+			}); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fail(k, field, "not a field of built-in rule %s (known: %s)", b.Value, strings.Join(builtinFields, ", "))
+		}
 	}
 	return r, nil
 }

@@ -264,6 +264,10 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate", "rules:\n  - {name: a, busy: 1s}\n  - {name: a, busy: 2s}\n", `rules.yaml:3: rule "a": name already used at line 2`},
 		{"zero guard", "rules:\n  - {name: a, busy: 1s, max_kills_per_minute: 0}\n", `field "max_kills_per_minute"`},
 		{"except field", "rules:\n  - name: a\n    busy: 1s\n    except: {groups: [x]}\n", `rules.yaml:4: rule "a": field "except.groups": unknown field`},
+		{"unknown builtin", "rules:\n  - builtin: applier\n", `rules.yaml:2: rule "applier": field "builtin": unknown built-in rule "applier" (known: replica_applier_blocked)`},
+		{"builtin field", "rules:\n  - builtin: replica_applier_blocked\n    busy: 1s\n", `rules.yaml:3: rule "replica_applier_blocked": field "busy": not a field of built-in rule`},
+		{"builtin wait", "rules:\n  - {builtin: replica_applier_blocked, wait: 0s}\n", `field "wait": want a positive duration`},
+		{"wait without builtin", "rules:\n  - {name: a, busy: 1s, wait: 5s}\n", `rule "a": field "wait": only for a built-in rule`},
 		{"top level", "rule: []\n", `rules.yaml:1: unknown field "rule"`},
 		{"yaml syntax", "rules: [\n", `watchdog: rules.yaml: yaml:`},
 	} {
@@ -316,4 +320,121 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestApplierBlocked(t *testing.T) {
+	base := loadSnapshot(t, "replica_applier_blocked.yaml")
+	withMDL := func(ws ...MDLWait) Snapshot {
+		s := base
+		s.MDLKnown, s.MDL = true, ws
+		return s
+	}
+	asPrimary := base
+	asPrimary.Role = RolePrimary
+	for _, tc := range []struct {
+		name, rules    string
+		snap           Snapshot
+		want, excluded []string // "id" or "id reason-substring"
+	}{
+		{name: "heuristic: sessions on the table, older than the wait", rules: "rules: [{builtin: replica_applier_blocked, wait: 5s}]",
+			snap: base, want: []string{"19 processlist heuristic", "15 running 20s on wd.t", "13 blocks replication applier 10 (Slave_worker) waiting 12s ≥ 5s"}},
+		{name: "except", rules: "rules: [{builtin: replica_applier_blocked, wait: 5s, except: {users: [backup]}}]",
+			snap: base, want: []string{"15", "13"}, excluded: []string{"19 except user backup"}},
+		{name: "applier has not waited long enough", rules: "rules: [{builtin: replica_applier_blocked, wait: 15s}]", snap: base},
+		{name: "primaries: never", rules: "rules: [{builtin: replica_applier_blocked, wait: 1s}]", snap: asPrimary},
+		{name: "performance_schema names the blockers", rules: "rules: [{builtin: replica_applier_blocked, wait: 5s}]",
+			snap: withMDL(MDLWait{10, 20, "wd", "t"}, MDLWait{10, 8, "wd", "t"}, MDLWait{18, 13, "wd", "t"}),
+			want: []string{"20 holds a metadata lock on wd.t (performance_schema"}, excluded: []string{"8 replication thread"}},
+		{name: "performance_schema without a blocker: heuristic", rules: "rules: [{builtin: replica_applier_blocked, wait: 5s}]",
+			snap: withMDL(), want: []string{"19", "15", "13"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustParse(t, tc.rules)[0]
+			ms, ex := r.Matches(tc.snap, Own{})
+			check := func(what string, got []Match, want []string) {
+				if len(got) != len(want) {
+					t.Fatalf("%s: %v, want %v", what, describe(got), want)
+				}
+				for i, w := range want {
+					id, reason, _ := strings.Cut(w, " ")
+					g := got[i]
+					if fmt.Sprint(g.Session.ID) != id || !strings.Contains(strings.Join(g.Reasons, "; "), reason) {
+						t.Errorf("%s[%d]: %s, want %q", what, i, describe(got[i:i+1]), w)
+					}
+				}
+			}
+			check("matches", ms, tc.want)
+			check("excluded", ex, tc.excluded)
+		})
+	}
+	if !NeedsMDL(mustParse(t, "rules: [{name: a, busy: 1s}, {builtin: replica_applier_blocked}]"), base) ||
+		NeedsMDL(mustParse(t, "rules: [{name: a, busy: 1s}]"), base) ||
+		NeedsMDL(mustParse(t, "rules: [{builtin: replica_applier_blocked}]"), asPrimary) ||
+		NeedsMDL(mustParse(t, "rules: [{builtin: replica_applier_blocked}]"), loadSnapshot(t, "replica.yaml")) {
+		t.Error("NeedsMDL")
+	}
+}
+
+func describe(ms []Match) string {
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "[%d %s: %s] ", m.Session.ID, m.Decision, strings.Join(m.Reasons, "; "))
+	}
+	return b.String()
+}
+
+// TestApplierBlockedEvaluator: the wait counts from when the evaluator first
+// saw the applier waiting (its processlist Time is the event's age), then
+// the blockers are killed once each.
+func TestApplierBlockedEvaluator(t *testing.T) {
+	s := loadSnapshot(t, "replica_applier_blocked.yaml")
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	ev := NewEvaluator(mustParse(t, "rules: [{builtin: replica_applier_blocked, wait: 5s, dry_run: false}]"), Own{}, func() time.Time { return now })
+	if got := ev.Evaluate(s); len(got) != 0 {
+		t.Fatalf("first sight of the waiting applier: %v, want nothing yet", summary(got))
+	}
+	now = now.Add(3 * time.Second)
+	if got := ev.Evaluate(s); len(got) != 0 {
+		t.Fatalf("seen waiting 3s: %v", summary(got))
+	}
+	now = now.Add(3 * time.Second)
+	want := []string{"replica_applier_blocked kill 19", "replica_applier_blocked kill 15", "replica_applier_blocked kill 13"}
+	if got := summary(ev.Evaluate(s)); !slices.Equal(got, want) {
+		t.Fatalf("seen waiting 6s: %v, want %v", got, want)
+	}
+	if got := ev.Evaluate(s); len(got) != 0 {
+		t.Fatalf("again: %v, want nothing (killed once)", summary(got))
+	}
+	if r := ev.Rules()[0]; r.Action != ActionKillConnection || r.Victims != VictimsAll || r.Role != RoleReplica || r.Name != BuiltinReplicaApplierBlocked {
+		t.Errorf("built-in defaults: %+v", r)
+	}
+	if r := mustParse(t, "rules: [{builtin: replica_applier_blocked, name: mdl}]")[0]; r.Wait != DefaultApplierWait || !r.DryRun || r.Name != "mdl" {
+		t.Errorf("built-in defaults: %+v", r)
+	}
+}
+
+func TestApplierTables(t *testing.T) {
+	for info, want := range map[string]string{
+		"ALTER TABLE wd.t ADD COLUMN c INT":                      "wd.t",
+		"alter online table `my db`.`t``x` engine=InnoDB":        "my db.t`x",
+		"ALTER TABLE t ADD INDEX (v)":                            "app.t",
+		"DROP TABLE IF EXISTS a, wd.b /* generated by server */": "app.a wd.b",
+		"RENAME TABLE a TO a_old, b TO a":                        "app.a app.b",
+		"TRUNCATE TABLE wd.t":                                    "wd.t",
+		"CREATE INDEX i ON wd.t (v)":                             "wd.t",
+		"OPTIMIZE TABLE t1, t2":                                  "app.t1 app.t2",
+		"INSERT INTO wd.t VALUES (1)":                            "wd.t",
+		"UPDATE t SET v = 1":                                     "app.t",
+		"DELETE FROM `wd`.t WHERE id = 1":                        "wd.t",
+		"CREATE DATABASE x":                                      "",
+		"":                                                       "",
+	} {
+		var got []string
+		for _, tb := range applierTables(info, "app") {
+			got = append(got, tb.String())
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("applierTables(%q) = %v, want %s", info, got, want)
+		}
+	}
 }

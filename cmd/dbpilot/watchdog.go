@@ -40,7 +40,13 @@ event scheduler threads and dbpilot's own sessions are never matched.
     - name: idle-in-trx
       idle_in_trx: 60s
       action: kill_connection
-      victims: all        # default oldest: one per evaluation` + exitHelp,
+      victims: all        # default oldest: one per evaluation
+    - builtin: replica_applier_blocked   # off unless listed: on replicas, kill the
+      wait: 10s                          # sessions whose metadata locks block the applier
+
+With the wait/lock/metadata/sql/mdl instrument enabled, the blockers come
+from performance_schema.metadata_locks; otherwise from a processlist
+heuristic (sessions running longer than the applier waits, on its table).` + exitHelp,
 	}
 	cmd.AddCommand(a.watchdogTestCommand(), a.watchdogRunCommand())
 	return cmd
@@ -54,15 +60,16 @@ type watchdogTarget struct {
 	flavor    dbpilot.Flavor
 	role      watchdog.Role
 	inspected time.Time
+	rules     []*watchdog.Rule // to know whether to read metadata locks
 }
 
-func openWatchdogTarget(ctx context.Context, key dbpilot.InstanceKey, opts mysql.Options) (*watchdogTarget, error) {
+func openWatchdogTarget(ctx context.Context, key dbpilot.InstanceKey, opts mysql.Options, rules []*watchdog.Rule) (*watchdogTarget, error) {
 	opts.MaxConns = 1
 	db, err := mysql.Open(ctx, key, opts)
 	if err != nil {
 		return nil, err
 	}
-	t := &watchdogTarget{db: db}
+	t := &watchdogTarget{db: db, rules: rules}
 	if err := t.inspect(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -95,7 +102,18 @@ func (t *watchdogTarget) snapshot(ctx context.Context) (watchdog.Snapshot, error
 	if err != nil {
 		return watchdog.Snapshot{}, err
 	}
-	return watchdogSnapshot(pl, t.role), nil
+	s := watchdogSnapshot(pl, t.role)
+	if watchdog.NeedsMDL(t.rules, s) {
+		// Without them (an error, the instrument off) replica_applier_blocked
+		// uses its processlist heuristic.
+		if waits, enabled, err := t.db.MDLWaits(ctx); err == nil {
+			s.MDLKnown = enabled
+			for _, w := range waits {
+				s.MDL = append(s.MDL, watchdog.MDLWait(w))
+			}
+		}
+	}
+	return s, nil
 }
 
 // watchdogSnapshot converts a processlist read to the watchdog's input.
@@ -205,7 +223,7 @@ dbpilot's own sessions, the rule's except list). Nothing is killed.` + exitHelp,
 			}
 			var reports []ruleReport
 			for _, k := range keys {
-				t, err := openWatchdogTarget(cmd.Context(), k, opts)
+				t, err := openWatchdogTarget(cmd.Context(), k, opts, rules)
 				if err != nil {
 					return err
 				}
@@ -339,7 +357,7 @@ Runs until interrupted, or for --duration.` + exitHelp,
 				}
 			}()
 			for _, k := range keys {
-				t, err := openWatchdogTarget(ctx, k, opts)
+				t, err := openWatchdogTarget(ctx, k, opts, rules)
 				if err != nil {
 					return err
 				}

@@ -279,6 +279,27 @@ func TestWatchdogIntegration(t *testing.T) {
 		t.Errorf("%d sleepers ended, want 2", ended)
 	}
 
+	// The built-in replica_applier_blocked: a SELECT on the replica holds
+	// wd.t's metadata lock, the primary ALTERs wd.t, the replica's applier
+	// waits; test shows the SELECT, run kills it and the ALTER applies.
+	sel := openWDSession(t, replicaKey, batch, killer(replicaKey))
+	sel.start("SELECT v, SLEEP(100) FROM wd.t")
+	time.Sleep(500 * time.Millisecond)
+	if err := admin[primaryKey].Exec(ctx, "ALTER TABLE wd.t ADD COLUMN c INT"); err != nil {
+		t.Fatal(err)
+	}
+	builtin := writeRules(t, "rules:\n  - {builtin: replica_applier_blocked, wait: 1s, dry_run: false}\n")
+	testutil.WaitFor(t, 20*time.Second, "watchdog test showing the applier's blocker", func() (bool, string) {
+		code, out, errOut := runCLI(t, "watchdog", "test", "--rules", builtin, "--sandbox", d.Name, "--node", "2")
+		return code == 0 && strings.Contains(out, "rule replica_applier_blocked (kill_connection): 1 session(s) match") &&
+			strings.Contains(out, fmt.Sprintf("  %d ", sel.id)) && strings.Contains(out, "blocks replication applier"), out + errOut
+	})
+	evs = runWatchdog(t, "--rules", builtin, "--sandbox", d.Name, "--node", "2", "--duration", "3s")
+	if len(evs) != 1 || evs[0].Session.ID != sel.id || evs[0].Result != "killed" || evs[0].Rule != watchdog.BuiltinReplicaApplierBlocked {
+		t.Errorf("replica_applier_blocked events: %+v, want the kill of session %d", evs, sel.id)
+	}
+	testutil.WaitValue(t, d, "2", "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'wd' AND TABLE_NAME = 't' AND COLUMN_NAME = 'c'", "1", 30*time.Second)
+
 	// KILL errors are classified: a session already gone, a missing privilege.
 	if err := admin[primaryKey].Kill(ctx, x.id, false); dbpilot.ErrorCode(err) != dbpilot.ENOTFOUND {
 		t.Errorf("kill of a gone session: %v (code %s), want not_found", err, dbpilot.ErrorCode(err))
