@@ -123,7 +123,7 @@ func (s *Statements) Collect(ctx context.Context, q Querier, t Target) ([]dbpilo
 			s.src.at = src.at
 		default:
 			if s.src == nil || src.name() != s.src.name() {
-				s.o.Log.Info("statements: source", "source", src.name(), "detail", src.detail(), "reason", src.reason)
+				s.o.Log.Info("statements: source", "source", src.name(), "detail", src.detail(), "reason", src.src.Reason)
 			}
 			s.prev = nil // counters of another reader do not compare
 			s.src = src
@@ -131,13 +131,16 @@ func (s *Statements) Collect(ctx context.Context, q Querier, t Target) ([]dbpilo
 	}
 	source := dbpilot.QuerySource{Instance: t.Key.String(), Cluster: s.o.Cluster, Source: s.src.name(), Detail: s.src.detail()}
 	if s.src.reader == nil {
-		source.Error = s.src.reason
-		s.record(ctx, dbpilot.QueryInterval{End: time.Now(), Source: source})
+		source.Error, source.At = s.src.src.Reason, time.Now()
+		s.record(ctx, dbpilot.QueryInterval{End: source.At, Source: source})
 		s.logOnce(source.Error)
 		return s.selfSamples(source, nil), nil
 	}
 	cur, err := s.src.reader.Snapshot(ctx, q)
 	if err != nil {
+		// The server may have changed (performance_schema, log_output):
+		// detect again next run; the same source keeps its reader.
+		s.src.at = s.run - statementsRedetect
 		return nil, err
 	}
 	if !cur.Enabled {

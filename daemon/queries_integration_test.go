@@ -158,3 +158,66 @@ func TestQueriesInServe(t *testing.T) {
 		t.Errorf("%s = %+v, %v: want at most %d", count, s, err, top)
 	}
 }
+
+// TestQueriesInServeSlowLog: with performance_schema off, serve's
+// statements collector falls back to the slow query log (mysql.slow_log
+// here) and says so; with the slow log off too, the source is none with
+// the reason, and dbpilot_query_source says it.
+func TestQueriesInServeSlowLog(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologySingle,
+		Options: []string{"performance_schema=OFF", "slow_query_log=ON", "long_query_time=0", "log_output=TABLE"}})
+	dir := t.TempDir()
+	ms, err := metrics.Open(metrics.Options{Dir: filepath.Join(dir, "metrics"), Retention: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	f := startDaemonWith(t, d, func(c *daemon.Config) {
+		c.Clusters[0].AutoFailover = false
+		c.Queries.Interval = daemon.Duration(time.Second)
+	}, daemon.Wiring{MetricsStore: ms}, false)
+	ctx := context.Background()
+	node1 := f.key("node1").String()
+	testutil.WaitFor(t, 20*time.Second, "a first collection from the slow log", func() (bool, string) {
+		rep, err := f.dm.Queries(ctx, dbpilot.QueryFilter{Instance: node1})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(rep.Sources) == 1 && rep.Sources[0].Source == dbpilot.QuerySourceSlowLogTable && rep.Sources[0].Error == "", fmt.Sprintf("%+v", rep.Sources)
+	})
+	const n = 25
+	for i := 0; i < n; i++ {
+		f.exec("node1", fmt.Sprintf("SELECT %d AS dbpilot_serve_slow_probe", i))
+	}
+	testutil.WaitFor(t, 20*time.Second, "the probe from the slow log", func() (bool, string) {
+		rep, err := f.dm.Queries(ctx, dbpilot.QueryFilter{Instance: node1, Limit: 1000})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, q := range rep.Queries {
+			if strings.Contains(q.DigestText, "dbpilot_serve_slow_probe") {
+				return q.Count == n, fmt.Sprintf("%+v", q)
+			}
+		}
+		return false, fmt.Sprintf("%d digests", len(rep.Queries))
+	})
+
+	// The slow log turned off: no source, with the reason.
+	f.exec("node1", "SET GLOBAL slow_query_log = OFF")
+	testutil.WaitFor(t, 60*time.Second, "source none", func() (bool, string) {
+		rep, err := f.dm.Queries(ctx, dbpilot.QueryFilter{Instance: node1})
+		if err != nil {
+			return false, err.Error()
+		}
+		s := rep.Sources[0]
+		return s.Source == dbpilot.QuerySourceNone && strings.Contains(s.Error, "slow_query_log"), fmt.Sprintf("%+v", s)
+	})
+	expr := `dbpilot_query_source{instance="` + node1 + `",source="none"}`
+	testutil.WaitFor(t, 10*time.Second, expr, func() (bool, string) {
+		s, err := ms.QueryInstant(ctx, expr, time.Now())
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(s) == 1 && len(s[0].Points) > 0 && s[0].Points[0].V == 1, fmt.Sprintf("%+v", s)
+	})
+}

@@ -24,10 +24,16 @@ type queriesReport struct {
 
 // queriesInstance is the header of one server's digest table.
 type queriesInstance struct {
-	Instance    string `json:"instance"`
-	Capacity    int64  `json:"capacity"`     // performance_schema_digests_size
-	Digests     int    `json:"digests"`      // rows in the table now
-	LostDigests uint64 `json:"lost_digests"` // Performance_schema_digest_lost, since start
+	Instance string `json:"instance"`
+	// Source is where its statements were read: performance_schema,
+	// slow_log_table or slow_log_file (SourceDetail is then the file);
+	// SourceNote says why, and what a slow log sees (long_query_time).
+	Source       string `json:"source"`
+	SourceDetail string `json:"source_detail,omitempty"`
+	SourceNote   string `json:"source_note,omitempty"`
+	Capacity     int64  `json:"capacity"`     // performance_schema_digests_size; 0 for a slow log
+	Digests      int    `json:"digests"`      // rows in the table now
+	LostDigests  uint64 `json:"lost_digests"` // Performance_schema_digest_lost, since start
 	// LostInInterval is the growth of lost_digests between the samples.
 	LostInInterval uint64 `json:"lost_in_interval"`
 	Full           bool   `json:"full"` // the table holds capacity rows: new digests are lost
@@ -46,12 +52,13 @@ func (a *app) queriesCommand() *cobra.Command {
 		by         string
 		limit      int
 		examples   bool
+		source     string
 		asJSON     bool
 		server     queriesServer
 	)
 	cmd := &cobra.Command{
 		Use:   "queries HOST:PORT | --sandbox NAME [--node N] | --server URL [CLUSTER|HOST:PORT]",
-		Short: "Top queries by digest from performance_schema (like pt-query-digest)",
+		Short: "Top queries by digest from performance_schema or the slow query log (like pt-query-digest)",
 		Long: `Report the statements that cost the most, grouped by digest (the statement
 with its literals replaced by "?"), from the server's
 performance_schema.events_statements_summary_by_digest.
@@ -78,12 +85,24 @@ statements collector reads every monitored instance's digest table every
 gives the span (default 1h), an argument narrows it to a cluster or one
 HOST:PORT. --json prints serve's report (GET /api/queries).
 
-Needs performance_schema=ON (a server option; sandboxes have it, with small
-sizing) and the statements_digest consumer (on by default). With --sandbox and
-no --node, every node is read and rows name their instance.` + exitHelp,
+Reads performance_schema=ON (a server option; sandboxes have it, with small
+sizing) with the statements_digest consumer (on by default). When
+performance_schema is off, --source auto (the default) falls back to the slow
+query log (slow_query_log=ON): the mysql.slow_log table when log_output has
+TABLE, else its file (slow_query_log_file, relative to datadir) when the
+server runs on this host. Statements are then grouped by their fingerprint,
+as pt-query-digest does (literals and IN/VALUES lists replaced; the digest
+is dbpilot's hash of it, not the server's), and counted from where the log
+ended at the first read (--since-start: everything the log holds). A slow log
+sees only statements slower than long_query_time: set it to 0 to see all.
+The header names each server's source (and the file); when neither source
+is on, the error says what to enable. --source performance_schema or
+slow_log insists on one. With --sandbox and no --node, every node is read and
+rows name their instance.` + exitHelp,
 		Example: `  dbpilot queries 127.0.0.1:3306 --user monitor --interval 30s
   dbpilot queries --sandbox demo --node 1 --since-start --by avg --limit 10
   dbpilot queries --sandbox demo --node 1 --interval 5s --json
+  dbpilot queries 127.0.0.1:3306 --source slow_log --since-start
   dbpilot queries --server http://127.0.0.1:7070 main --since 24h --by avg`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch by {
@@ -95,7 +114,7 @@ no --node, every node is read and rows name their instance.` + exitHelp,
 				return dbpilot.Errorf(dbpilot.EINVALID, "--limit %d: want 1 or more", limit)
 			}
 			if server.url != "" {
-				if err := onlyWithoutServer(cmd, "sandbox", "node", "interval", "since-start", "examples"); err != nil {
+				if err := onlyWithoutServer(cmd, "sandbox", "node", "interval", "since-start", "examples", "source"); err != nil {
 					return err
 				}
 				if server.since <= 0 {
@@ -126,7 +145,7 @@ no --node, every node is read and rows name their instance.` + exitHelp,
 			if len(keys) > 1 && tf.sandbox == "" {
 				return dbpilot.Errorf(dbpilot.EINVALID, "queries takes one HOST:PORT")
 			}
-			rep, err := collectQueries(cmd.Context(), keys, opts, mysql.DigestOptions{Examples: examples}, sinceStart, interval)
+			rep, err := collectQueries(cmd.Context(), keys, opts, mysql.DigestOptions{Examples: examples}, source, sinceStart, interval)
 			if err != nil {
 				return err
 			}
@@ -148,6 +167,7 @@ no --node, every node is read and rows name their instance.` + exitHelp,
 	f.StringVar(&by, "by", "total", "order by total latency, avg latency, count, or rows examined: total|avg|count|rows")
 	f.IntVar(&limit, "limit", 20, "show the top N digests")
 	f.BoolVar(&examples, "examples", false, "keep literals in example statements (they may hold personal data)")
+	f.StringVar(&source, "source", "auto", "where to read statements: auto (performance_schema, else the slow query log), performance_schema or slow_log")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringVar(&server.url, "server", "", "report from a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070")
 	f.StringVar(&server.token, "token", "", "API token for --server (default $DBPILOT_TOKEN)")
@@ -156,18 +176,33 @@ no --node, every node is read and rows name their instance.` + exitHelp,
 }
 
 // collectQueries samples every server once (sinceStart) or twice, interval
-// apart, and builds the report.
-func collectQueries(ctx context.Context, keys []dbpilot.InstanceKey, opts mysql.Options, dopts mysql.DigestOptions, sinceStart bool, interval time.Duration) (*queriesReport, error) {
+// apart, and builds the report. source is --source: auto reads
+// performance_schema when it is on, else the slow query log (its table, or
+// its file when the server runs on this host); performance_schema and
+// slow_log insist on one.
+func collectQueries(ctx context.Context, keys []dbpilot.InstanceKey, opts mysql.Options, dopts mysql.DigestOptions, source string, sinceStart bool, interval time.Duration) (*queriesReport, error) {
+	switch source {
+	case "auto", "performance_schema", "slow_log":
+	default:
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "--source %q: want auto, performance_schema or slow_log", source)
+	}
 	rep := &queriesReport{Source: "performance_schema", Mode: "since_start", Queries: []queryRow{}}
 	if !sinceStart {
 		rep.Mode, rep.IntervalS = "interval", interval.Seconds()
 	}
+	// A slow log read once, from its start (--since-start), or twice: the
+	// first read notes where it ends. The bounds of one read are those of a
+	// single command, larger than a collector's.
+	sopts := mysql.SlowLogOptions{Examples: dopts.Examples, FromStart: sinceStart, User: opts.User,
+		MaxBytesPerRead: 1 << 30, MaxRowsPerRead: 200000}
 	dbs := make([]*mysql.DB, 0, len(keys))
 	defer func() {
 		for _, db := range dbs {
 			db.Close()
 		}
 	}()
+	readers := make([]mysql.StatementReader, len(keys))
+	srcs := make([]mysql.StatementSource, len(keys))
 	first := make([]*mysql.DigestSnapshot, len(keys))
 	for i, k := range keys {
 		db, err := mysql.Open(ctx, k, opts)
@@ -175,7 +210,21 @@ func collectQueries(ctx context.Context, keys []dbpilot.InstanceKey, opts mysql.
 			return nil, err
 		}
 		dbs = append(dbs, db)
-		if first[i], err = db.ReadDigests(ctx, dopts); err != nil {
+		switch source {
+		case "performance_schema":
+			srcs[i] = mysql.StatementSource{Source: dbpilot.QuerySourcePerformanceSchema}
+		case "slow_log":
+			srcs[i], err = mysql.DetectSlowLogSource(ctx, db, k)
+		default:
+			srcs[i], err = mysql.DetectStatementSource(ctx, db, k)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if readers[i], err = mysql.NewStatementReader(k, srcs[i], sopts); err != nil {
+			return nil, err
+		}
+		if first[i], err = readers[i].Snapshot(ctx, db); err != nil {
 			return nil, err
 		}
 		if err := first[i].DigestsUsable(); err != nil {
@@ -192,14 +241,25 @@ func collectQueries(ctx context.Context, keys []dbpilot.InstanceKey, opts mysql.
 		last = make([]*mysql.DigestSnapshot, len(keys))
 		for i, db := range dbs {
 			var err error
-			if last[i], err = db.ReadDigests(ctx, dopts); err != nil {
+			if last[i], err = readers[i].Snapshot(ctx, db); err != nil {
 				return nil, err
 			}
 		}
 	}
+	for i, src := range srcs {
+		if i == 0 {
+			rep.Source = src.Source
+		} else if src.Source != rep.Source {
+			rep.Source = "mixed"
+		}
+	}
 	for i, cur := range last {
 		var prev *mysql.DigestSnapshot
-		h := queriesInstance{Instance: cur.Key.String(), Capacity: cur.Capacity, Digests: len(cur.Digests), LostDigests: cur.Lost}
+		h := queriesInstance{Instance: cur.Key.String(), Capacity: cur.Capacity, Digests: len(cur.Digests), LostDigests: cur.Lost,
+			Source: cur.Source, SourceDetail: cur.SourceDetail}
+		if cur.Source != dbpilot.QuerySourcePerformanceSchema {
+			h.SourceNote = srcs[i].Reason
+		}
 		h.Full = cur.Capacity > 0 && int64(len(cur.Digests)) >= cur.Capacity
 		if !sinceStart {
 			prev = first[i]
@@ -258,12 +318,27 @@ func sortQueries(rows []queryRow, by string) {
 
 func printQueries(w io.Writer, rep *queriesReport) error {
 	what := "cumulative since the table started"
+	if rep.Source != dbpilot.QuerySourcePerformanceSchema {
+		what = "cumulative: what the log held"
+	}
 	if rep.Mode == "interval" {
 		what = fmt.Sprintf("what ran in %s", time.Duration(rep.IntervalS*float64(time.Second)))
 	}
 	fmt.Fprintf(w, "Top queries by %s, %s (source: %s)\n", rep.By, what, rep.Source)
 	for _, h := range rep.Instances {
-		fmt.Fprintf(w, "%s: %d of %d digests, %d lost since start", h.Instance, h.Digests, h.Capacity, h.LostDigests)
+		if h.Source != dbpilot.QuerySourcePerformanceSchema {
+			// A slow log: fingerprints counted by dbpilot since it started reading.
+			fmt.Fprintf(w, "%s: source %s, %d fingerprints", h.Instance, h.Source, h.Digests)
+			if h.LostDigests > 0 {
+				fmt.Fprintf(w, ", %d statements beyond the fingerprint limit", h.LostDigests)
+			}
+			if h.SourceNote != "" {
+				fmt.Fprintf(w, " (%s)", h.SourceNote)
+			}
+			fmt.Fprintln(w)
+			continue
+		}
+		fmt.Fprintf(w, "%s: source %s, %d of %d digests, %d lost since start", h.Instance, h.Source, h.Digests, h.Capacity, h.LostDigests)
 		if rep.Mode == "interval" {
 			fmt.Fprintf(w, ", %d in the interval", h.LostInInterval)
 		}
