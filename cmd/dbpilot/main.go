@@ -126,6 +126,7 @@ sandbox descriptor (--sandbox NAME).` + exitHelp,
 		a.cloneCommand(),
 		a.queriesCommand(),
 		a.watchdogCommand(),
+		a.binlogCommand(),
 	)
 	return root
 }
