@@ -89,6 +89,7 @@ const (
 	AuditOperation       = "operation"        // a person's request (failover, switchover, relocate, ack) and its outcome, refusals included
 	AuditCoordination    = "coordination"     // serves' coordination: a recovery taken over, a leadership lost, a forced action
 	AuditWatchdog        = "watchdog"         // the query watchdog matched a session, and what it did (logged, killed, dry-run, rate-limited)
+	AuditBinlogBackup    = "binlog_backup"    // serve's binlog backup started on a primary, stopped, or found a gap it cannot fill
 
 	// Steps of a recovery (the executor).
 	AuditApplyRelayLog = "apply-relay-log" // a candidate applied what it received

@@ -245,7 +245,7 @@ func TestDefaultRules(t *testing.T) {
 		"SemiSyncFellBack", "InnoDBCheckpointAgeHigh", "InnoDBDirtyPagesHigh", "InnoDBDeadlocks",
 		"InnoDBHistoryListGrowing", "ThreadsRunningHigh", "ConnectionsHigh", "GaleraNonPrimary", "GaleraClusterSizeMismatch", "GaleraNotSynced",
 		"GaleraSSTInProgress", "GaleraNodeDesynced", "GaleraDesyncLeftOn", "GaleraFlowControlPaused", "GaleraFlowControlSent",
-		"GaleraRecvQueueGrowing", "DigestTableFull", "QueryStatisticsUnavailable",
+		"GaleraRecvQueueGrowing", "DigestTableFull", "QueryStatisticsUnavailable", "BinlogBackupGap", "BinlogBackupDown", "BinlogBackupLagging", "BinlogBackupSetAside",
 	}
 	var names []string
 	for _, r := range rules {

@@ -35,6 +35,8 @@ type writer struct {
 	f         *os.File
 	bw        *bufio.Writer
 	name      string // server file name
+	file      string // archive file name (without suffix): name, or name@SERVERID when another source used name
+	fileSrvID uint32 // server id of the source that wrote the partial file (its Format_description)
 	pending   string // name of the next file (from a Rotate)
 	size      int64
 	boundary  int64 // offset after the last complete transaction
@@ -121,10 +123,11 @@ func (w *writer) recover(from position) error {
 	if len(partials) == 0 {
 		return nil
 	}
-	name := strings.TrimSuffix(partials[0], PartialSuffix)
+	file := strings.TrimSuffix(partials[0], PartialSuffix)
+	name := serverName(file)
 	path := filepath.Join(w.dir, partials[0])
 	for _, e := range idx {
-		if e.Name == name { // crashed after indexing, before removing it
+		if e.File == file+ZstSuffix { // crashed after indexing, before removing it
 			return os.Remove(path)
 		}
 	}
@@ -190,7 +193,7 @@ func (w *writer) recover(from position) error {
 	t.pos = fs.end
 	t.gaps = nil
 	w.t = t
-	w.f, w.name = f, name
+	w.f, w.name, w.file, w.fileSrvID = f, name, file, fs.fdeServer
 	w.bw = bufio.NewWriterSize(w.wrap(path, f), 256<<10)
 	w.size, w.boundary, w.lastPos = fs.boundary, fs.boundary, fs.bLogPos
 	if fs.rotated {
@@ -321,6 +324,27 @@ func (w *writer) serverFile(name string) error {
 	return nil
 }
 
+// serverName is the server's file name of an archive file name:
+// NAME@SERVERID (a name another source used first) is NAME.
+func serverName(file string) string {
+	if i := strings.LastIndexByte(file, '@'); i > 0 {
+		if _, err := strconv.ParseUint(file[i+1:], 10, 32); err == nil {
+			return file[:i]
+		}
+	}
+	return file
+}
+
+// newSource finishes the partial file when the server streamed from now is
+// not the one that wrote it (a failover): the file is at a transaction
+// boundary once recovered, and the new source's files follow it.
+func (w *writer) newSource(serverID uint32) error {
+	if w.f == nil || w.fileSrvID == 0 || w.fileSrvID == serverID {
+		return nil
+	}
+	return w.finish()
+}
+
 // compareNames orders binary log names by their numeric extension.
 func compareNames(a, b string) int {
 	na, ea := splitName(a)
@@ -353,12 +377,18 @@ func (w *writer) create(name string) error {
 	if name != filepath.Base(name) || name == "." || name == ".." {
 		return dbpilot.Errorf(dbpilot.EINVALID, "binlog: server file name %q cannot be a file name", name)
 	}
-	path := filepath.Join(w.dir, name+PartialSuffix)
+	// After a failover the new source's files may bear names the archive
+	// holds already: the archive's file is then NAME@SERVERID.
+	file := name
+	if _, err := os.Stat(filepath.Join(w.dir, file+ZstSuffix)); err == nil {
+		file = name + "@" + strconv.FormatUint(uint64(w.serverID), 10)
+	}
+	path := filepath.Join(w.dir, file+PartialSuffix)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return w.ioError(err, path)
 	}
-	w.f, w.name, w.pending = f, name, ""
+	w.f, w.name, w.file, w.fileSrvID, w.pending = f, name, file, w.serverID, ""
 	w.bw = bufio.NewWriterSize(w.wrap(path, f), 256<<10)
 	w.size, w.boundary, w.lastPos, w.fresh = 0, 0, 0, true
 	w.t.newFile()
@@ -403,8 +433,8 @@ func (w *writer) finish() error {
 	if err := w.flush(true); err != nil {
 		return err
 	}
-	plain := filepath.Join(w.dir, w.name+PartialSuffix)
-	zname := w.name + ZstSuffix
+	plain := filepath.Join(w.dir, w.file+PartialSuffix)
+	zname := w.file + ZstSuffix
 	zpath := filepath.Join(w.dir, zname)
 	tmp := zpath + ".tmp"
 	if _, err := w.f.Seek(0, io.SeekStart); err != nil {
@@ -450,7 +480,7 @@ func (w *writer) finish() error {
 		FirstGTID: w.t.stats.firstGTID, LastGTID: w.t.stats.lastGTID,
 		FirstTime: first, LastTime: last,
 		Transactions: w.t.stats.transactions, Events: w.t.stats.events,
-		Source: w.source, ServerID: w.serverID, Flavor: w.flavor,
+		Source: w.source, ServerID: w.fileSrvID, Flavor: w.flavor,
 	}
 	if err := appendIndex(w.dir, e); err != nil {
 		return w.fail(w.ioError(err, IndexName))

@@ -13,6 +13,7 @@ import (
 // File names in an archive directory.
 const (
 	IndexName     = "index.jsonl"
+	PrunedName    = "PRUNED" // the oldest file kept by retention (prune.go)
 	LockName      = "LOCK"
 	PartialSuffix = ".partial"
 	ZstSuffix     = ".zst"
@@ -40,7 +41,9 @@ type IndexEntry struct {
 }
 
 // ReadIndex reads dir's index.jsonl; a missing index is an empty one. A
-// last line without its newline (a torn append) is ignored.
+// last line without its newline (a torn append) is ignored. The entries of
+// files pruned by retention (before the file PrunedName names) are left
+// out: the archive starts at the oldest file kept.
 func ReadIndex(dir string) ([]IndexEntry, error) {
 	data, err := os.ReadFile(filepath.Join(dir, IndexName))
 	if os.IsNotExist(err) {
@@ -49,7 +52,11 @@ func ReadIndex(dir string) ([]IndexEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseIndex(data)
+	all, err := parseIndex(data)
+	if err != nil {
+		return all, err
+	}
+	return afterPruned(dir, all)
 }
 
 func parseIndex(data []byte) ([]IndexEntry, error) {

@@ -128,6 +128,7 @@ type fileScan struct {
 	gaps       []Gap
 	flavor     string
 	server     string   // server version from the format description
+	fdeServer  uint32   // server id in the format description's header: the server that wrote the file
 	crcErrs    []string // events whose checksum does not match
 	err        error    // a structural problem: torn tail, bad magic, bad event
 }
@@ -168,6 +169,9 @@ func scanReader(r io.Reader, start *position, flavor string) (*fileScan, error) 
 	known := start != nil
 	err := ReadEvents(r, func(off int64, e Event) error {
 		if e.Type == typeFormatDesc {
+			if fs.fdeServer == 0 {
+				fs.fdeServer = e.ServerID
+			}
 			if f, err := parseFormat(e); err == nil {
 				fs.server = f.server
 				if flavor == "" || fs.flavor == "" {
@@ -298,8 +302,9 @@ func partialInfo(dir, name string, prev *position, flavor string) (FileInfo, err
 	}
 	first, last := fs.stats.times()
 	fi := FileInfo{Partial: true, TrailingBytes: total - fs.boundary}
-	fi.Name = strings.TrimSuffix(name, PartialSuffix)
+	fi.Name = serverName(strings.TrimSuffix(name, PartialSuffix))
 	fi.File = name
+	fi.ServerID = fs.fdeServer
 	fi.Size = total
 	fi.GTIDStart = fs.stats.start.String()
 	fi.GTIDEnd = fs.end.String()

@@ -220,7 +220,11 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	w.source, w.serverID, w.syncCommits, w.hook = o.Key.String(), si.serverID, o.SemiSync, o.writeHook
+	w.hook = o.writeHook
+	if err := w.newSource(si.serverID); err != nil { // a failover: the old source's file is finished
+		return err
+	}
+	w.source, w.serverID, w.syncCommits = o.Key.String(), si.serverID, o.SemiSync
 	s.w = w
 	w.onFinish = func(IndexEntry) { s.report(true) }
 	if o.StopAtEnd {

@@ -56,6 +56,10 @@ type Config struct {
 	// Queries configures query analytics: the statements collector and its
 	// storage (daemon/queries.go); default: on.
 	Queries QueriesConfig `yaml:"queries"`
+	// Backup configures serve's continuous backups: backup.binlog streams
+	// a cluster's binary logs into an archive, following failovers
+	// (daemon/binlogbackup.go).
+	Backup BackupConfig `yaml:"backup"`
 
 	// path is the file LoadConfig read (errors of inline watchdog rules name it).
 	path string
@@ -297,6 +301,8 @@ watchdog:                        # query watchdog on every monitored instance (o
     - {builtin: replica_applier_blocked, wait: 10s}   # built-in, off unless listed: free a replica's applier from MDL blockers
   notify: true                   # also post matches and kills to alerts.webhook (default true when it is set)
 queries: {interval: 10s, top: 200, retention: 192h}   # query analytics per digest (default on; disabled: true)
+backup:
+  binlog: {cluster: main, dir: /var/backups/dbpilot/binlog, retention: 168h, semi_sync: true}   # follows failovers
 clusters:
   - name: main
     seeds: [db1:3306, db2:3306]
@@ -533,7 +539,7 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	return nil
+	return c.validateBackup(names)
 }
 
 func (h *HooksConfig) validate(where string) error {

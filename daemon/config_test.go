@@ -75,6 +75,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{minimal + "queries: {top: -1}\n", "queries.top: -1 is outside"},
 		{minimal + "queries: {retention: 10m}\n", "queries.retention: 10m0s is below 1h"},
 		{minimal + "queries: {sample: yes}\n", "field sample not found"},
+		{minimal + "backup: {binlog: {dir: /tmp/x}}\n", "backup.binlog.cluster: required"},
+		{minimal + "backup: {binlog: {cluster: other, dir: /tmp/x}}\n", `backup.binlog.cluster: "other" is not a configured cluster`},
+		{minimal + "backup: {binlog: {cluster: main}}\n", "backup.binlog.dir: required"},
+		{minimal + "backup: {binlog: {cluster: main, dir: /tmp/x, retention: 5m}}\n", "backup.binlog.retention: 5m0s is below 1h"},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(writeConfig(t, tt.body))

@@ -40,7 +40,9 @@ type Daemon struct {
 	metrics    MetricsBackend
 	alertStore dbpilot.AlertStore
 	queryStore QueryStore // nil: no query analytics
-	mon        *monitor
+	// binlogBackup streams backup.binlog's cluster (nil: none).
+	binlogBackup *binlogBackup
+	mon          *monitor
 
 	// Several serves (nil: this serve acts alone).
 	coord   dbpilot.Coordinator
@@ -220,6 +222,11 @@ func New(cfg *Config, opt Options) *Daemon {
 		d.clusters[cl.Name] = cs
 		d.order = append(d.order, cl.Name)
 	}
+	if b := cfg.Backup.Binlog; b != nil {
+		if cs, ok := d.clusters[b.Cluster]; ok {
+			d.binlogBackup = &binlogBackup{d: d, cfg: *b, cs: cs}
+		}
+	}
 	return d
 }
 
@@ -265,6 +272,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 				ev.Run(ctx)
 			}()
 		}
+	}
+	if b := d.binlogBackup; b != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.run(ctx)
+		}()
 	}
 	if _, ok := d.store.(dbpilot.Pruner); ok || d.queryStore != nil {
 		wg.Add(1)
