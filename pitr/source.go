@@ -1,0 +1,472 @@
+package pitr
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbpilot/dbpilot/gtid"
+	gmysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/server"
+)
+
+// sourceVersion is the version a replica sees. MariaDB replicas look for
+// "MariaDB" to speak MariaDB's GTID protocol; the "5.5.5-" prefix is how
+// MariaDB 10+ servers present themselves.
+const sourceVersion = "5.5.5-10.11.99-MariaDB-dbpilot-pitr"
+
+// SourceUser is the account a replica uses to connect to the source.
+const SourceUser = "dbpilot_pitr"
+
+// Source serves a planned part of an archive to a replica over the MySQL
+// replication protocol: it answers the replica IO thread's handshake and
+// queries, COM_REGISTER_SLAVE and COM_BINLOG_DUMP, then sends an
+// artificial Rotate, each file's Format_description and Gtid_list, and the
+// planned transactions after the replica's GTID connect state up to the
+// plan's until position (excluded ones as empty transactions), then
+// heartbeats until the replica disconnects.
+type Source struct {
+	scan     *Scan
+	plan     *Plan
+	ln       net.Listener
+	password string
+	conf     *server.Server
+	serverID uint32
+	log      *slog.Logger
+
+	until   map[uint32]uint64
+	exclude map[gtid.MariaGTID]bool
+
+	// Sent counts transactions and events sent (since the start).
+	SentTxns   atomic.Int64
+	SentEvents atomic.Int64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	errMu  sync.Mutex
+	err    error
+}
+
+// StartSource listens on listen (HOST:PORT; port 0 picks one) and serves
+// plan's transactions of the scanned archive to replicas that log in as
+// SourceUser with the generated password.
+func StartSource(ctx context.Context, listen string, s *Scan, p *Plan, log *slog.Logger) (*Source, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var pw [16]byte
+	if _, err := rand.Read(pw[:]); err != nil {
+		return nil, fmt.Errorf("pitr: generate the source's password: %w", err)
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("pitr: listen for the target on %s: %w", listen, err)
+	}
+	src := &Source{
+		scan: s, plan: p, ln: ln, password: hex.EncodeToString(pw[:]), log: log,
+		conf:    server.NewServer(sourceVersion, gmysql.DEFAULT_COLLATION_ID, gmysql.AUTH_NATIVE_PASSWORD, nil, nil),
+		until:   map[uint32]uint64{},
+		exclude: map[gtid.MariaGTID]bool{},
+		conns:   map[net.Conn]bool{},
+	}
+	for _, g := range p.Until {
+		src.until[g.Domain] = g.Seq
+	}
+	for _, g := range p.Exclude {
+		src.exclude[g] = true
+	}
+	// The source speaks as the server that wrote the archive.
+	for _, f := range s.Files {
+		if f.Err == nil && f.ServerID != 0 {
+			src.serverID = f.ServerID
+		}
+	}
+	src.ctx, src.cancel = context.WithCancel(ctx)
+	src.wg.Add(1)
+	go src.accept()
+	return src, nil
+}
+
+// Addr is the address the source listens on.
+func (s *Source) Addr() *net.TCPAddr { return s.ln.Addr().(*net.TCPAddr) }
+
+// Password is the one-time password of SourceUser.
+func (s *Source) Password() string { return s.password }
+
+// ServerID is the server_id the source reports.
+func (s *Source) ServerID() uint32 { return s.serverID }
+
+// Err is the last error of a replica's session, if any.
+func (s *Source) Err() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+func (s *Source) setErr(err error) {
+	s.errMu.Lock()
+	s.err = err
+	s.errMu.Unlock()
+}
+
+// Close stops listening, closes every session and waits for them.
+func (s *Source) Close() {
+	s.cancel()
+	s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (s *Source) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = true
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				c.Close()
+			}()
+			s.session(c)
+		}()
+	}
+}
+
+// session is one replica connection.
+func (s *Source) session(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(1 << 20)
+	}
+	h := &handler{src: s, raw: c, vars: map[string]string{}}
+	p := server.NewInMemoryProvider()
+	p.AddUser(SourceUser, s.password)
+	conn, err := s.conf.NewCustomizedConn(c, p, h)
+	if err != nil {
+		s.log.Debug("pitr source: handshake failed", "remote", c.RemoteAddr().String(), "err", err)
+		return
+	}
+	for s.ctx.Err() == nil && !h.done {
+		if err := conn.HandleCommand(); err != nil {
+			if !errors.Is(err, io.EOF) && !h.done && s.ctx.Err() == nil {
+				s.log.Debug("pitr source: session ended", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// handler answers one replica session.
+type handler struct {
+	src  *Source
+	raw  net.Conn
+	vars map[string]string // user variables the replica set
+	done bool
+}
+
+var setVar = regexp.MustCompile(`(?is)^\s*SET\s+@([a-z_0-9]+)\s*:?=\s*(.*?)\s*;?\s*$`)
+
+func unquote(v string) string {
+	if len(v) >= 2 && (v[0] == '\'' || v[0] == '"') && v[len(v)-1] == v[0] {
+		return v[1 : len(v)-1]
+	}
+	return v
+}
+
+func (h *handler) UseDB(string) error { return nil }
+
+func result(names []string, row ...any) (*gmysql.Result, error) {
+	var rows [][]any
+	if row != nil {
+		rows = [][]any{row}
+	}
+	rs, err := gmysql.BuildSimpleResultset(names, rows, false)
+	if err != nil {
+		return nil, err
+	}
+	return gmysql.NewResult(rs), nil
+}
+
+func (h *handler) HandleQuery(q string) (*gmysql.Result, error) {
+	s := h.src
+	s.log.Debug("pitr source: query", "q", q)
+	if m := setVar.FindStringSubmatch(q); m != nil {
+		h.vars[strings.ToLower(m[1])] = unquote(m[2])
+		return nil, nil
+	}
+	uq := strings.ToUpper(strings.TrimSpace(q))
+	switch {
+	case strings.HasPrefix(uq, "SET "):
+		return nil, nil
+	case uq == "SELECT UNIX_TIMESTAMP()":
+		return result([]string{"UNIX_TIMESTAMP()"}, strconv.FormatInt(time.Now().Unix(), 10))
+	case strings.HasPrefix(uq, "SHOW VARIABLES LIKE 'SERVER_ID'"):
+		return result([]string{"Variable_name", "Value"}, "server_id", strconv.FormatUint(uint64(s.serverID), 10))
+	case uq == "SELECT @@GLOBAL.SERVER_ID":
+		return result([]string{"@@GLOBAL.SERVER_ID"}, strconv.FormatUint(uint64(s.serverID), 10))
+	case uq == "SELECT @MASTER_BINLOG_CHECKSUM":
+		alg := "NONE"
+		if s.checksum() == checksumCRC32 {
+			alg = "CRC32"
+		}
+		return result([]string{"@master_binlog_checksum"}, alg)
+	case uq == "SELECT @@GLOBAL.GTID_DOMAIN_ID":
+		return result([]string{"@@GLOBAL.gtid_domain_id"}, "0")
+	case strings.HasPrefix(uq, "SELECT @@GLOBAL.") || strings.HasPrefix(uq, "SELECT @@"):
+		name := strings.TrimSpace(q[strings.Index(q, "@"):])
+		return result([]string{name}, "")
+	case strings.HasPrefix(uq, "SELECT @"):
+		name := strings.TrimSpace(q[strings.Index(q, "@"):])
+		return result([]string{name}, h.vars[strings.ToLower(strings.TrimPrefix(name, "@"))])
+	case strings.HasPrefix(uq, "SELECT"), strings.HasPrefix(uq, "SHOW"):
+		// Nothing else is needed by a replica; answer with an empty set.
+		return result([]string{"Value"})
+	}
+	return nil, nil
+}
+
+func (h *handler) HandleFieldList(string, string) ([]*gmysql.Field, error) { return nil, nil }
+
+func (h *handler) HandleStmtPrepare(string) (int, int, any, error) {
+	return 0, 0, nil, gmysql.NewError(gmysql.ER_UNKNOWN_ERROR, "prepared statements are not supported")
+}
+
+func (h *handler) HandleStmtExecute(any, string, []any) (*gmysql.Result, error) {
+	return nil, gmysql.NewError(gmysql.ER_UNKNOWN_ERROR, "prepared statements are not supported")
+}
+
+func (h *handler) HandleStmtClose(any) error { return nil }
+
+func (h *handler) HandleOtherCommand(cmd byte, data []byte) error {
+	switch cmd {
+	case gmysql.COM_REGISTER_SLAVE:
+		return nil
+	case gmysql.COM_BINLOG_DUMP:
+		h.done = true
+		err := h.src.dump(h.raw, h.vars)
+		if err != nil && h.src.ctx.Err() == nil {
+			h.src.setErr(err)
+			h.src.log.Debug("pitr source: dump ended", "err", err)
+		}
+		// The session is over: close it rather than answer.
+		h.raw.Close()
+		return nil
+	}
+	return gmysql.NewError(gmysql.ER_UNKNOWN_COM_ERROR, fmt.Sprintf("command %d not supported by the dbpilot PITR source", cmd))
+}
+
+func (s *Source) checksum() byte {
+	for _, f := range s.scan.Files {
+		if f.Err == nil {
+			return f.Checksum
+		}
+	}
+	return checksumOff
+}
+
+// packetWriter frames binlog events as replication stream packets.
+type packetWriter struct {
+	w   *bufio.Writer
+	seq byte
+}
+
+func (pw *packetWriter) event(ev []byte) error {
+	// Payload: a 0x00 OK byte then the event, in packets of at most
+	// 16 MiB - 1; a payload that fills the last one ends with an empty one.
+	total := len(ev) + 1
+	lead := true
+	for {
+		n := min(total, 0xffffff)
+		hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), pw.seq}
+		pw.seq++
+		if _, err := pw.w.Write(hdr[:]); err != nil {
+			return err
+		}
+		body := n
+		if lead && n > 0 {
+			if err := pw.w.WriteByte(0); err != nil {
+				return err
+			}
+			body--
+			lead = false
+		}
+		if _, err := pw.w.Write(ev[:body]); err != nil {
+			return err
+		}
+		ev = ev[body:]
+		total -= n
+		if n < 0xffffff {
+			return nil
+		}
+	}
+}
+
+// dump streams the planned events to a replica.
+func (s *Source) dump(c net.Conn, vars map[string]string) error {
+	from, err := gtid.ParseMariaList(vars["slave_connect_state"])
+	if err != nil {
+		return fmt.Errorf("replica connect state %q: %w", vars["slave_connect_state"], err)
+	}
+	hb := time.Second
+	if ns, err := strconv.ParseInt(vars["master_heartbeat_period"], 10, 64); err == nil && ns > 0 && time.Duration(ns) < hb {
+		hb = time.Duration(ns)
+	}
+	pw := &packetWriter{w: bufio.NewWriterSize(c, 256<<10), seq: 1}
+	alg := s.checksum()
+	s.log.Debug("pitr source: dump", "from", from.String(), "until", s.plan.Until.String())
+
+	// Domains still to serve, and the first file holding something to
+	// send.
+	left := map[uint32]bool{}
+	for d, u := range s.until {
+		f, _ := from.DomainSeq(d)
+		if u > f.Seq {
+			left[d] = true
+		}
+	}
+	first := -1
+	for _, t := range s.scan.Txns {
+		if wants(t.GTID, from, s.until) {
+			first = t.File
+			break
+		}
+	}
+	file, pos := s.scan.Files[len(s.scan.Files)-1].Name, uint32(4)
+	if first >= 0 {
+		file = s.scan.Files[first].Name
+	}
+	if err := pw.event(rotateEvent(s.serverID, alg, file, 4)); err != nil {
+		return err
+	}
+	stop := errors.New("until reached")
+	for fi := first; fi >= 0 && fi < len(s.scan.Files) && len(left) > 0; fi++ {
+		f := s.scan.Archive.Files[fi]
+		if fi != first {
+			if err := pw.event(rotateEvent(s.serverID, alg, f.Name, 4)); err != nil {
+				return err
+			}
+		}
+		file = f.Name
+		sending := false
+		_, err := walkFile(s.ctx, f, false, func(w *walker, we walkEvent) error {
+			pos = we.H.LogPos
+			if we.Txn == nil {
+				switch we.H.Type {
+				case evFormatDesc, evGTIDList, evBinlogCheckpt:
+					return pw.event(we.Raw)
+				}
+				return nil
+			}
+			if we.Begin {
+				g := we.Txn.GTID
+				sending = false
+				if !wants(g, from, s.until) {
+					return nil
+				}
+				if s.exclude[g] {
+					if err := pw.event(emptyGTIDEvent(we.Raw, w.alg)); err != nil {
+						return err
+					}
+					if err := pw.event(commitEvent(we.H.ServerID, we.H.LogPos, we.H.Timestamp, w.alg)); err != nil {
+						return err
+					}
+					s.SentEvents.Add(2)
+					return s.sent(g, left, stop)
+				}
+				sending = true
+			}
+			if !sending {
+				return nil
+			}
+			if err := pw.event(we.Raw); err != nil {
+				return err
+			}
+			s.SentEvents.Add(1)
+			if we.End {
+				sending = false
+				return s.sent(we.Txn.GTID, left, stop)
+			}
+			return nil
+		})
+		if err != nil && err != stop {
+			if s.ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("serve %s: %w", f.Name, err)
+		}
+		if err := pw.w.Flush(); err != nil {
+			return err
+		}
+	}
+	if err := pw.w.Flush(); err != nil {
+		return err
+	}
+	// Everything is sent: keep the replica's connection alive until it
+	// stops (or the restore ends).
+	closed := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, c)
+		close(closed)
+	}()
+	t := time.NewTicker(hb)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case <-closed:
+			return nil
+		case <-t.C:
+			if err := pw.event(heartbeatEvent(s.serverID, alg, file, pos)); err != nil {
+				return nil
+			}
+			if err := pw.w.Flush(); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// sent records a transaction sent; stop once every domain is served.
+func (s *Source) sent(g gtid.MariaGTID, left map[uint32]bool, stop error) error {
+	s.SentTxns.Add(1)
+	if g.Seq >= s.until[g.Domain] {
+		delete(left, g.Domain)
+	}
+	if len(left) == 0 {
+		return stop
+	}
+	return nil
+}
