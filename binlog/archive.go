@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/klauspost/compress/zstd"
@@ -38,7 +37,6 @@ type writer struct {
 	name      string // server file name
 	file      string // archive file name (without suffix): name, or name@SERVERID when another source used name
 	fileSrvID uint32 // server id of the source that wrote the partial file (its Format_description)
-	lastFlush time.Time
 	pending   string // name of the next file (from a Rotate)
 	size      int64
 	boundary  int64 // offset after the last complete transaction
@@ -236,8 +234,7 @@ func (w *writer) add(e Event) (result, error) {
 		return r, w.broken
 	}
 	if e.Type == typeHeartbeat {
-		// The server has nothing more now: what is buffered goes out.
-		return r, w.flush(false)
+		return r, nil
 	}
 	if e.Type == typeRotate && e.Artificial() {
 		return r, w.serverFile(rotateTarget(e))
@@ -286,15 +283,8 @@ func (w *writer) add(e Event) (result, error) {
 	}
 	if res.committed {
 		w.txns++
-		// Semi-sync: every commit is synced before it is acknowledged.
-		// Otherwise commits are written out at most every flushEvery (and at
-		// every heartbeat): one write per transaction cost more CPU than
-		// the stream itself; a crash loses nothing the next Run does not
-		// receive again.
-		if w.syncCommits || time.Since(w.lastFlush) >= flushEvery {
-			if err := w.flush(w.syncCommits); err != nil {
-				return res, err
-			}
+		if err := w.flush(w.syncCommits); err != nil {
+			return res, err
 		}
 	}
 	if e.Type == typeRotate && !e.Artificial() {
@@ -411,7 +401,7 @@ func (w *writer) create(name string) error {
 
 func (w *writer) write(b []byte) error {
 	if _, err := w.bw.Write(b); err != nil {
-		w.broken = w.ioError(err, w.file+PartialSuffix)
+		w.broken = w.ioError(err, w.name+PartialSuffix)
 		return w.broken
 	}
 	w.size += int64(len(b))
@@ -420,22 +410,17 @@ func (w *writer) write(b []byte) error {
 }
 
 // flush writes the buffer to the file and, with sync, to the disk.
-// flushEvery bounds how long committed transactions stay in the buffer
-// without semi-sync.
-const flushEvery = 100 * time.Millisecond
-
 func (w *writer) flush(sync bool) error {
 	if w.f == nil || w.broken != nil {
 		return w.broken
 	}
-	w.lastFlush = time.Now()
 	if err := w.bw.Flush(); err != nil {
-		w.broken = w.ioError(err, w.file+PartialSuffix)
+		w.broken = w.ioError(err, w.name+PartialSuffix)
 		return w.broken
 	}
 	if sync {
 		if err := w.f.Sync(); err != nil {
-			w.broken = w.ioError(err, w.file+PartialSuffix)
+			w.broken = w.ioError(err, w.name+PartialSuffix)
 			return w.broken
 		}
 	}
