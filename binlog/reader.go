@@ -91,11 +91,19 @@ func ReadEvents(r io.Reader, fn func(off int64, e Event) error) error {
 			return fmt.Errorf("event at offset %d: impossible size %d", off, size)
 		}
 		if size > len(buf) {
-			nb := make([]byte, size)
-			copy(nb, hdr)
-			buf = nb
-		}
-		if _, err := io.ReadFull(br, buf[headerLen:size]); err != nil {
+			// Grow with what arrives, not by the declared size: a damaged
+			// size field must not allocate a gigabyte for a short file.
+			var big bytes.Buffer
+			big.Write(hdr)
+			n, err := io.CopyN(&big, br, int64(size-headerLen))
+			if err != nil {
+				if n < int64(size-headerLen) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+					return &TornError{Offset: off}
+				}
+				return err
+			}
+			buf = big.Bytes()
+		} else if _, err := io.ReadFull(br, buf[headerLen:size]); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 				return &TornError{Offset: off}
 			}
@@ -329,5 +337,57 @@ func partialFiles(dir string) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
+	return out, nil
+}
+
+// ArchiveFile is one file of an archive, in the archive's order.
+type ArchiveFile struct {
+	Name    string      // the server's file name (NAME@SERVERID is NAME)
+	Path    string      // the archive's file: DIR/FILE.zst or DIR/FILE.partial
+	Partial bool        // the file being written: it may end inside a transaction
+	Index   *IndexEntry // a finished file's index entry; nil for a partial one
+}
+
+// Files returns the archive's files in order without reading them: the
+// finished files in index order (ReadIndex: those pruned by retention are
+// left out), then the file being written, if any. A listed file may be
+// missing from the directory; readers check. A NAME.partial left beside
+// its indexed NAME.zst (a crash between the two) is not listed.
+func Files(dir string) ([]ArchiveFile, error) {
+	var all []IndexEntry
+	data, err := os.ReadFile(filepath.Join(dir, IndexName))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	if all, err = parseIndex(data); err != nil {
+		return nil, err
+	}
+	indexed := map[string]bool{}
+	for i := range all {
+		if all[i].File == "" {
+			all[i].File = all[i].Name + ZstSuffix
+		}
+		indexed[all[i].File] = true // pruned ones too
+	}
+	idx, err := afterPruned(dir, all)
+	if err != nil {
+		return nil, err
+	}
+	partials, err := partialFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ArchiveFile, 0, len(idx)+len(partials))
+	for i := range idx {
+		e := &idx[i]
+		out = append(out, ArchiveFile{Name: e.Name, Path: filepath.Join(dir, e.File), Index: e})
+	}
+	for _, p := range partials {
+		file := strings.TrimSuffix(p, PartialSuffix)
+		if indexed[file+ZstSuffix] {
+			continue
+		}
+		out = append(out, ArchiveFile{Name: serverName(file), Path: filepath.Join(dir, p), Partial: true})
+	}
 	return out, nil
 }

@@ -34,13 +34,23 @@
 // The source also stops sending at the until position itself, so the
 // target never sees a later transaction whatever UNTIL does.
 //
+// Each file is served as a server serves its binary logs: an artificial
+// Rotate naming it, then its own Format_description (server id, checksum
+// algorithm: files of different servers may differ), Gtid_list and
+// Binlog_checkpoint; the Rotates and heartbeats carry the checksum the
+// replica expects at that point (the previous file's).
+//
 // # Planning
 //
 // Before anything is applied (and before the dump is restored) the whole
 // archive is read once (ScanArchive): every event's CRC32, the sha256 and
-// size of index.jsonl, the files' order (a hole in the numbers is a
-// missing file), and continuity (each file's Gtid_list equals the state at
-// the end of the previous one). NewPlan then turns the target into an
+// size of index.jsonl, the files' order (a hole in the numbers of a plain
+// directory is a missing file), and continuity by GTID position: a file's
+// start (the index's gtid_start, or its Gtid_list) is not past the end of
+// the previous one, and the first file of another server (a failover in a
+// streamed archive: its Gtid_list is that server's state, not the
+// archive's) continues the archive's sequence number in every domain.
+// NewPlan then turns the target into an
 // until position per domain and refuses an until GTID that is not a whole
 // transaction of the archive, naming the nearest valid points before and
 // after it. Problems in files after the target are warnings.
@@ -54,10 +64,15 @@
 //
 // # Archive format
 //
-// A `dbpilot binlog stream` archive: files under the server's names,
-// finished ones compressed (NAME.zst), the current one NAME.partial (may
-// end inside a transaction, which is then ignored), and index.jsonl with
-// one IndexEntry per finished file. A plain copy of a server's binary log
-// files (no index; FLUSH BINARY LOGS before copying) is accepted too; its
-// last file is treated as partial.
+// A `dbpilot binlog stream` archive (it has index.jsonl), read through the
+// binlog package (binlog.Files, binlog.OpenFile, binlog.ReadEvents): the
+// finished files (NAME.zst, or NAME@SERVERID.zst for a name another
+// source used first) in index order, those removed by retention (PRUNED)
+// left out, then the current one NAME.partial (may end inside a
+// transaction, which is then ignored). Such an archive may hold the files
+// of several servers, one after the other, across failovers; the
+// transactions set aside in diverged/ are not part of it. A plain copy of
+// a server's binary log files (no index; FLUSH BINARY LOGS before
+// copying) is accepted too, ordered by the files' numbers; its last file
+// is treated as partial.
 package pitr

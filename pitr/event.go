@@ -28,8 +28,6 @@ const (
 
 const (
 	headerLen = 19
-	// binlogMagic starts every binary log file.
-	binlogMagic = "\xfebin"
 
 	flagInUse      = 0x01 // LOG_EVENT_BINLOG_IN_USE_F
 	flagArtificial = 0x20 // LOG_EVENT_ARTIFICIAL_F

@@ -7,7 +7,10 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/dbpilot/dbpilot/binlog"
 )
 
 func TestSyntheticEvents(t *testing.T) {
@@ -97,22 +100,16 @@ func FuzzWalk(f *testing.F) {
 	f.Add(b[4:2000])
 	f.Add(b[4:])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		er := &eventReader{r: bufio.NewReader(bytes.NewReader(append([]byte(binlogMagic), data...)))}
-		if er.readMagic() != nil {
-			return
-		}
 		w := &walker{}
-		for {
-			ev, err := er.next()
-			if err != nil {
-				return
-			}
+		_ = binlog.ReadEvents(bytes.NewReader(append(slices.Clone(binlog.Magic), data...)), func(_ int64, e binlog.Event) error {
+			ev := e.Raw
 			if _, err := w.step(ev); err != nil {
-				return
+				return err
 			}
 			_, _ = parseGTIDList(ev, w.alg)
 			_, _ = parseGTIDEvent(ev, w.alg)
 			_ = queryText(ev, w.alg)
-		}
+			return nil
+		})
 	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/backup"
+	"github.com/dbpilot/dbpilot/binlog"
 	"github.com/dbpilot/dbpilot/gtid"
 	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mysql"
@@ -34,13 +35,7 @@ type itNode struct {
 
 func itConnect(t *testing.T, d *sandbox.Descriptor) *itNode {
 	t.Helper()
-	n := d.Nodes[0]
-	db, err := mysql.Open(context.Background(), n.Key(), mysql.Options{Credentials: d.Admin, QueryTimeout: 60 * time.Second, MaxConns: 4})
-	if err != nil {
-		t.Fatalf("connect to %s: %v", n.Key(), err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return &itNode{d: d, key: n.Key(), opts: mysql.Options{Credentials: d.Admin}, db: db}
+	return itConnectNode(t, d, 0)
 }
 
 func (s *itNode) exec(t *testing.T, stmts ...string) {
@@ -223,10 +218,10 @@ func copyBinlogs(t *testing.T, src *itNode, plain, indexed string) {
 			t.Fatal(err)
 		}
 		sum, zsum := sha256.Sum256(b), sha256.Sum256(z)
-		e, _ := json.Marshal(IndexEntry{Name: name, File: name + ".zst", Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:]), ZstSHA256: hex.EncodeToString(zsum[:]), Flavor: "mariadb"})
+		e, _ := json.Marshal(binlog.IndexEntry{Name: name, File: name + ".zst", Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:]), ZstSHA256: hex.EncodeToString(zsum[:]), Flavor: "mariadb"})
 		index = append(index, string(e))
 	}
-	if err := os.WriteFile(filepath.Join(indexed, IndexFile), []byte(strings.Join(index, "\n")+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(indexed, binlog.IndexName), []byte(strings.Join(index, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

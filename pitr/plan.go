@@ -142,7 +142,7 @@ func NewPlan(s *Scan, start gtid.MariaList, target Target, exclude []gtid.MariaG
 				if sg, ok := start.DomainSeq(d); ok {
 					from = sg.String()
 				}
-				return nil, &GapError{Dir: s.Archive.Dir, After: "the dump", Before: s.Files[0].Name, From: from, To: first.String()}
+				return nil, &GapError{Dir: s.Archive.Dir, After: "the dump", Before: s.Files[0].File, From: from, To: first.String()}
 			}
 		}
 	}
@@ -249,7 +249,7 @@ func (s *Scan) checkPoint(g gtid.MariaGTID, startSeq uint64) error {
 		if t == nil {
 			return "none"
 		}
-		return fmt.Sprintf("%s (committed %s, in %s)", t.GTID, unixTime(t.Time).Format(time.RFC3339), s.Files[t.File].Name)
+		return fmt.Sprintf("%s (committed %s, in %s)", t.GTID, unixTime(t.Time).Format(time.RFC3339), s.Files[t.File].File)
 	}
 	return dbpilot.Errorf(dbpilot.EINVALID, "pitr: --until-gtid %s %s (domain %d); nearest valid points: before %s, after %s", g, what, g.Domain, near(before), near(after))
 }

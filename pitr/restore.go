@@ -194,6 +194,11 @@ func checkTarget(ctx context.Context, db *mysql.DB, key dbpilot.InstanceKey, sca
 			return dbpilot.Errorf(dbpilot.ECONFLICT, "pitr: %s has server_id %s, the server_id of the archive's transactions: as a replica it would skip them as its own; give it another server_id", key, sid)
 		}
 	}
+	for _, f := range scan.Files {
+		if f.ServerID != 0 && fmt.Sprint(f.ServerID) == sid {
+			return dbpilot.Errorf(dbpilot.ECONFLICT, "pitr: %s has server_id %s, the server_id of the server that wrote the archive's %s: as a replica it would skip its events as its own; give it another server_id", key, sid, f.File)
+		}
+	}
 	return nil
 }
 

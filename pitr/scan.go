@@ -2,13 +2,19 @@ package pitr
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/binlog"
 	"github.com/dbpilot/dbpilot/gtid"
 )
 
@@ -23,16 +29,27 @@ type Txn struct {
 
 // FileSummary is what a scan learnt about one archive file.
 type FileSummary struct {
-	Name     string
-	Partial  bool
-	Start    gtid.MariaList // the Gtid_list at its start: the state before it
-	End      gtid.MariaList // Start plus its complete transactions
-	ServerID uint32         // of its Format_description event
-	Checksum byte
-	Txns     int
-	Events   int64
+	Name    string // the server's name of the file
+	File    string // the archive's file (NAME.zst, NAME@SERVERID.zst, NAME.partial, NAME)
+	Partial bool
+	// Start is the archive's position before the file: the index's
+	// gtid_start, else the file's Gtid_list (a file of the same server as
+	// the previous one), else the previous file's End (the first file of
+	// another server: its Gtid_list is that server's, not the archive's).
+	Start gtid.MariaList
+	End   gtid.MariaList // Start plus its complete transactions
+	// NewSource: the file was written by another server than the previous
+	// one (a failover in a streamed archive); its continuity is checked
+	// by its transactions' sequence numbers, not by its Gtid_list.
+	NewSource bool
+	ServerID  uint32 // of its Format_description event
+	Checksum  byte
+	Txns      int
+	Events    int64
 	// Err is why the file cannot be used (corrupt, truncated, sha256).
 	Err error
+	// first is the first transaction of each domain in the file.
+	first map[uint32]gtid.MariaGTID
 }
 
 // Scan is a verified pass over an archive.
@@ -117,62 +134,69 @@ func (w *walker) step(ev []byte) (walkEvent, error) {
 	return we, nil
 }
 
-// walkFile reads one file, calling fn for each event. verify checks the
-// index's sha256 and size.
+// walkFile reads one file (binlog.OpenFile, binlog.ReadEvents), calling
+// fn for each event. verify checks the index's sha256 and size.
 func walkFile(ctx context.Context, f File, verify bool, fn func(*walker, walkEvent) error) (w *walker, err error) {
-	fr, err := openFile(f)
+	rc, err := binlog.OpenFile(f.Path)
 	if err != nil {
-		return nil, err
+		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "pitr: open archive file")
 	}
-	defer fr.Close()
-	er := &eventReader{r: fr.r}
+	defer rc.Close()
+	sum := sha256.New()
+	cr := &countWriter{w: sum}
 	w = &walker{}
-	if err := er.readMagic(); err != nil {
+	n := 0
+	err = binlog.ReadEvents(io.TeeReader(rc, cr), func(off int64, e binlog.Event) error {
+		if n++; n&1023 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		we, err := w.step(e.Raw)
+		if err != nil {
+			return fmt.Errorf("at offset %d: %w", off, err)
+		}
+		return fn(w, we)
+	})
+	var torn *binlog.TornError
+	switch {
+	case errors.As(err, &torn) && f.Partial:
+		// the streamer is writing it
+	case errors.As(err, &torn) && torn.Offset == 0:
+		return w, fmt.Errorf("no binlog header: %w", io.ErrUnexpectedEOF)
+	case errors.As(err, &torn):
+		return w, fmt.Errorf("truncated event at offset %d", torn.Offset)
+	case err != nil:
 		return w, err
-	}
-	for n := 0; ; n++ {
-		if n&1023 == 0 && ctx.Err() != nil {
-			return w, ctx.Err()
-		}
-		ev, err := er.next()
-		if err == io.EOF {
-			break
-		}
-		if err == io.ErrUnexpectedEOF && f.Partial {
-			break // the streamer is writing it
-		}
-		if err != nil {
-			if err == io.ErrUnexpectedEOF {
-				return w, fmt.Errorf("truncated event at offset %d", er.pos)
-			}
-			return w, err
-		}
-		we, err := w.step(ev)
-		if err != nil {
-			return w, fmt.Errorf("at offset %d: %w", er.pos-int64(len(ev)), err)
-		}
-		if err := fn(w, we); err != nil {
-			return w, err
-		}
 	}
 	if !w.sawFDE {
 		return w, errors.New("no Format_description event")
 	}
 	if verify && f.Index != nil {
-		if _, err := io.Copy(io.Discard, fr.r); err != nil {
+		if _, err := io.Copy(io.Discard, io.TeeReader(rc, cr)); err != nil {
 			return w, err
 		}
-		if f.Index.SHA256 != "" && !strings.EqualFold(fr.sha256(), f.Index.SHA256) {
-			return w, fmt.Errorf("sha256 %s, the index says %s", fr.sha256(), f.Index.SHA256)
+		got := hex.EncodeToString(sum.Sum(nil))
+		if f.Index.SHA256 != "" && !strings.EqualFold(got, f.Index.SHA256) {
+			return w, fmt.Errorf("sha256 %s, the index says %s", got, f.Index.SHA256)
 		}
-		if f.Index.Size > 0 && fr.n != f.Index.Size {
-			return w, fmt.Errorf("%d bytes, the index says %d", fr.n, f.Index.Size)
+		if f.Index.Size > 0 && cr.n != f.Index.Size {
+			return w, fmt.Errorf("%d bytes, the index says %d", cr.n, f.Index.Size)
 		}
 	}
 	if w.inTxn && !f.Partial {
 		return w, fmt.Errorf("ends inside transaction %s", w.txn.GTID)
 	}
 	return w, nil
+}
+
+// countWriter counts and hashes the bytes read.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.w.Write(p)
 }
 
 // ScanArchive reads every file of the archive once: checks each event's
@@ -182,8 +206,9 @@ func walkFile(ctx context.Context, f File, verify bool, fn func(*walker, walkEve
 func ScanArchive(ctx context.Context, a *Archive) (*Scan, error) {
 	s := &Scan{Archive: a}
 	for i, f := range a.Files {
-		fs := FileSummary{Name: f.Name, Partial: f.Partial}
+		fs := FileSummary{Name: f.Name, File: filepath.Base(f.Path), Partial: f.Partial, first: map[uint32]gtid.MariaGTID{}}
 		first := len(s.Txns)
+		var list gtid.MariaList // the file's Gtid_list: its server's state
 		w, err := walkFile(ctx, f, true, func(w *walker, we walkEvent) error {
 			fs.Events++
 			switch {
@@ -192,8 +217,8 @@ func ScanArchive(ctx context.Context, a *Archive) (*Scan, error) {
 				if err != nil {
 					return err
 				}
-				if fs.Start == nil {
-					fs.Start = l
+				if list == nil {
+					list = l
 				}
 			case we.End:
 				t := *we.Txn
@@ -218,9 +243,29 @@ func ScanArchive(ctx context.Context, a *Archive) (*Scan, error) {
 			s.Txns = s.Txns[:first] // a corrupt file contributes nothing
 		}
 		fs.Txns = len(s.Txns) - first
+		var prev *FileSummary
+		if i > 0 {
+			prev = &s.Files[i-1]
+			fs.NewSource = fs.ServerID != 0 && prev.ServerID != 0 && fs.ServerID != prev.ServerID
+		}
+		switch {
+		case f.Index != nil && f.Index.GTIDStart != "":
+			l, perr := gtid.ParseMariaList(f.Index.GTIDStart)
+			if perr != nil && fs.Err == nil {
+				fs.Err = fmt.Errorf("%s: gtid_start %q: %v", binlog.IndexName, f.Index.GTIDStart, perr)
+			}
+			fs.Start = l
+		case fs.NewSource && prev.Err == nil:
+			fs.Start = prev.End
+		default:
+			fs.Start = list
+		}
 		end := fs.Start
 		for _, t := range s.Txns[first:] {
 			end = end.Union(gtid.MariaList{t.GTID})
+			if _, ok := fs.first[t.GTID.Domain]; !ok {
+				fs.first[t.GTID.Domain] = t.GTID
+			}
 		}
 		fs.End = end
 		s.Files = append(s.Files, fs)
@@ -231,6 +276,12 @@ func ScanArchive(ctx context.Context, a *Archive) (*Scan, error) {
 // Problem returns the first problem of the archive at or before file
 // index last (-1: any file): a corrupt file or a GTID gap between two
 // files, each naming the file and the GTIDs that cannot be applied.
+//
+// Between two files, the later one's start position (the index's
+// gtid_start, or its Gtid_list) must not be past the earlier one's end.
+// The first file of another server (a failover) must continue the
+// archive's sequence in every domain it writes: its first transaction of
+// a domain is the next sequence number after the previous file's end.
 func (s *Scan) Problem(last int) error {
 	if last < 0 || last >= len(s.Files) {
 		last = len(s.Files) - 1
@@ -238,7 +289,7 @@ func (s *Scan) Problem(last int) error {
 	for i := 0; i <= last; i++ {
 		fs := s.Files[i]
 		if fs.Err != nil {
-			ce := &CorruptError{File: filepath.Base(s.Archive.Files[i].Path), Reason: fs.Err.Error()}
+			ce := &CorruptError{File: fs.File, Reason: fs.Err.Error()}
 			if ix := s.Archive.Files[i].Index; ix != nil {
 				ce.From, ce.To = ix.GTIDStart, ix.GTIDEnd
 			}
@@ -258,7 +309,7 @@ func (s *Scan) Problem(last int) error {
 			continue
 		}
 		prev := s.Files[i-1]
-		if prev.Err != nil || fs.Start == nil {
+		if prev.Err != nil {
 			continue
 		}
 		var from, to []string
@@ -269,8 +320,18 @@ func (s *Scan) Problem(last int) error {
 				to = append(to, g.String())
 			}
 		}
+		if fs.NewSource && len(to) == 0 {
+			for _, d := range slices.Sorted(maps.Keys(fs.first)) {
+				g := fs.first[d]
+				have, ok := prev.End.DomainSeq(d)
+				if ok && g.Seq > have.Seq+1 {
+					from = append(from, have.String())
+					to = append(to, gtid.MariaGTID{Domain: d, Server: g.Server, Seq: g.Seq - 1}.String())
+				}
+			}
+		}
 		if len(to) > 0 {
-			return &GapError{Dir: s.Archive.Dir, After: prev.Name, Before: fs.Name, From: strings.Join(from, ","), To: strings.Join(to, ",")}
+			return &GapError{Dir: s.Archive.Dir, After: prev.File, Before: fs.File, From: strings.Join(from, ","), To: strings.Join(to, ",")}
 		}
 	}
 	return nil

@@ -367,6 +367,14 @@ func (s *Source) dump(c net.Conn, vars map[string]string) error {
 	if first >= 0 {
 		file = s.scan.Files[first].Name
 	}
+	// Each file is served as a source serves its binary logs: an
+	// artificial Rotate naming it (with the checksum algorithm the replica
+	// knows at that point: the announced one before the first file, then
+	// the previous file's), then its own Format_description, which tells
+	// the replica the file's checksum algorithm and server; the events of
+	// a streamed archive's files may come from several servers (a
+	// failover), each with its own settings. alg follows the last
+	// Format_description sent, for the Rotates and heartbeats.
 	if err := pw.event(rotateEvent(s.serverID, alg, file, 4)); err != nil {
 		return err
 	}
@@ -378,13 +386,18 @@ func (s *Source) dump(c net.Conn, vars map[string]string) error {
 				return err
 			}
 		}
-		file = f.Name
+		file, pos = f.Name, 4
 		sending := false
 		_, err := walkFile(s.ctx, f, false, func(w *walker, we walkEvent) error {
-			pos = we.H.LogPos
+			if we.H.LogPos != 0 {
+				pos = we.H.LogPos
+			}
 			if we.Txn == nil {
 				switch we.H.Type {
-				case evFormatDesc, evGTIDList, evBinlogCheckpt:
+				case evFormatDesc:
+					alg = w.alg
+					return pw.event(we.Raw)
+				case evGTIDList, evBinlogCheckpt:
 					return pw.event(we.Raw)
 				}
 				return nil
