@@ -103,6 +103,11 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzParseInstanceKey -fuzztime 20s .
 	$(GO) test -run XXX -fuzz FuzzParseVersion -fuzztime 20s .
 	$(GO) test -run XXX -fuzz FuzzParseServerVersion -fuzztime 20s ./sandbox/
+	$(GO) test -run XXX -fuzz FuzzParseSlowLog -fuzztime 20s ./mysql/
+	$(GO) test -run XXX -fuzz FuzzFingerprint -fuzztime 20s ./mysql/
+	$(GO) test -run XXX -fuzz FuzzParse -fuzztime 20s ./watchdog/
+	$(GO) test -run XXX -fuzz FuzzReadEvents -fuzztime 20s ./binlog/
+	$(GO) test -run XXX -fuzz FuzzWalk -fuzztime 20s ./pitr/
 
 clean:
 	rm -rf bin
