@@ -106,7 +106,6 @@ type binlogBackup struct {
 	// setAsideTxns counts the transactions set aside after failovers.
 	setAsideTxns int64
 	lastErr      string
-	lastTick     time.Time
 }
 
 // binlogBackupRetry bounds the wait between attempts.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/httpapi"
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 )
 
 // queriesServer is `dbpilot queries --server URL [CLUSTER|HOST:PORT]`: the
@@ -84,9 +84,7 @@ func printQueryReport(w io.Writer, rep *dbpilot.QueryReport) error {
 }
 
 // onlyWithoutServer refuses flags that mean reading a server directly.
-func onlyWithoutServer(cmd interface {
-	Flags() *pflag.FlagSet
-}, names ...string) error {
+func onlyWithoutServer(cmd *cobra.Command, names ...string) error {
 	for _, n := range names {
 		if cmd.Flags().Changed(n) {
 			return dbpilot.Errorf(dbpilot.EINVALID, "--%s reads a server directly: it does not go with --server", n)
