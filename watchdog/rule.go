@@ -301,29 +301,8 @@ func parseRule(file string, n *yaml.Node) (*Rule, error) {
 			default:
 				return nil, fail(v, field, "want oldest or all, got %q", v.Value)
 			}
-		case "action":
-			switch Action(v.Value) {
-			case ActionLog, ActionKillQuery, ActionKillConnection:
-				r.Action = Action(v.Value)
-			default:
-				return nil, fail(v, field, "want log, kill_query or kill_connection, got %q", v.Value)
-			}
-		case "dry_run":
-			b, err := strconv.ParseBool(v.Value)
-			if err != nil || v.Kind != yaml.ScalarNode {
-				return nil, fail(v, field, "want true or false, got %q", v.Value)
-			}
-			r.DryRun = b
-		case "max_kills_per_minute":
-			m, err := strconv.Atoi(v.Value)
-			if err != nil || m < 1 || v.Kind != yaml.ScalarNode {
-				return nil, fail(v, field, "want a number ≥ 1 (use dry_run: true to stop kills), got %q", v.Value)
-			}
-			r.MaxKillsPerMinute = m
-		case "except":
-			if err := parseExcept(v, &r.Except, func(node *yaml.Node, sub, format string, args ...any) error {
-				return fail(node, "except."+sub, format, args...)
-			}); err != nil {
+		case "action", "dry_run", "max_kills_per_minute", "except":
+			if err := parseActionField(r, field, v, fail); err != nil {
 				return nil, err
 			}
 		default:
@@ -334,6 +313,37 @@ func parseRule(file string, n *yaml.Node) (*Rule, error) {
 		return nil, posErr(file, n, "rule %q: no condition: it would match every session (give busy, idle_in_trx, info, user, ...)", name)
 	}
 	return r, nil
+}
+
+// parseActionField reads the fields every rule has, built-in or not:
+// action, dry_run, max_kills_per_minute and except.
+func parseActionField(r *Rule, field string, v *yaml.Node, fail func(node *yaml.Node, field, format string, args ...any) error) error {
+	switch field {
+	case "action":
+		switch Action(v.Value) {
+		case ActionLog, ActionKillQuery, ActionKillConnection:
+			r.Action = Action(v.Value)
+		default:
+			return fail(v, field, "want log, kill_query or kill_connection, got %q", v.Value)
+		}
+	case "dry_run":
+		b, err := strconv.ParseBool(v.Value)
+		if err != nil || v.Kind != yaml.ScalarNode {
+			return fail(v, field, "want true or false, got %q", v.Value)
+		}
+		r.DryRun = b
+	case "max_kills_per_minute":
+		m, err := strconv.Atoi(v.Value)
+		if err != nil || m < 1 || v.Kind != yaml.ScalarNode {
+			return fail(v, field, "want a number ≥ 1 (use dry_run: true to stop kills), got %q", v.Value)
+		}
+		r.MaxKillsPerMinute = m
+	case "except":
+		return parseExcept(v, &r.Except, func(node *yaml.Node, sub, format string, args ...any) error {
+			return fail(node, "except."+sub, format, args...)
+		})
+	}
+	return nil
 }
 
 // parseBuiltin reads a built-in rule: "builtin:" and the fields that may
@@ -366,29 +376,8 @@ func parseBuiltin(file string, n, b *yaml.Node, r *Rule) (*Rule, error) {
 				return nil, fail(v, field, "want a positive duration such as 5s, got %q", v.Value)
 			}
 			r.Wait = d
-		case "action":
-			switch Action(v.Value) {
-			case ActionLog, ActionKillQuery, ActionKillConnection:
-				r.Action = Action(v.Value)
-			default:
-				return nil, fail(v, field, "want log, kill_query or kill_connection, got %q", v.Value)
-			}
-		case "dry_run":
-			b, err := strconv.ParseBool(v.Value)
-			if err != nil || v.Kind != yaml.ScalarNode {
-				return nil, fail(v, field, "want true or false, got %q", v.Value)
-			}
-			r.DryRun = b
-		case "max_kills_per_minute":
-			m, err := strconv.Atoi(v.Value)
-			if err != nil || m < 1 || v.Kind != yaml.ScalarNode {
-				return nil, fail(v, field, "want a number ≥ 1 (use dry_run: true to stop kills), got %q", v.Value)
-			}
-			r.MaxKillsPerMinute = m
-		case "except":
-			if err := parseExcept(v, &r.Except, func(node *yaml.Node, sub, format string, args ...any) error {
-				return fail(node, "except."+sub, format, args...)
-			}); err != nil {
+		case "action", "dry_run", "max_kills_per_minute", "except":
+			if err := parseActionField(r, field, v, fail); err != nil {
 				return nil, err
 			}
 		default:
