@@ -438,6 +438,33 @@ func TestStreamSemiSync(t *testing.T) {
 	if yes0 == yes1 {
 		t.Fatalf("Rpl_semi_sync_master_yes_tx stayed %s: the commits were not acknowledged", yes0)
 	}
+
+	// A commit acknowledged to the client, then the primary killed at
+	// once: the transaction is in the archive.
+	ctx := context.Background()
+	conn, err := s.db.SQL().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO bl.t (v) VALUES ('last before the kill')"); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	if err := conn.QueryRowContext(ctx, "SELECT @@last_gtid").Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	if err := sandbox.Kill(s.d, s.d.Nodes[0].Name); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	t.Logf("stream after the kill: %v", <-done) // it ends with the lost connection
+	ended := make(chan error)
+	close(ended)
+	done = ended // for the deferred wait
+	got, _ := archiveGTIDs(t, dir)
+	if len(got) == 0 || got[len(got)-1] != last {
+		t.Fatalf("commit %s acknowledged before the kill, but the archive ends with %v", last, got[max(0, len(got)-1):])
+	}
 }
 
 // TestStreamDiskFull makes the archive's writes fail with ENOSPC, then
