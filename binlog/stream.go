@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -23,6 +24,9 @@ const (
 	DefaultHeartbeat        = 2 * time.Second
 	DefaultProgressInterval = time.Second
 )
+
+// closeTimeout bounds the connection that ends a stream.
+const closeTimeout = 5 * time.Second
 
 // errPurged is the server's error 1236: the start position is not in its
 // binary logs.
@@ -124,6 +128,9 @@ type Streamer struct {
 	done   bool // reached target
 	herr   error
 	seen   bool // an FDE or heartbeat on this connection
+
+	received atomic.Int64 // events received on this connection (watch)
+	silent   atomic.Bool  // watch ended a connection that went silent
 }
 
 // New returns a Streamer for opts (validated).
@@ -243,25 +250,43 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 	}
 
 	cfg := replication.BinlogSyncerConfig{
-		ServerID:                o.ServerID,
-		Flavor:                  si.flavor,
-		Host:                    o.Key.Host,
-		Port:                    uint16(o.Key.Port),
-		User:                    o.Conn.User,
-		Password:                o.Conn.Password,
-		SemiSyncEnabled:         o.SemiSync,
-		RawModeEnabled:          true,
-		VerifyChecksum:          true,
-		HeartbeatPeriod:         o.Heartbeat,
-		ReadTimeout:             3 * o.Heartbeat,
+		ServerID:        o.ServerID,
+		Flavor:          si.flavor,
+		Host:            o.Key.Host,
+		Port:            uint16(o.Key.Port),
+		User:            o.Conn.User,
+		Password:        o.Conn.Password,
+		SemiSyncEnabled: o.SemiSync,
+		RawModeEnabled:  true,
+		VerifyChecksum:  true,
+		HeartbeatPeriod: o.Heartbeat,
+		// No read deadline per packet: setting one per read cost a third
+		// of the stream's CPU. watch (below) ends a connection that stays
+		// silent for three heartbeat periods instead.
+		ReadTimeout:             0,
 		DisableRetrySync:        true,
 		SynchronousEventHandler: s,
 		Logger:                  slog.New(quiet{o.Logger.Handler()}),
 	}
-	if o.Conn.Dial != nil {
-		cfg.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return o.Conn.Dial(ctx, network, addr)
+	// The library closes a stream by KILLing it from a new connection,
+	// whose handshake has no read deadline (ReadTimeout is 0): once the
+	// stream is ending, connections get one, so that closing the stream
+	// of a server that went silent does not hang.
+	var ending atomic.Bool
+	dial := o.Conn.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	cfg.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err == nil && ending.Load() {
+			_ = c.SetDeadline(time.Now().Add(closeTimeout))
 		}
+		return c, err
+	}
+	closeSyncer := func(syncer *replication.BinlogSyncer) {
+		ending.Store(true)
+		syncer.Close() // waits for HandleEvent to return
 	}
 	var gset gomysql.GTIDSet
 	if si.flavor == FlavorMariaDB {
@@ -275,6 +300,8 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.stop = cancel
+	s.silent.Store(false)
+	go s.watch(runCtx, cancel)
 	w.startConnection()
 	if s.reached() && w.f != nil {
 		return nil
@@ -282,11 +309,11 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 	syncer := replication.NewBinlogSyncer(cfg)
 	stream, err := syncer.StartSyncGTID(gset)
 	if err != nil {
-		syncer.Close()
+		closeSyncer(syncer)
 		return s.classify(ctx, err, si, start)
 	}
 	_, err = stream.GetEvent(runCtx) // events go to HandleEvent; this waits for the end
-	syncer.Close()                   // waits for HandleEvent to return
+	closeSyncer(syncer)
 	s.report(true)
 	switch {
 	case s.herr != nil:
@@ -295,13 +322,41 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case s.silent.Load():
+		return dbpilot.Errorf(dbpilot.EUNAVAIL, "binlog: stream from %s lost: nothing received for %s (the server sends a heartbeat every %s)", s.opts.Key, 3*o.Heartbeat, o.Heartbeat)
 	}
 	return s.classify(ctx, err, si, start)
+}
+
+// watch cancels the stream when nothing, not even a heartbeat, arrived
+// for three heartbeat periods: the connection is gone without a word (a
+// host down, a network cut).
+func (s *Streamer) watch(ctx context.Context, cancel context.CancelFunc) {
+	t := time.NewTicker(s.opts.Heartbeat / 2)
+	defer t.Stop()
+	last, since := s.received.Load(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if n := s.received.Load(); n != last {
+				last, since = n, now
+				continue
+			}
+			if now.Sub(since) > 3*s.opts.Heartbeat {
+				s.silent.Store(true)
+				cancel()
+				return
+			}
+		}
+	}
 }
 
 // HandleEvent is called by the replication library for each event, in its
 // goroutine; it is not for other callers.
 func (s *Streamer) HandleEvent(be *replication.BinlogEvent) error {
+	s.received.Add(1)
 	if s.done {
 		return nil
 	}
@@ -315,7 +370,6 @@ func (s *Streamer) HandleEvent(be *replication.BinlogEvent) error {
 		s.herr = err
 		return err
 	}
-	now := time.Now()
 	s.mu.Lock()
 	p := &s.prog
 	p.Bytes, p.Events, p.Transactions, p.FilesFinished = s.w.bytes, s.w.events, s.w.txns, s.w.finished
@@ -329,6 +383,7 @@ func (s *Streamer) HandleEvent(be *replication.BinlogEvent) error {
 		s.seen = true
 	}
 	if res.committed {
+		now := time.Now()
 		p.Position = s.w.position().String()
 		p.LastGTID = s.w.t.cur
 		p.LastEventTime = time.Unix(int64(e.Timestamp), 0).UTC()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -555,4 +556,61 @@ func TestRecordTestdata(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(dir, LockName))
+}
+
+// TestStreamSilentServer stops the server's process (SIGSTOP): no event,
+// no heartbeat, no closed connection. The stream ends within a few
+// heartbeat periods, saying the server went silent, and resumes once the
+// server runs again.
+func TestStreamSilentServer(t *testing.T) {
+	s := itSandbox(t, sandbox.Spec{})
+	s.exec(t, "CREATE DATABASE bl", "CREATE TABLE bl.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40))", "INSERT INTO bl.t (v) VALUES ('a')")
+	dir := t.TempDir()
+	o := s.options(dir)
+	o.Heartbeat = 300 * time.Millisecond
+	st, _ := New(o)
+	_, cancel, done := itRun(st)
+	defer cancel()
+	testutil.WaitFor(t, 20*time.Second, "the stream caught up", func() (bool, string) {
+		return st.Progress().CaughtUp, fmt.Sprintf("%+v", st.Progress())
+	})
+	b, err := os.ReadFile(s.d.Nodes[0].PidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	select {
+	case err := <-done:
+		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || !strings.Contains(err.Error(), "nothing received") {
+			t.Fatalf("stream of a stopped server ended with %v", err)
+		}
+		t.Logf("stream ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream of a stopped server did not end")
+	}
+	resume()
+	s.exec(t, "INSERT INTO bl.t (v) VALUES ('b')")
+	o.StopAtEnd = true
+	st, _ = New(o)
+	if err := st.Run(context.Background()); err != nil {
+		t.Fatalf("after the server resumed: %v", err)
+	}
+	got, _ := archiveGTIDs(t, dir)
+	if want := s.serverGTIDs(t); !slices.Equal(got, want) {
+		t.Fatalf("archive %v\nserver  %v", got, want)
+	}
 }
