@@ -37,9 +37,9 @@ import (
 // platform.
 const BlockingIOSupported = true
 
-// dialBlocking connects like dial (or a net.Dialer when nil) and returns
+// DialBlocking connects like dial (or a net.Dialer when nil) and returns
 // the connection as a blocking one.
-func dialBlocking(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func DialBlocking(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var (
 			nc  net.Conn

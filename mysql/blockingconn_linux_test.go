@@ -30,7 +30,7 @@ func loopback(t *testing.T) (net.Conn, net.Conn) {
 		}
 		accepted <- c
 	}()
-	c, err := dialBlocking(nil)(context.Background(), "tcp", ln.Addr().String())
+	c, err := DialBlocking(nil)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func loopback(t *testing.T) (net.Conn, net.Conn) {
 	}
 	t.Cleanup(func() { c.Close(); srv.Close() })
 	if _, ok := c.(*blockingConn); !ok {
-		t.Fatalf("dialBlocking returned %T, want *blockingConn", c)
+		t.Fatalf("DialBlocking returned %T, want *blockingConn", c)
 	}
 	return c, srv
 }

@@ -11,8 +11,8 @@ import (
 // this platform: only on Linux; elsewhere it is ignored.
 const BlockingIOSupported = false
 
-// dialBlocking returns dial (or a net.Dialer's) unchanged.
-func dialBlocking(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// DialBlocking returns dial (or a net.Dialer's) unchanged.
+func DialBlocking(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	if dial != nil {
 		return dial
 	}

@@ -95,7 +95,7 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 		cfg.DialFunc = opts.Dial
 	}
 	if opts.BlockingIO {
-		cfg.DialFunc = dialBlocking(opts.Dial)
+		cfg.DialFunc = DialBlocking(opts.Dial)
 	}
 	cfg.Timeout = opts.ConnectTimeout
 	cfg.ReadTimeout = opts.QueryTimeout + time.Second

@@ -63,7 +63,7 @@ func DialWire(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*Wire
 	}
 	dial := opts.Dial
 	if opts.BlockingIO {
-		dial = dialBlocking(opts.Dial)
+		dial = DialBlocking(opts.Dial)
 	} else if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
