@@ -24,7 +24,7 @@
 #    table on source and both targets.
 #
 # The targets replicate with the sandbox defaults (slave_parallel_threads=2,
-# slave_parallel_mode=optimistic, sync_binlog=1, innodb_flush_log_at_trx_commit=1,
+# dbpilot's connection in slave_parallel_mode=conservative, sync_binlog=1, innodb_flush_log_at_trx_commit=1,
 # log_slave_updates=ON); PARALLEL changes slave_parallel_threads on dbpilot's
 # target. The mariadb client applies in one session whatever that setting.
 #
