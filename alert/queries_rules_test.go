@@ -2,7 +2,6 @@ package alert
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -56,34 +55,5 @@ func TestQueryRules(t *testing.T) {
 	}
 	at := t0.Add(seconds * time.Second)
 	want := map[string][]int{"DigestTableFull": {31001}, "QueryStatisticsUnavailable": {31003}}
-	seen := 0
-	for _, r := range DefaultRules() {
-		w, ok := want[r.Name]
-		if !ok {
-			continue
-		}
-		seen++
-		series, err := st.QueryInstant(ctx, r.Expr, at)
-		if err != nil {
-			t.Fatalf("%s: %v", r.Name, err)
-		}
-		var got []int
-		for _, s := range series {
-			k, err := dbpilot.ParseInstanceKey(s.Labels["instance"])
-			if err != nil {
-				t.Fatalf("%s: instance %q", r.Name, s.Labels["instance"])
-			}
-			got = append(got, k.Port)
-			if sum, err := r.render(s.Labels, s.Points[len(s.Points)-1].V); err != nil || sum == "" {
-				t.Errorf("%s: summary %q, %v", r.Name, sum, err)
-			}
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, w) {
-			t.Errorf("%s fires on %v, want %v", r.Name, got, w)
-		}
-	}
-	if seen != len(want) {
-		t.Errorf("%d of the %d query rules are built in", seen, len(want))
-	}
+	checkRulesFire(t, st, at, want, nil)
 }

@@ -232,15 +232,21 @@ func TestStreamArchive(t *testing.T) {
 		t.Fatalf("first stream: %v", err)
 	}
 	// Tear the last event of the partial file, as a crash mid-write would.
+	// A stream stopped right after the server rotated has finished its
+	// file and not yet started the next: no partial file then.
 	parts, _ := partialFiles(dir)
-	if len(parts) != 1 {
+	if len(parts) > 1 {
 		t.Fatalf("partial files after stop: %v", parts)
 	}
-	pp := filepath.Join(dir, parts[0])
-	if fi, err := os.Stat(pp); err == nil && fi.Size() > 200 {
-		if err := os.Truncate(pp, fi.Size()-7); err != nil {
-			t.Fatal(err)
+	if len(parts) == 1 {
+		pp := filepath.Join(dir, parts[0])
+		if fi, err := os.Stat(pp); err == nil && fi.Size() > 200 {
+			if err := os.Truncate(pp, fi.Size()-7); err != nil {
+				t.Fatal(err)
+			}
 		}
+	} else {
+		t.Log("stopped between two files: no partial file to tear")
 	}
 
 	// Resume.

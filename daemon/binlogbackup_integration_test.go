@@ -15,7 +15,6 @@ import (
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/gtid"
 	"github.com/dbpilot/dbpilot/internal/testutil"
-	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/sandbox"
 )
@@ -29,11 +28,7 @@ import (
 func TestBinlogBackupFollowsFailover(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3, SemiSync: true})
 	dir := t.TempDir()
-	ms, err := metrics.Open(metrics.Options{Dir: filepath.Join(dir, "metrics"), Retention: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
+	ms := openMetrics(t, dir)
 	archive := filepath.Join(dir, "binlog")
 	f := startDaemonWith(t, d, func(c *daemon.Config) {
 		c.Queries.Disabled = true

@@ -13,6 +13,7 @@ import (
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/internal/testutil"
+	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/sandbox"
 	"github.com/dbpilot/dbpilot/sqlite"
@@ -66,6 +67,18 @@ func startDaemonWith(t *testing.T, d *sandbox.Descriptor, mutate func(*daemon.Co
 	f := &fixture{t: t, d: d, cfg: cfg, dm: dm, store: store}
 	f.waitState(dbpilot.ClusterOK, 15*time.Second)
 	return f
+}
+
+// openMetrics opens a metrics store under dir for serve, closed when the
+// test ends.
+func openMetrics(t *testing.T, dir string) *metrics.Store {
+	t.Helper()
+	ms, err := metrics.Open(metrics.Options{Dir: filepath.Join(dir, "metrics"), Retention: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	return ms
 }
 
 func (f *fixture) status() *dbpilot.ClusterStatus {

@@ -26,11 +26,7 @@ import (
 func startMonitoring(t *testing.T, d *sandbox.Descriptor, rules string) (*fixture, *metrics.Store) {
 	t.Helper()
 	dir := t.TempDir()
-	ms, err := metrics.Open(metrics.Options{Dir: filepath.Join(dir, "metrics"), Retention: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
+	ms := openMetrics(t, dir)
 	f := startDaemonWith(t, d, func(c *daemon.Config) {
 		c.Alerts.Interval = daemon.Duration(200 * time.Millisecond)
 		c.Clusters[0].AutoFailover = false // these tests watch a failure, not its recovery

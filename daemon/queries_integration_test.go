@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/httpapi"
 	"github.com/dbpilot/dbpilot/internal/testutil"
-	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/sandbox"
 )
@@ -25,11 +23,7 @@ import (
 func TestQueriesInServe(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 2})
 	dir := t.TempDir()
-	ms, err := metrics.Open(metrics.Options{Dir: filepath.Join(dir, "metrics"), Retention: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
+	ms := openMetrics(t, dir)
 	const top = 3
 	f := startDaemonWith(t, d, func(c *daemon.Config) {
 		c.Clusters[0].AutoFailover = false
@@ -167,11 +161,7 @@ func TestQueriesInServeSlowLog(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologySingle,
 		Options: []string{"performance_schema=OFF", "slow_query_log=ON", "long_query_time=0", "log_output=TABLE"}})
 	dir := t.TempDir()
-	ms, err := metrics.Open(metrics.Options{Dir: filepath.Join(dir, "metrics"), Retention: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
+	ms := openMetrics(t, dir)
 	f := startDaemonWith(t, d, func(c *daemon.Config) {
 		c.Clusters[0].AutoFailover = false
 		c.Queries.Interval = daemon.Duration(time.Second)
