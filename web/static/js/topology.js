@@ -76,6 +76,7 @@ export function Topology({ status, lag }) {
   const [drag, setDrag] = useState(null); // {src, mode, x, y, over}
   const [moving, setMoving] = useState(null); // keyboard: {src, mode}
   const justDragged = useRef(false);
+  const enterDown = useRef(null); // the box Enter went down on
 
   const toSvg = (cx, cy) => {
     const s = svg.current;
@@ -140,9 +141,19 @@ export function Topology({ status, lag }) {
       notice(`moving ${mode === 'subtree' ? `the replicas of ${k}` : k}: focus the new source and press Enter (Esc cancels)`, 'info');
       e.preventDefault();
     } else if (e.key === 'Enter') {
+      // Acted on at keyup: a dialog opened at keydown would take the focus
+      // and the rest of this key press (its keypress) would press its button.
       e.preventDefault();
-      if (moving && moving.src !== k) { const m = moving; setMoving(null); notice(null); move(m.src, k, m.mode); } else if (!moving) navigate(instanceHref(k));
+      enterDown.current = k;
     } else if (e.key === 'Escape' && moving) { setMoving(null); notice(null); }
+  };
+  const keyup = (k) => (e) => {
+    if (e.key !== 'Enter') return;
+    const pressed = enterDown.current === k;
+    enterDown.current = null;
+    if (!pressed) return;
+    e.preventDefault();
+    if (moving && moving.src !== k) { const m = moving; setMoving(null); notice(null); move(m.src, k, m.mode); } else if (!moving) navigate(instanceHref(k));
   };
 
   const width = Math.max(L.width + 120, 400);
@@ -180,7 +191,7 @@ export function Topology({ status, lag }) {
         return html`<g key=${k} class=${cls.join(' ')} data-key=${k} data-role=${role} data-state=${state} tabindex="0"
             style=${`transform: translate(${p.x}px, ${p.y}px)`}
             aria-label=${`${k}, ${role}, ${state}${ps.length ? `, ${ps.length} problem(s)` : ''}`}
-            onPointerDown=${down(k, 'one')} onKeyDown=${keydown(k)}
+            onPointerDown=${down(k, 'one')} onKeyDown=${keydown(k)} onKeyUp=${keyup(k)}
             onClick=${(e) => { if (justDragged.current) return; if (e.target.closest('a')) return; navigate(instanceHref(k)); }}>
           <rect class="box" width=${BOX.w} height=${BOX.h} rx="6" />
           <rect class="rolebar" width="5" height=${BOX.h} rx="2" />
