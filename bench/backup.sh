@@ -169,13 +169,18 @@ measure() {
 	[ "$in" = - ] && in=/dev/null
 	settle
 	log "$label ..."
+	# The server's CPU during the step: the source's for a dump, the target's for a restore.
+	local spid srv0 srv1
+	if [ "$phase" = dump ]; then spid=$(server_pid "$SRC"); else spid=$(server_pid "$DST"); fi
+	srv0=$(proc_cpu "$spid")
 	local t0 t1
 	t0=$(date +%s%N)
 	if [ "$out" = - ]; then
-		/usr/bin/time -f '%M' -o "$rssf" timeout -k 10 "$TOOL_TIMEOUT" "$@" <"$in" >"$logf" 2>&1 || rc=$?
+		/usr/bin/time -f '%M %U %S' -o "$rssf" timeout -k 10 "$TOOL_TIMEOUT" "$@" <"$in" >"$logf" 2>&1 || rc=$?
 	else
-		/usr/bin/time -f '%M' -o "$rssf" timeout -k 10 "$TOOL_TIMEOUT" "$@" <"$in" >"$out" 2>"$logf" || rc=$?
+		/usr/bin/time -f '%M %U %S' -o "$rssf" timeout -k 10 "$TOOL_TIMEOUT" "$@" <"$in" >"$out" 2>"$logf" || rc=$?
 	fi
+	srv1=$(proc_cpu "$spid")
 	# A dump counts until it is durable: dbpilot syncs its files itself,
 	# mydumper and mariadb-dump do not, so every dump's time includes a
 	# syncfs(2) of the output's file system.
@@ -183,7 +188,9 @@ measure() {
 	t1=$(date +%s%N)
 	local secs rss size=0 note=""
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", (b-a)/1e9}')
-	rss=$(tail -1 "$rssf" 2>/dev/null | grep -E '^[0-9]+$' || echo 0)
+	local tcpu scpu
+	read -r rss tcpu <<<"$(tail -1 "$rssf" 2>/dev/null | awk 'NF==3 && $1 ~ /^[0-9]+$/ {printf "%s %.2f", $1, $2+$3; next} {print "0 0"}')"
+	scpu=$(awk -v a="$srv0" -v b="$srv1" 'BEGIN{printf "%.2f", b-a}')
 	local files=1
 	if [ "$size_path" != - ] && [ -e "$size_path" ]; then
 		size=$(du -sb "$size_path" | cut -f1)
@@ -193,10 +200,10 @@ measure() {
 		[ "$rc" -eq 124 ] && note="timed out after ${TOOL_TIMEOUT}s; "
 		note="${note}exit $rc: $(grep -v '^[[:space:]]*$' "$logf" | tail -3 | tr '\t\n' '  ' | cut -c1-300)"
 	fi
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "$phase" "$label" "$rc" "$secs" "$rss" "$size" "$note" >>"$RESULTS"
-	python3 - "$DATA_BYTES" "$ROWS_TOTAL" "$label" "$rc" "$secs" "$rss" "$size" "$note" "$phase" "$files" <<'PY'
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "$phase" "$label" "$rc" "$secs" "$rss" "$size" "$note" "$tcpu" "$scpu" >>"$RESULTS"
+	python3 - "$DATA_BYTES" "$ROWS_TOTAL" "$label" "$rc" "$secs" "$rss" "$size" "$note" "$phase" "$files" "$tcpu" "$scpu" <<'PY'
 import sys
-data, rows, label, rc, secs, rss, size, note, phase, files = sys.argv[1:]
+data, rows, label, rc, secs, rss, size, note, phase, files, tcpu, scpu = sys.argv[1:]
 secs = float(secs)
 if rc != "0":
     print(f"  {label:<34} FAILED after {secs:.1f} s — {note}")
@@ -204,10 +211,13 @@ else:
     size = f"size {int(size)/1e6:>8.1f} MB" if phase == "dump" else " " * 16
     files = f" ({files} file{'' if files == '1' else 's'})" if phase == "dump" else ""
     print(f"  {label:<34} {secs:>8.2f} s {int(data)/1e6/secs:>8.1f} MB/s {int(rows)/secs:>10,.0f} rows/s"
-          f"  {size}  peak RSS {int(rss)/1024:>7.1f} MB{files}")
+          f"  {size}  peak RSS {int(rss)/1024:>7.1f} MB  CPU tool {float(tcpu):>6.1f} s server {float(scpu):>6.1f} s{files}")
 PY
 	return "$rc"
 }
+# server_pid NAME: the pid of the sandbox's mysqld; proc_cpu PID: its user+system CPU seconds so far.
+server_pid() { cat "$DBPILOT_HOME/sandboxes/$1/node1/mysqld.pid" 2>/dev/null || echo 0; }
+proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14+$15)/hz}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # settle: before each measured step, let the previous one finish its
 # writes — dump files still in the page cache, dirty InnoDB pages on either
 # server — so that no tool pays for the one before it.
@@ -311,12 +321,13 @@ for line in open(path):
     if f[1] == "check":
         checks[f[0]] = f[2]
         continue
-    key, phase, label, rc, secs, rss, size, note = (f + [""] * 8)[:8]
-    res[(key, phase)] = dict(label=label, rc=rc, secs=float(secs), rss=int(rss) / 1024, size=int(size) / 1e6, note=note)
+    key, phase, label, rc, secs, rss, size, note, tcpu, scpu = (f + [""] * 10)[:10]
+    res[(key, phase)] = dict(label=label, rc=rc, secs=float(secs), rss=int(rss) / 1024, size=int(size) / 1e6, note=note,
+                             tcpu=float(tcpu or 0), scpu=float(scpu or 0))
     order.append((key, phase))
 mb = data / 1e6
 print(f"summary: {mb:.1f} MB of data, {rows:,} rows, {threads} threads")
-print(f"{'tool':<34} {'seconds':>9} {'MB/s':>8} {'rows/s':>11} {'size MB':>9} {'RSS MB':>8}  check")
+print(f"{'tool':<34} {'seconds':>9} {'MB/s':>8} {'rows/s':>11} {'size MB':>9} {'RSS MB':>8} {'tool CPU':>9} {'srv CPU':>8}  check")
 for k in order:
     r = res[k]
     chk = checks.get(k[0], "-") if k[1] == "restore" else ""
@@ -325,7 +336,7 @@ for k in order:
         print(f"{r['label']:<34} {status:>9}  {r['note'][:90]}")
         continue
     size = f"{r['size']:>9.1f}" if k[1] == "dump" else f"{'':>9}"
-    print(f"{r['label']:<34} {r['secs']:>9.2f} {mb/r['secs']:>8.1f} {rows/r['secs']:>11,.0f} {size} {r['rss']:>8.1f}  {chk}")
+    print(f"{r['label']:<34} {r['secs']:>9.2f} {mb/r['secs']:>8.1f} {rows/r['secs']:>11,.0f} {size} {r['rss']:>8.1f} {r['tcpu']:>9.1f} {r['scpu']:>8.1f}  {chk}")
 
 def ok(k):
     return k in res and res[k]["rc"] == "0"
