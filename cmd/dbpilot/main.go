@@ -46,8 +46,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	atExit()
 	os.Exit(code)
 }
+
+// atExit runs before the process exits (the pprof build stops its CPU profile there).
+var atExit = func() {}
 
 // problemsFound is returned by commands that ran fine but found problems.
 var errProblemsFound = errors.New("problems found")
