@@ -36,9 +36,10 @@ have_galera() {
 have_rsync() { command -v rsync >/dev/null 2>&1; }
 have_mariabackup() { command -v mariabackup >/dev/null 2>&1 || command -v mariadb-backup >/dev/null 2>&1; }
 have_socat() { command -v socat >/dev/null 2>&1; }
+have_zstd() { command -v zstd >/dev/null 2>&1; }
 
 if have_server && have_client && have_prometheus && have_tmux && have_chromium && have_etcd && have_victoria &&
-	have_galera && have_rsync && have_mariabackup && have_socat; then
+	have_galera && have_rsync && have_mariabackup && have_socat && have_zstd; then
 	exit 0
 fi
 
@@ -81,6 +82,8 @@ have_galera || pkgs+=(galera-4)
 have_rsync || pkgs+=(rsync)
 have_mariabackup || pkgs+=(mariadb-backup)
 have_socat || pkgs+=(socat)
+# zstd: the reference decoder that dump files are checked against.
+have_zstd || pkgs+=(zstd)
 echo "install-deps: installing ${pkgs[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
