@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -16,13 +17,30 @@ type session struct {
 	key  dbpilot.InstanceKey
 	user string
 	conn *sql.Conn
+	// wire, when set instead of conn, is a connection read by dbpilot's
+	// own text-protocol reader (the dump's workers: see streamRows).
+	wire *mysql.WireConn
+}
+
+func (s *session) close() {
+	if s.wire != nil {
+		s.wire.Close()
+		return
+	}
+	s.conn.Close()
 }
 
 func (s *session) fail(op string, err error) error { return mysql.Classify(err, s.key, s.user, op) }
 
 func (s *session) exec(ctx context.Context, op string, stmts ...string) error {
 	for _, q := range stmts {
-		if _, err := s.conn.ExecContext(ctx, q); err != nil {
+		var err error
+		if s.wire != nil {
+			_, err = s.wire.Exec(ctx, q)
+		} else {
+			_, err = s.conn.ExecContext(ctx, q)
+		}
+		if err != nil {
 			return s.fail(op, err)
 		}
 	}
@@ -31,6 +49,27 @@ func (s *session) exec(ctx context.Context, op string, stmts ...string) error {
 
 // query reads a whole (small) result; NULL is nil.
 func (s *session) query(ctx context.Context, op, q string, args ...any) ([][]*string, []string, error) {
+	if s.wire != nil {
+		if len(args) > 0 {
+			return nil, nil, fmt.Errorf("backup: %s: a wire session takes no arguments", op)
+		}
+		var out [][]*string
+		cols, err := s.wire.StreamText(ctx, q, func(vals [][]byte) (bool, error) {
+			row := make([]*string, len(vals))
+			for i, v := range vals {
+				if v != nil {
+					str := string(v)
+					row[i] = &str
+				}
+			}
+			out = append(out, row)
+			return true, nil
+		})
+		if err != nil {
+			return nil, nil, s.fail(op, err)
+		}
+		return out, cols, nil
+	}
 	rows, err := s.conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, nil, s.fail(op, err)

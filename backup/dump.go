@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,8 +21,8 @@ import (
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/gtid"
+	"github.com/dbpilot/dbpilot/internal/fastzstd"
 	"github.com/dbpilot/dbpilot/mysql"
-	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -197,7 +198,7 @@ func openSessions(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Optio
 	}
 	closeAll = func() {
 		for _, s := range sessions {
-			s.conn.Close()
+			s.close()
 		}
 		db.Close()
 	}
@@ -208,6 +209,47 @@ func openSessions(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Optio
 			return nil, nil, mysql.Classify(err, key, conn.User, "connect")
 		}
 		sessions = append(sessions, &session{key: key, user: conn.User, conn: c})
+	}
+	return sessions, closeAll, nil
+}
+
+// openWireSessions opens n sessions on connections read by dbpilot's own
+// text-protocol reader (mysql.WireConn.StreamText): the dump's workers.
+// sql_mode is emptied as on the pool's connections. closeAll closes them.
+func openWireSessions(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, n int) (sessions []*session, closeAll func(), err error) {
+	closeAll = func() {
+		for _, s := range sessions {
+			s.close()
+		}
+	}
+	if conn.ConnectTimeout <= 0 {
+		conn.ConnectTimeout = 5 * time.Second
+	}
+	if conn.Socket == "" {
+		dial := conn.Dial
+		if dial == nil {
+			dial = (&net.Dialer{}).DialContext
+		}
+		conn.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetReadBuffer(1 << 20)
+			}
+			return c, err
+		}
+	}
+	for range n {
+		w, err := mysql.DialWire(ctx, key, conn)
+		if err != nil {
+			closeAll()
+			return nil, nil, mysql.Classify(err, key, conn.User, "connect")
+		}
+		s := &session{key: key, user: conn.User, wire: w}
+		sessions = append(sessions, s)
+		if err := s.exec(ctx, "prepare session", "SET SESSION sql_mode = ''"); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
 	}
 	return sessions, closeAll, nil
 }
@@ -369,12 +411,17 @@ type dumpRun struct {
 // copy schema and data, write the manifest.
 func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, opt DumpOptions, ds *desync) (*Manifest, error) {
 	started := time.Now().UTC()
-	sessions, closeAll, err := openSessions(ctx, key, connOpts, opt.Threads+2)
+	sessions, closeAll, err := openSessions(ctx, key, connOpts, 2)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	r := &dumpRun{key: key, opt: opt, dir: &dumpDir{path: opt.Out}, ctl: sessions[0], planner: sessions[1], workers: sessions[2:]}
+	workers, closeWorkers, err := openWireSessions(ctx, key, connOpts, opt.Threads)
+	if err != nil {
+		return nil, err
+	}
+	defer closeWorkers()
+	r := &dumpRun{key: key, opt: opt, dir: &dumpDir{path: opt.Out}, ctl: sessions[0], planner: sessions[1], workers: workers}
 	if err := r.readSource(ctx, started); err != nil {
 		return nil, err
 	}
@@ -583,7 +630,6 @@ func (r *dumpRun) planChunks(ctx context.Context, infos []*tableInfo, tables []*
 // until jobs is closed, a chunk fails or the dump stops.
 func (r *dumpRun) dumpChunks(ctx context.Context, s *session, jobs <-chan chunkJob, track *tableTracker, prog *progress) error {
 	w := newChunkWriter(r.opt.Compress)
-	defer w.close()
 	for job := range jobs {
 		if ctx.Err() != nil {
 			return nil
@@ -824,6 +870,24 @@ func scanBoundaries(ctx context.Context, s *session, t *Table, key chunkKey, chu
 // the call. NULL is nil. Returning false from f stops reading (the rest of
 // the result is drained).
 func streamRows(ctx context.Context, s *session, q string, f func(vals [][]byte, n int64) (bool, error)) error {
+	if s.wire != nil {
+		var (
+			n    int64
+			ferr error
+		)
+		_, err := s.wire.StreamText(ctx, q, func(vals [][]byte) (keep bool, err error) {
+			n++
+			keep, ferr = f(vals, n)
+			return keep, ferr
+		})
+		if ferr != nil {
+			return ferr
+		}
+		if err != nil {
+			return s.fail("read "+firstWordsOf(q), err)
+		}
+		return nil
+	}
 	var ferr error
 	err := s.conn.Raw(func(dc any) error {
 		qc, ok := dc.(driver.QueryerContext)
@@ -912,26 +976,21 @@ func firstWordsOf(q string) string {
 type chunkWriter struct {
 	compress string
 	buf      *bufio.Writer
-	zw       *zstd.Encoder
+	zw       *fastzstd.Writer
 	crc      hash.Hash32
 }
 
 func newChunkWriter(compress string) *chunkWriter {
 	w := &chunkWriter{compress: compress, buf: bufio.NewWriterSize(nil, workerBufSize), crc: crc32.New(crc32.MakeTable(crc32.Castagnoli))}
 	if compress == "zstd" {
-		// One goroutine and a 1 MiB window per worker: bounded memory.
-		// The frame CRC is left out: the manifest's CRC-32C of the whole
-		// file is checked on restore.
-		w.zw, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
-			zstd.WithWindowSize(1<<20), zstd.WithEncoderCRC(false))
+		// One goroutine and at most a 1 MiB window per worker: bounded
+		// memory. Literals-only blocks where LZ matching does not pay
+		// (see fastzstd): compression is most of a zstd dump's CPU. No
+		// frame checksum: the manifest's CRC-32C of the whole file is
+		// checked on restore.
+		w.zw = fastzstd.NewWriter(nil)
 	}
 	return w
-}
-
-func (w *chunkWriter) close() {
-	if w.zw != nil {
-		w.zw.Close()
-	}
 }
 
 // countingWriter counts and checksums what reaches the file.

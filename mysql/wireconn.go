@@ -37,6 +37,7 @@ type WireConn struct {
 
 	stmts map[string]*gmclient.Stmt
 	res   gmysql.Result // reused by streamed queries
+	pr    *packetReader // StreamText's reader, made at its first use
 
 	watched  context.Context
 	deadline time.Time // set on nc
