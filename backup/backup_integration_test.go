@@ -434,7 +434,7 @@ func TestBackupRestore(t *testing.T) {
 
 // itEdgeTables are the tables of the chunk-borders database; keyed ones
 // hold more rows than the chunk size.
-var itEdgeTables = []string{"cpk", "strpk", "binpk", "dtpk", "decpk", "fltpk", "nullu", "nullu2", "types", "empty", "nokey", "prefixu", "we`ird tbl"}
+var itEdgeTables = []string{"cpk", "strpk", "binpk", "dtpk", "decpk", "fltpk", "nullu", "nullu2", "types", "geo", "empty", "nokey", "prefixu", "we`ird tbl"}
 
 func itSetupEdge(t *testing.T, s *itServer) {
 	t.Helper()
@@ -461,6 +461,11 @@ func itSetupEdge(t *testing.T, s *itServer) {
 		`CREATE TABLE edge.types (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, bin BLOB, vb VARBINARY(512), j JSON, u VARCHAR(200) CHARACTER SET utf8mb4,
 			txt TEXT, gv INT AS (id * 2) VIRTUAL, gs VARCHAR(210) AS (CONCAT(IFNULL(u, '-'), '!')) STORED, bt BIT(10), f FLOAT, d DOUBLE,
 			ts TIMESTAMP(6) NULL DEFAULT NULL, dt DATE, tm TIME(3), y YEAR, e ENUM('zeta','alpha','c d'), s SET('x','y','z'), big LONGBLOB, KEY (gs))`,
+		// Geometry keeps its SRID.
+		"CREATE TABLE edge.geo (id INT NOT NULL PRIMARY KEY, p POINT NOT NULL, g GEOMETRY NULL)",
+		"INSERT INTO edge.geo VALUES (1, ST_GeomFromText('POINT(1 2)', 4326), ST_GeomFromText('LINESTRING(0 0,1 1)', 3857)), (2, POINT(3, 4), NULL)," +
+			" (3, ST_GeomFromText('POINT(-71.06 42.36)', 4326), ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))', 0)), (4, POINT(0, 0), ST_GeomFromText('MULTIPOINT(1 1,2 2)', 2154))," +
+			" (5, ST_GeomFromText('POINT(5 5)', 4326), ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1))', 4326))",
 		"CREATE TABLE edge.empty (id INT NOT NULL PRIMARY KEY, v TEXT)",
 		"CREATE TABLE edge.nokey (a INT, b VARCHAR(10), KEY (a))",
 		"INSERT INTO edge.nokey VALUES (1,'dup'),(1,'dup'),(1,'dup'),(2,NULL),(2,NULL),(NULL,NULL),(NULL,NULL),(3,'x'),(4,'y'),(5,'z'),(6,'tab\\t'),(7,'\\\\N')",
@@ -606,6 +611,10 @@ func itTestChunkBorders(t *testing.T, src, tgt *itServer) {
 	}
 	if a, b := src.value(t, "SELECT NEXTVAL(edge.seq)"), tgt.value(t, "SELECT NEXTVAL(edge.seq)"); a != b {
 		t.Errorf("sequence next value: source %s, target %s", a, b)
+	}
+	geo := "SELECT id, ST_SRID(p), ST_AsText(p), ST_SRID(g), ST_AsText(g) FROM edge.geo ORDER BY id"
+	if a, b := src.rows(t, geo), tgt.rows(t, geo); !slices.Equal(a, b) {
+		t.Errorf("edge.geo differs (SRID, WKT):\nsource %q\ntarget %q", a, b)
 	}
 
 	// The same without compression, restored over the first copy.

@@ -32,7 +32,7 @@ func TestLoadSQL(t *testing.T) {
 			want: "LOAD DATA LOCAL INFILE 'Reader::dbpilot-7' INTO TABLE `app`.`t`" + format + " (`id`, `na``me`)",
 		},
 		{
-			name: "bit and geometry columns go through user variables",
+			name: "bit columns, and geometry as an older dump recorded it (WKB), go through user variables",
 			t: &Table{DB: "a`b", Name: "t.x", Columns: []Column{
 				{Name: "id"},
 				{Name: "b", Select: "CAST(`b` AS UNSIGNED)", Load: "CAST(@v AS UNSIGNED)"},

@@ -88,8 +88,8 @@ func columnsFor(t *tableInfo, mysqlFlavor bool) []Column {
 			// Keep the server's own text (the driver would reformat it).
 			col.Select = "CONCAT(" + q + ")"
 		case geometryTypes[c.DataType]:
-			col.Select = "ST_AsBinary(" + q + ")"
-			col.Load = "ST_GeomFromWKB(@v)"
+			// The server's own format (SRID, then WKB), dumped and loaded
+			// as it is: the SRID is kept (ST_AsBinary would drop it).
 		case c.DataType == "json" && mysqlFlavor:
 			col.Load = "CONVERT(@v USING utf8mb4)"
 		}
