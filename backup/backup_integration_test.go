@@ -463,8 +463,8 @@ func itSetupEdge(t *testing.T, s *itServer) {
 			ts TIMESTAMP(6) NULL DEFAULT NULL, dt DATE, tm TIME(3), y YEAR, e ENUM('zeta','alpha','c d'), s SET('x','y','z'), big LONGBLOB, KEY (gs))`,
 		// Geometry keeps its SRID.
 		"CREATE TABLE edge.geo (id INT NOT NULL PRIMARY KEY, p POINT NOT NULL, g GEOMETRY NULL)",
-		"INSERT INTO edge.geo VALUES (1, ST_GeomFromText('POINT(1 2)', 4326), ST_GeomFromText('LINESTRING(0 0,1 1)', 3857)), (2, POINT(3, 4), NULL)," +
-			" (3, ST_GeomFromText('POINT(-71.06 42.36)', 4326), ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))', 0)), (4, POINT(0, 0), ST_GeomFromText('MULTIPOINT(1 1,2 2)', 2154))," +
+		"INSERT INTO edge.geo VALUES (1, ST_GeomFromText('POINT(1 2)', 4326), ST_GeomFromText('LINESTRING(0 0,1 1)', 3857)), (2, POINT(3, 4), NULL),"+
+			" (3, ST_GeomFromText('POINT(-71.06 42.36)', 4326), ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))', 0)), (4, POINT(0, 0), ST_GeomFromText('MULTIPOINT(1 1,2 2)', 2154)),"+
 			" (5, ST_GeomFromText('POINT(5 5)', 4326), ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1))', 4326))",
 		"CREATE TABLE edge.empty (id INT NOT NULL PRIMARY KEY, v TEXT)",
 		"CREATE TABLE edge.nokey (a INT, b VARCHAR(10), KEY (a))",

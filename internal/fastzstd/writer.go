@@ -80,6 +80,7 @@ type Writer struct {
 	frame []byte // output being assembled (one block, or a frame header plus one block)
 
 	huff huff0.Scratch
+	fast huffEncoder
 	lz   *zstd.Encoder // streaming, while in LZ mode
 	lzOn bool          // an LZ frame is open on out
 	lit  bool          // a literals-only frame is open on out
@@ -292,6 +293,30 @@ func (z *Writer) flush() error {
 // appendLiteralBlock appends b as one block: compressed (Huffman-coded
 // literals, no sequences), RLE or raw, whichever is smallest.
 func (z *Writer) appendLiteralBlock(dst, b []byte, last bool) []byte {
+	if len(b) >= 1024 {
+		// The fast encoder, coding in place after room for the block
+		// header and the literals header (4 bytes under 16 KiB, else 5:
+		// the compressed size is below the regenerated one, or the block
+		// is stored raw).
+		hl := 5
+		if len(b) < 1<<14 {
+			hl = 4
+		}
+		st := len(dst)
+		out, ok := z.fast.encode(append(dst, make([]byte, 3+hl)...), b)
+		if ok {
+			comp := len(out) - st - 3 - hl
+			size := hl + comp + 1
+			if size < len(b) && literalsHeaderLen(len(b), comp, false) == hl {
+				hdr := appendBlockHeader(out[st:st], last, blockTypeComp, size)
+				appendLiteralsHeader(hdr, len(b), comp, false)
+				return append(out, 0) // Number_of_Sequences = 0
+			}
+			dst = appendBlockHeader(out[:st], last, blockTypeRaw, len(b))
+			return append(dst, b...)
+		}
+		dst = out[:st]
+	}
 	z.huff.Reuse = huff0.ReusePolicyNone
 	var (
 		enc []byte
