@@ -56,3 +56,24 @@ func TestDirectFile(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectFileWriteError: a failing write is returned by Write or by
+// Close, never lost.
+func TestDirectFileWriteError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ro")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := os.Open(path) // read-only: every write fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &directFile{f: ro, buf: alignedBuffer(directBuf), direct: true}
+	data := make([]byte, 3*directBuf+10)
+	_, werr := d.Write(data)
+	cerr := d.Close()
+	if werr == nil && cerr == nil {
+		t.Fatal("writes to a read-only file reported no error")
+	}
+	t.Logf("write: %v; close: %v", werr, cerr)
+}
