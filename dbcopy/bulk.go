@@ -272,6 +272,9 @@ func (c *copier) snapshot(ctx context.Context, refs []tableRef, snaps []*sql.Con
 			return nil, "", fmt.Errorf("dbcopy: SHOW CREATE TABLE %s on %s: %w", r, c.a.key, err)
 		}
 		t.DstDB = c.dstDB(r.DB)
+		// A foreign key to a table of another database follows that
+		// database's --rename-database.
+		create = renameReferences(create, c.dstDB)
 		out = append(out, &bulkTable{t: t, create: create})
 	}
 	return out, pos, nil

@@ -367,7 +367,8 @@ func (ap *applier) query(ev *replication.BinlogEvent, e *replication.QueryEvent)
 	if db != "" && ap.c.dbSelected(db) {
 		stmts = append(stmts, "USE "+quoteIdent(ap.c.dstDB(db)))
 	}
-	stmts = append(stmts, d.Stmt)
+	// A foreign key added to a table of another renamed database follows it.
+	stmts = append(stmts, renameReferences(d.Stmt, ap.c.dstDB))
 	for _, s := range stmts {
 		if _, err := ap.w.ExecContext(ap.ctx, s); err != nil {
 			return dbpilot.WrapError(dbpilot.ECONFLICT, err, "dbcopy: stopped at GTID %q: %s refused %q (from %s GTID %s)", ap.committed, ap.c.b.key, d.Stmt, ap.c.a.key, ap.curGTID)

@@ -378,3 +378,54 @@ func diffRows(t *testing.T, a end, at string, b end, bt string) {
 	}
 	t.Logf("%s: %d rows, %s: %d rows", at, len(ra), bt, len(rb))
 }
+
+// TestCopyRenameForeignKeys: with --rename-database, a foreign key to a
+// table of another renamed database follows it, in the bulk copy and in an
+// ALTER during change capture; one within the database stays; they are
+// enforced on the target.
+func TestCopyRenameForeignKeys(t *testing.T) {
+	a, b := sandboxPair(t)
+	ctx := context.Background()
+	a.exec(t,
+		"CREATE DATABASE billing",
+		"CREATE TABLE billing.accounts (id INT PRIMARY KEY, owner VARCHAR(20))",
+		"INSERT INTO billing.accounts SELECT seq, CONCAT('o', seq) FROM mysql.seq_1_to_20",
+		"CREATE DATABASE shop",
+		"CREATE TABLE shop.customers (id INT PRIMARY KEY)",
+		"INSERT INTO shop.customers SELECT seq FROM mysql.seq_1_to_20",
+		"CREATE TABLE shop.orders (id INT PRIMARY KEY, acct INT, cust INT,"+
+			" CONSTRAINT fk_acct FOREIGN KEY (acct) REFERENCES billing.accounts (id),"+
+			" CONSTRAINT fk_cust FOREIGN KEY (cust) REFERENCES customers (id) ON DELETE CASCADE)",
+		"INSERT INTO shop.orders SELECT seq, seq MOD 20 + 1, seq MOD 20 + 1 FROM mysql.seq_1_to_100",
+	)
+	signal := make(chan struct{})
+	opt := Options{
+		Filter:        backup.Filter{Databases: []string{"shop", "billing"}},
+		Rename:        map[string]string{"shop": "shop_v2", "billing": "billing_v2"},
+		Threads:       2,
+		Cutover:       true,
+		SetReadOnly:   true,
+		CutoverSignal: signal,
+		OnBulkDone: func(string) {
+			// During change capture: a foreign key added to another database.
+			a.exec(t, "ALTER TABLE shop.orders ADD COLUMN acct2 INT, ADD CONSTRAINT fk_acct2 FOREIGN KEY (acct2) REFERENCES billing.accounts (id)")
+			close(signal)
+		},
+	}
+	res, err := Copy(ctx, a.key, a.opts, b.key, b.opts, opt)
+	if err != nil {
+		t.Fatalf("copy: %v", err)
+	}
+	if res.Cutover == nil || len(res.Cutover.Differ) > 0 {
+		t.Fatalf("cut-over: %+v", res.Cutover)
+	}
+	refs := b.value(t, "SELECT GROUP_CONCAT(CONSTRAINT_NAME, '->', REFERENCED_TABLE_SCHEMA, '.', REFERENCED_TABLE_NAME ORDER BY CONSTRAINT_NAME)"+
+		" FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = 'shop_v2' AND TABLE_NAME = 'orders' AND REFERENCED_TABLE_NAME IS NOT NULL")
+	if refs != "fk_acct->billing_v2.accounts,fk_acct2->billing_v2.accounts,fk_cust->shop_v2.customers" {
+		t.Fatalf("foreign keys on the target: %q", refs)
+	}
+	// Enforced: an order of a missing account is refused.
+	if _, err := b.db.ExecContext(ctx, "INSERT INTO shop_v2.orders VALUES (1000, 999, 1)"); err == nil {
+		t.Error("an order of a missing account was accepted on the target")
+	}
+}
