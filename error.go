@@ -23,6 +23,11 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error // optional cause
+	// Errno is the number of the MySQL error packet the server sent, when
+	// the failure is the server's answer (access denied, account locked, too
+	// many connections, host blocked, ...); 0 for a transport failure
+	// (refused, reset, timed out, no greeting) or an error of dbpilot's own.
+	Errno uint16
 }
 
 func (e *Error) Error() string {
@@ -58,4 +63,21 @@ func ErrorCode(err error) string {
 		return e.Code
 	}
 	return EINTERNAL
+}
+
+// ServerErrno returns the number of the MySQL error packet behind err, or 0
+// when the failure is not the server's answer. A server that answers with any
+// error packet is alive: only transport failures vote for dead.
+func ServerErrno(err error) uint16 {
+	for err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			return 0
+		}
+		if e.Errno != 0 {
+			return e.Errno
+		}
+		err = e.Err
+	}
+	return 0
 }

@@ -14,6 +14,11 @@ type Instance struct {
 	Key        InstanceKey `json:"key"`
 	Reachable  bool        `json:"reachable"`
 	LastError  string      `json:"last_error,omitempty"`
+	// RefusedErrno is set when the server could not be read because it
+	// answered with a MySQL error (1045 access denied, 4151 account locked,
+	// 1040 too many connections, 1129 host blocked, ...): it is alive, it
+	// refuses dbpilot. Reachable is false (nothing could be read).
+	RefusedErrno uint16 `json:"refused_errno,omitempty"`
 	ObservedAt time.Time   `json:"observed_at"`
 
 	Flavor         Flavor  `json:"flavor,omitempty"`
@@ -50,6 +55,11 @@ type Instance struct {
 	// Galera provider (wsrep_on=OFF, or no wsrep_provider).
 	Galera *GaleraState `json:"galera,omitempty"`
 }
+
+// Answers reports whether the server answered at the last observation:
+// dbpilot read it, or it sent a MySQL error packet. Only a server that does
+// not answer (refused, reset, no greeting in time) may be dead.
+func (i *Instance) Answers() bool { return i.Reachable || i.RefusedErrno != 0 }
 
 // IsGalera reports whether the instance is a Galera node.
 func (i *Instance) IsGalera() bool { return i.Galera != nil }

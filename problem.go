@@ -20,6 +20,17 @@ const (
 	ProblemSemiSyncPrimaryOnReplica ProblemCode = "SemiSyncPrimaryOnReplica"
 	ProblemSlowFailureDetection     ProblemCode = "SlowFailureDetection"
 	ProblemNoGTID                   ProblemCode = "NoGTID"
+	// ProblemRefusesDbpilot: the server answers but refuses dbpilot's user
+	// (access denied, account locked, too many connections, host blocked).
+	// It is alive: never a reason to fail over.
+	ProblemRefusesDbpilot ProblemCode = "RefusesDbpilot"
+	// ProblemMultipleWritable: more than one writable server in a cluster
+	// (two primaries, a ring with two writable members, a writable old
+	// primary beside the new one). Always critical.
+	ProblemMultipleWritable ProblemCode = "MultipleWritable"
+	// ProblemClusterOverlap: a server discovered in two configured
+	// clusters; automatic recovery is suspended for both.
+	ProblemClusterOverlap ProblemCode = "ClusterOverlap"
 
 	// Galera.
 	ProblemNonPrimaryComponent ProblemCode = "NonPrimaryComponent"

@@ -87,6 +87,7 @@ const (
 	AuditForget          = "forget"           // an instance not seen for long left the cluster
 	AuditAck             = "ack"              // recoveries acknowledged
 	AuditOperation       = "operation"        // a person's request (failover, switchover, relocate, ack) and its outcome, refusals included
+	AuditForced          = "forced"           // a person forced a failover of a primary not confirmed dead
 	AuditCoordination    = "coordination"     // serves' coordination: a recovery taken over, a leadership lost, a forced action
 	AuditWatchdog        = "watchdog"         // the query watchdog matched a session, and what it did (logged, killed, dry-run, rate-limited)
 	AuditBinlogBackup    = "binlog_backup"    // serve's binlog backup started on a primary, stopped, or found a gap it cannot fill

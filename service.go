@@ -55,6 +55,11 @@ type OperationOptions struct {
 	// coordination (etcd) is unavailable: audited, and at the risk that
 	// another serve acts too.
 	ForceWithoutCoordination bool `json:"force_without_coordination,omitempty"`
+	// Force lets a manual failover run although the primary is not
+	// confirmed dead (it refuses dbpilot, or dbpilot cannot reach it while
+	// its replicas still can): the operator vouches that it is down or
+	// fenced. Audited.
+	Force bool `json:"force,omitempty"`
 	// Forwarded marks a request another serve forwarded to this one (the
 	// cluster's leader); it is not forwarded again.
 	Forwarded bool `json:"forwarded,omitempty"`

@@ -71,6 +71,10 @@ type clusterState struct {
 	savedSig     string                       // the members as last saved (shouldSave)
 	savedAt      time.Time
 	fenceNoted   map[dbpilot.InstanceKey]string
+	// The alerted problems as last written (noteProblems).
+	problemSig     string
+	problemAt      dbpilot.InstanceKey
+	problemWritten time.Time
 	// wake asks the watch loop for a tick now (a failed liveness ping).
 	wake chan struct{}
 	// primaryChanged is closed (and replaced) when primary changes: the
@@ -474,6 +478,41 @@ func withUninspected(all, prev []*dbpilot.Instance) (merged []*dbpilot.Instance,
 	return merged, stale
 }
 
+// withLastKnown gives each instance of the crawl that did not answer, and
+// was a member at the previous observation, the place it had in the tree
+// then (its channels, identity and version), still unreachable with the
+// new error. Without it a crashed replica had no channels, fell out of
+// the cluster as a lone component, and its monitoring stopped: mysql_up
+// vanished and MySQLDown resolved as "left the topology" instead of
+// firing. It stays a member, unreachable, until forget_after.
+func withLastKnown(all, prev []*dbpilot.Instance) []*dbpilot.Instance {
+	if len(prev) == 0 {
+		return all
+	}
+	last := make(map[dbpilot.InstanceKey]*dbpilot.Instance, len(prev))
+	for _, p := range prev {
+		last[p.Key.Normalized()] = p
+	}
+	var out []*dbpilot.Instance
+	for i, in := range all {
+		p := last[in.Key.Normalized()]
+		if in.Reachable || p == nil || len(p.Channels) == 0 || len(in.Channels) > 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(all)
+		}
+		cp := *in
+		cp.Channels = p.Channels
+		cp.Flavor, cp.Version, cp.ServerID, cp.ServerUUID = p.Flavor, p.Version, p.ServerID, p.ServerUUID
+		out[i] = &cp
+	}
+	if out == nil {
+		return all
+	}
+	return out
+}
+
 // observe crawls the cluster once and updates its state; it returns the
 // cluster's instances and its primary.
 func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Instance, *dbpilot.Instance, error) {
@@ -507,6 +546,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		// every cluster flapped).
 		all, stale = withUninspected(all, prev)
 	}
+	all = withLastKnown(all, prev)
 	comps := topology.Clusters(all)
 	comp := pickComponent(comps, cur, cs.cfg.seeds)
 	var members []*dbpilot.Instance
@@ -537,6 +577,13 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		}
 	}
 	problems := topology.Analyze(members, topology.AnalyzeOptions{})
+	var pk dbpilot.InstanceKey
+	if primary != nil {
+		pk = primary.Key
+	}
+	if len(members) > 0 {
+		problems = append(problems, topology.DetachedWritable(pk, members, detached)...)
+	}
 
 	cs.mu.Lock()
 	now := d.now()
@@ -570,6 +617,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	if d.mon != nil && d.running.Load() {
 		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
 	}
+	d.noteProblems(cs, pk, problems)
 	for _, k := range forgotten {
 		d.probe.Forget(k)
 		if d.store != nil {
@@ -714,6 +762,7 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 	if leader && fence != nil && auto && d.resume(ctx, cs, *fence) {
 		return
 	}
+	d.fenceReturning(ctx, cs)
 	if leader {
 		d.fence(ctx, cs, fence)
 	}
@@ -794,7 +843,7 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 		if wasFailing {
 			d.log.Info("primary reachable again", "cluster", cs.cfg.Name, "primary", primary.Key.String())
 		}
-		return topology.AssessPrimary(true, primary.Key, nil)
+		return topology.AssessPrimary(primary, nil)
 	}
 	cs.mu.Lock()
 	if cs.failingSince.IsZero() {
@@ -811,12 +860,17 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 	}
 	fresh := make([]*dbpilot.Instance, len(keys))
 	var wg sync.WaitGroup
-	reachable := false
+	// The re-probe of the primary: any answer, an error packet included,
+	// is proof of life (Instance.Answers).
+	again := &dbpilot.Instance{Key: primary.Key}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, err := d.probe.Inspect(cctx, primary.Key)
-		reachable = err == nil
+		if _, err := d.probe.Inspect(cctx, primary.Key); err != nil {
+			again.LastError, again.RefusedErrno = err.Error(), dbpilot.ServerErrno(err)
+		} else {
+			again.Reachable = true
+		}
 	}()
 	for i, k := range keys {
 		wg.Add(1)
@@ -830,7 +884,7 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 		}()
 	}
 	wg.Wait()
-	v := topology.AssessPrimary(reachable, primary.Key, fresh)
+	v := topology.AssessPrimary(again, fresh)
 	cs.mu.Lock()
 	cs.status.State = v.State
 	cs.touch()

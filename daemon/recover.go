@@ -256,10 +256,58 @@ func (d *Daemon) runHooks(ctx context.Context, cs *clusterState, rec *dbpilot.Re
 	return nil
 }
 
-// fence watches old primaries: when one answers again it is made read_only
-// at once, its errant transactions (GTIDs the new primary lacks) are
-// reported, and with rejoin it becomes a replica of the new primary when it
-// has none.
+// fenceReturning makes every old primary that answers again read_only at
+// once. Fencing only takes writes away, so every serve does it, leader or
+// not, with coordination or without (etcd down): no fencing token guards
+// it. It reports the old primaries that are back.
+func (d *Daemon) fenceReturning(ctx context.Context, cs *clusterState) {
+	cs.mu.Lock()
+	var back []*dbpilot.Instance
+	for _, i := range cs.detached {
+		if i.Reachable && cs.fenced[i.Key] && !i.ReadOnly {
+			back = append(back, i)
+		}
+	}
+	cs.mu.Unlock()
+	for _, old := range back {
+		if err := d.ctl.SetReadOnly(ctx, old.Key, true); err != nil {
+			d.log.Warn("fence: set read_only", "instance", old.Key.String(), "err", err)
+			continue
+		}
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: dbpilot.AuditFence,
+			Message: fmt.Sprintf("old primary %s is back: set read_only", old.Key)})
+	}
+	if len(back) > 0 {
+		// The problems said MultipleWritable a moment ago: say it is fenced.
+		cs.mu.Lock()
+		cs.status.Problems = withoutFenced(cs.status.Problems, back)
+		cs.touch()
+		cs.mu.Unlock()
+	}
+}
+
+// withoutFenced drops the MultipleWritable problems of instances just made
+// read_only.
+func withoutFenced(ps []dbpilot.Problem, fenced []*dbpilot.Instance) []dbpilot.Problem {
+	out := ps[:0:0]
+	for _, p := range ps {
+		drop := false
+		for _, f := range fenced {
+			if p.Code == dbpilot.ProblemMultipleWritable && p.Instance.Equal(f.Key) {
+				drop = true
+			}
+		}
+		if !drop {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// fence watches old primaries (fenceReturning made them read_only): the
+// errant transactions of one that is back (GTIDs the new primary lacks)
+// are reported, and with rejoin it becomes a replica of the new primary
+// when it has none. Only the leader rejoins.
 func (d *Daemon) fence(ctx context.Context, cs *clusterState, fence *dbpilot.Fence) {
 	cs.mu.Lock()
 	var back []*dbpilot.Instance
@@ -278,14 +326,6 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState, fence *dbpilot.Fen
 	cs.mu.Unlock()
 	ctl := d.controller(fence)
 	for _, old := range back {
-		if !old.ReadOnly {
-			if err := ctl.SetReadOnly(ctx, old.Key, true); err != nil {
-				d.log.Warn("fence: set read_only", "instance", old.Key.String(), "err", err)
-				continue
-			}
-			d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: dbpilot.AuditFence,
-				Message: fmt.Sprintf("old primary %s is back: set read_only", old.Key)})
-		}
 		if newPrimary == nil || !newPrimary.Reachable {
 			continue
 		}

@@ -155,7 +155,15 @@ func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.Operatio
 	}
 	v := d.assess(ctx, cs, primary, members)
 	if v.State != dbpilot.ClusterDead && !opt.DryRun {
-		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: not failing over: %s; for a planned change use 'dbpilot switchover %s'", name, v.Reason, name)
+		if !opt.Force || v.State == dbpilot.ClusterOK {
+			hint := ""
+			if v.State != dbpilot.ClusterOK {
+				hint = "; if you know it is down or fenced, add --force (audited)"
+			}
+			return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: not failing over: %s; for a planned change use 'dbpilot switchover %s'%s", name, v.Reason, name, hint)
+		}
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Instance: primary.Key, Event: dbpilot.AuditForced,
+			Message: fmt.Sprintf("forced failover of %s, which is not confirmed dead: %s", primary.Key, v.Reason)})
 	}
 	rec, err = d.failover(ctx, cs, dbpilot.RecoveryFailoverManual, opt.DryRun, fence)
 	if err == nil && opt.DryRun && v.State != dbpilot.ClusterDead {

@@ -181,7 +181,7 @@ func (c *Client) Failover(ctx context.Context, cluster string, opt dbpilot.Opera
 	if err := checkCluster(cluster); err != nil {
 		return nil, err
 	}
-	req := operationRequest{DryRun: opt.DryRun, ForceWithoutCoordination: opt.ForceWithoutCoordination, Forwarded: opt.Forwarded}
+	req := operationRequest{DryRun: opt.DryRun, ForceWithoutCoordination: opt.ForceWithoutCoordination, Force: opt.Force, Forwarded: opt.Forwarded}
 	if !opt.To.IsZero() {
 		req.To = opt.To.String()
 	}

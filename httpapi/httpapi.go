@@ -60,7 +60,9 @@ type operationRequest struct {
 	To     string `json:"to,omitempty"`
 	// ForceWithoutCoordination: failover only (see dbpilot.OperationOptions).
 	ForceWithoutCoordination bool `json:"force_without_coordination,omitempty"`
-	Forwarded                bool `json:"forwarded,omitempty"`
+	// Force: failover only (see dbpilot.OperationOptions).
+	Force     bool `json:"force,omitempty"`
+	Forwarded bool `json:"forwarded,omitempty"`
 }
 
 // relocateRequest is the body of relocate.

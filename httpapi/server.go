@@ -406,7 +406,7 @@ func (s *Server) operationOptions(w http.ResponseWriter, r *http.Request) (dbpil
 	if !s.decode(w, r, &req) {
 		return dbpilot.OperationOptions{}, false
 	}
-	opt := dbpilot.OperationOptions{DryRun: req.DryRun, ForceWithoutCoordination: req.ForceWithoutCoordination, Forwarded: req.Forwarded}
+	opt := dbpilot.OperationOptions{DryRun: req.DryRun, ForceWithoutCoordination: req.ForceWithoutCoordination, Force: req.Force, Forwarded: req.Forwarded}
 	if req.To != "" {
 		var err error
 		if opt.To, err = parseKey("to", req.To); err != nil {

@@ -260,15 +260,20 @@ func firstWords(s string) string {
 
 // ServerError numbers dbpilot reacts to.
 const (
-	ErAccessDenied      = 1045
-	ErDBAccessDenied    = 1044
-	ErSpecificAccess    = 1227
-	ErUnknownSystemVar  = 1193
-	ErParseError        = 1064
-	ErNoSuchTable       = 1146
-	ErBadSlave          = 1200 // ER_BAD_SLAVE: replica not configured
-	ErSlaveMustStop     = 1198
-	ErUnknownConnection = 1617 // MariaDB: no such master connection
+	ErAccessDenied       = 1045
+	ErDBAccessDenied     = 1044
+	ErSpecificAccess     = 1227
+	ErUnknownSystemVar   = 1193
+	ErParseError         = 1064
+	ErNoSuchTable        = 1146
+	ErBadSlave           = 1200 // ER_BAD_SLAVE: replica not configured
+	ErSlaveMustStop      = 1198
+	ErUnknownConnection  = 1617 // MariaDB: no such master connection
+	ErTooManyConnections = 1040
+	ErHostBlocked        = 1129
+	ErUserLimitReached   = 1226 // ER_USER_LIMIT_REACHED: max_user_connections and the like
+	ErAccountLocked      = 4151 // MariaDB ER_ACCOUNT_HAS_BEEN_LOCKED (MySQL: 3118)
+	ErAccountLockedMySQL = 3118
 )
 
 // ServerErrorNumber returns the server error number in err's chain, or 0.
@@ -293,13 +298,24 @@ func Classify(err error, key dbpilot.InstanceKey, user, op string) error {
 	}
 	var me *driver.MySQLError
 	if errors.As(err, &me) {
+		// The server answered: whatever it said, it is alive (Errno).
+		var e *dbpilot.Error
 		switch me.Number {
 		case ErAccessDenied, ErDBAccessDenied:
-			return dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: access denied for user %q (check the user and password)", op, key, user)
+			e = dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: access denied for user %q (check the user and password)", op, key, user)
+		case ErAccountLocked, ErAccountLockedMySQL:
+			e = dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: the account of user %q is locked (ALTER USER ... ACCOUNT UNLOCK)", op, key, user)
 		case ErSpecificAccess, 1142, 1143: // and TABLE/COLUMN access denied
-			return dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: user %q lacks a privilege", op, key, user)
+			e = dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: user %q lacks a privilege", op, key, user)
+		case ErTooManyConnections, ErUserLimitReached:
+			e = dbpilot.WrapError(dbpilot.EUNAVAIL, err, "mysql: %s on %s: the server refuses user %q: too many connections", op, key, user)
+		case ErHostBlocked:
+			e = dbpilot.WrapError(dbpilot.EUNAVAIL, err, "mysql: %s on %s: the server blocks this host (FLUSH HOSTS on it)", op, key)
+		default:
+			e = dbpilot.WrapError(dbpilot.EINTERNAL, err, "mysql: %s on %s", op, key)
 		}
-		return dbpilot.WrapError(dbpilot.EINTERNAL, err, "mysql: %s on %s", op, key)
+		e.Errno = me.Number
+		return e
 	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, os.ErrDeadlineExceeded) {

@@ -116,7 +116,10 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 	if n.IsGalera() && d.Galera != nil {
 		kv = mergeOptions(kv, galeraOptions(d, n))
 	}
-	if n.Role == RoleReplica {
+	if n.Role == RoleReplica || d.Topology == TopologyRing && n.Name != "node1" {
+		// A ring keeps one writer (node1): two writable members of a ring
+		// conflict on every key they share (analysis: MultipleWritable).
+		// Make another member the writer with read_only moved by hand.
 		kv = append(kv, [2]string{"read_only", "ON"})
 	}
 	if d.Topology == TopologyRing || d.Topology == TopologyMultiSource {

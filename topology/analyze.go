@@ -144,6 +144,7 @@ func Analyze(instances []*dbpilot.Instance, opt AnalyzeOptions) []dbpilot.Proble
 	for i := range a.g.nodes {
 		a.instance(i)
 	}
+	a.multipleWritable()
 	for gi, members := range a.g.groups {
 		if members != nil {
 			a.galera(gi)
@@ -216,6 +217,12 @@ func (a *analyzer) instance(i int) {
 func (a *analyzer) unreachable(i int) {
 	in := a.g.nodes[i]
 	role := a.role(i)
+	if in.RefusedErrno != 0 {
+		detail := map[string]string{"error": in.LastError, "role": role, "errno": strconv.Itoa(int(in.RefusedErrno))}
+		a.add(in, dbpilot.ProblemRefusesDbpilot, dbpilot.SeverityCritical, "", detail,
+			"%s %s answers but refuses dbpilot: %s; it is alive, so dbpilot will not fail it over, but cannot monitor or recover it until this is fixed", role, in.Key, in.LastError)
+		return
+	}
 	detail := map[string]string{"error": in.LastError, "role": role}
 	msg := fmt.Sprintf("%s %s is unreachable: %s", role, in.Key, in.LastError)
 	if reps := a.g.replicaKeys(i); len(reps) > 0 {
@@ -240,7 +247,7 @@ func (a *analyzer) primaryDown(i int) {
 		}
 		replicas = append(replicas, a.g.nodes[e.replica])
 	}
-	if p, ok := AssessPrimary(false, in.Key, replicas).Problem(in.Key); ok {
+	if p, ok := AssessPrimary(in, replicas).Problem(in.Key); ok {
 		a.out = append(a.out, p)
 	}
 }

@@ -88,6 +88,28 @@ func TestAnalyzeRules(t *testing.T) {
 			want: []string{"21002:ErrantGTID:warning"},
 		},
 		{
+			name: "ring with two writable members",
+			base: "ring",
+			modify: func(in []*dbpilot.Instance) []*dbpilot.Instance {
+				find(in, 21003).ReadOnly = false
+				return in
+			},
+			want: []string{"21001:MultipleWritable:critical", "21003:MultipleWritable:critical"},
+		},
+		{
+			name: "primary refuses dbpilot (account locked): alive, not down",
+			base: "healthy",
+			modify: func(in []*dbpilot.Instance) []*dbpilot.Instance {
+				p := find(in, 21001)
+				*p = dbpilot.Instance{Key: p.Key, RefusedErrno: 4151, LastError: `mysql: connect on 127.0.0.1:21001: the account of user "dbpilot" is locked`}
+				for _, r := range in[1:] {
+					r.Channels[0].IORunning, r.Channels[0].LastIOErrno = dbpilot.IOConnecting, 4151
+				}
+				return in
+			},
+			want: []string{"21001:RefusesDbpilot:critical", "21002:ReplicationIOStopped:critical", "21003:ReplicationIOStopped:critical"},
+		},
+		{
 			name: "ring member without log_slave_updates breaks the ring",
 			base: "ring",
 			modify: func(in []*dbpilot.Instance) []*dbpilot.Instance {

@@ -225,7 +225,7 @@ func observed(key dbpilot.InstanceKey, inst *dbpilot.Instance, err error, now fu
 		if now == nil {
 			now = time.Now
 		}
-		return &dbpilot.Instance{Key: key, Reachable: false, LastError: err.Error(), ObservedAt: now()}
+		return &dbpilot.Instance{Key: key, Reachable: false, LastError: err.Error(), RefusedErrno: dbpilot.ServerErrno(err), ObservedAt: now()}
 	}
 	cp := *inst // the inspector's value may be shared; adjust a copy
 	cp.Key = key

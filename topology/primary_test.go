@@ -14,26 +14,48 @@ func replica(port int, io dbpilot.IOState, reachable bool) *dbpilot.Instance {
 	}
 }
 
+func replicaErr(port int, io dbpilot.IOState, errno int) *dbpilot.Instance {
+	r := replica(port, io, true)
+	r.Channels[0].LastIOErrno = errno
+	return r
+}
+
 func TestAssessPrimary(t *testing.T) {
 	p := dbpilot.InstanceKey{Host: "127.0.0.1", Port: 21001}
+	down := &dbpilot.Instance{Key: p, LastError: "connection refused"}
+	up := &dbpilot.Instance{Key: p, Reachable: true}
+	locked := &dbpilot.Instance{Key: p, RefusedErrno: 4151, LastError: `mysql: inspect on 127.0.0.1:21001: the account of user "dbpilot" is locked`}
 	tests := []struct {
-		name      string
-		reachable bool
-		replicas  []*dbpilot.Instance
-		want      string
-		reason    string
+		name     string
+		primary  *dbpilot.Instance
+		replicas []*dbpilot.Instance
+		want     string
+		reason   string
 	}{
-		{"primary answers", true, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, true)}, dbpilot.ClusterOK, "answers"},
-		{"all replicas lost it", false, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, true), replica(21003, dbpilot.IOStopped, true)}, dbpilot.ClusterDead, "all 2 reachable replicas lost it"},
-		{"one replica still receives", false, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, true), replica(21003, dbpilot.IORunning, true)}, dbpilot.ClusterUnreachable, "still replicate from it (127.0.0.1:21003)"},
-		{"no replica reachable", false, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, false)}, dbpilot.ClusterUnreachable, "none of its 1 replicas can be read"},
-		{"no replicas at all", false, nil, dbpilot.ClusterUnreachable, "none of its 0 replicas"},
-		{"unreachable replicas are ignored", false, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, true), replica(21003, dbpilot.IORunning, false)}, dbpilot.ClusterDead, "all 1 reachable"},
+		{"primary answers", up, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, true)}, dbpilot.ClusterOK, "answers"},
+		{"all replicas lost it", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOConnecting, 2003), replicaErr(21003, dbpilot.IOConnecting, 2013)}, dbpilot.ClusterDead, "all 2 reachable replicas lost it"},
+		{"connecting without an error yet votes dead", down, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, true)}, dbpilot.ClusterDead, "all 1 reachable"},
+		{"IO thread gave up after retries votes dead", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOStopped, 2003)}, dbpilot.ClusterDead, "all 1 reachable"},
+		{"one replica still receives", down, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, true), replica(21003, dbpilot.IORunning, true)}, dbpilot.ClusterUnreachable, "still see it alive (127.0.0.1:21003)"},
+		{"no replica reachable", down, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, false)}, dbpilot.ClusterUnreachable, "none of its 1 replicas can be read"},
+		{"no replicas at all", down, nil, dbpilot.ClusterUnreachable, "none of its 0 replicas"},
+		{"unreachable replicas are ignored", down, []*dbpilot.Instance{replica(21002, dbpilot.IOConnecting, true), replica(21003, dbpilot.IORunning, false)}, dbpilot.ClusterDead, "all 1 reachable"},
+		// An answer is proof of life.
+		{"primary refuses dbpilot (account locked)", locked, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOConnecting, 2003)}, dbpilot.ClusterUnreachable, "answers but refuses dbpilot"},
+		{"replicas refused by the primary (locked replication account)", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOConnecting, 4151), replicaErr(21003, dbpilot.IOConnecting, 1045)}, dbpilot.ClusterUnreachable, "still see it alive"},
+		{"too many connections and host blocked are answers", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOConnecting, 1040), replicaErr(21003, dbpilot.IOConnecting, 1129)}, dbpilot.ClusterUnreachable, "still see it alive"},
+		{"a binlog error from the primary is an answer", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOStopped, 1236)}, dbpilot.ClusterUnreachable, "still see it alive"},
+		{"IO threads stopped by hand do not vote", down, []*dbpilot.Instance{replica(21002, dbpilot.IOStopped, true), replica(21003, dbpilot.IOStopped, true)}, dbpilot.ClusterUnreachable, "stopped without an error"},
+		{"one lost, one stopped by hand: the lost one decides", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOConnecting, 2003), replica(21003, dbpilot.IOStopped, true)}, dbpilot.ClusterDead, "all 1 reachable"},
+		{"net read timeout votes dead", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOConnecting, 1159)}, dbpilot.ClusterDead, "all 1 reachable"},
 	}
 	for _, tt := range tests {
-		v := AssessPrimary(tt.reachable, p, tt.replicas)
+		v := AssessPrimary(tt.primary, tt.replicas)
 		if v.State != tt.want || !strings.Contains(v.Reason, tt.reason) {
 			t.Errorf("%s: %s (%s), want %s containing %q", tt.name, v.State, v.Reason, tt.want, tt.reason)
+		}
+		if _, ok := v.Problem(p); ok && tt.primary.RefusedErrno != 0 {
+			t.Errorf("%s: a refusing primary must not be named DeadPrimary/UnreachablePrimary", tt.name)
 		}
 	}
 }

@@ -57,8 +57,8 @@ func TestRenderShapes(t *testing.T) {
 	}{
 		{"ring with a replica", ring, `
 127.0.0.1:21001     [0s,ok,10.11.19,rw,ROW,GTID,nosemi]
-+ 127.0.0.1:21002   [0s,ok,10.11.19,rw,ROW,GTID,nosemi]
-  + 127.0.0.1:21003 [0s,ok,10.11.19,rw,ROW,GTID,nosemi]
++ 127.0.0.1:21002   [0s,ok,10.11.19,ro,ROW,GTID,nosemi]
+  + 127.0.0.1:21003 [0s,ok,10.11.19,ro,ROW,GTID,nosemi]
     + (ring → 127.0.0.1:21001)
   + 127.0.0.1:21004 [0s,ok,10.11.19,ro,ROW,GTID,nosemi]
 `},

@@ -22,9 +22,11 @@ other replicas where it lacks something, wait for it to apply its relay log,
 promote it, and repoint every other replica to it. A replica that cannot
 follow is reported, never dropped silently.
 
-It refuses when the primary is alive, or when dbpilot cannot reach it but its
-replicas still replicate from it (use 'dbpilot switchover' for planned
-changes). It ignores the anti-flapping block: you asked. --dry-run prints the
+It refuses when the primary is alive, when it answers but refuses dbpilot's
+user (a locked or rotated account, too many connections: it is alive), or
+when dbpilot cannot reach it but its replicas still replicate from it (use
+'dbpilot switchover' for planned changes). --force overrides that refusal when
+you know the primary is down or fenced; it is audited. It ignores the anti-flapping block: you asked. --dry-run prints the
 plan with the reason for each decision and changes nothing.` + exitHelp,
 		Example: `  dbpilot failover demo --sandbox demo --dry-run
   dbpilot failover main --server http://127.0.0.1:7070`,
@@ -44,6 +46,7 @@ plan with the reason for each decision and changes nothing.` + exitHelp,
 	}
 	sf.register(cmd)
 	cmd.Flags().BoolVar(&opt.DryRun, "dry-run", false, "print the plan; change nothing")
+	cmd.Flags().BoolVar(&opt.Force, "force", false, "fail over although the primary is not confirmed dead (it refuses dbpilot's user, or only dbpilot cannot reach it): you vouch that it is down or fenced; audited")
 	cmd.Flags().BoolVar(&opt.ForceWithoutCoordination, "force-without-coordination", false, "with coordinated serves (--server): fail over even though etcd is unavailable (audited; another serve might act too)")
 	return cmd
 }

@@ -230,7 +230,7 @@ func TestInspectDiscoverAnalyze(t *testing.T) {
 		}
 		replicas = append(replicas, r)
 	}
-	if v := topology.AssessPrimary(false, pk, replicas); v.State != dbpilot.ClusterDead {
+	if v := topology.AssessPrimary(&dbpilot.Instance{Key: pk}, replicas); v.State != dbpilot.ClusterDead {
 		t.Errorf("verdict %s: %s", v.State, v.Reason)
 	}
 
