@@ -378,7 +378,7 @@ func TestTickUnreachablePrimaryNoRecovery(t *testing.T) {
 	}
 
 	// A manual failover is refused too: the primary still feeds its replicas.
-	if _, err := d.Failover(ctx, "c", dbpilot.OperationOptions{}); dbpilot.ErrorCode(err) != dbpilot.ECONFLICT || !strings.Contains(err.Error(), "still replicate") {
+	if _, err := d.Failover(ctx, "c", dbpilot.OperationOptions{}); dbpilot.ErrorCode(err) != dbpilot.ECONFLICT || !strings.Contains(err.Error(), "still see it alive") || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("manual failover: %v", err)
 	}
 

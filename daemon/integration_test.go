@@ -276,7 +276,7 @@ func TestNoFailoverWhenOnlyDbpilotLosesThePrimary(t *testing.T) {
 	}
 	// A manual failover is refused too, with the reason.
 	_, err := f.dm.Failover(context.Background(), d.Name, dbpilot.OperationOptions{})
-	if dbpilot.ErrorCode(err) != dbpilot.ECONFLICT || !strings.Contains(err.Error(), "still replicate") {
+	if dbpilot.ErrorCode(err) != dbpilot.ECONFLICT || !strings.Contains(err.Error(), "still see it alive") {
 		t.Errorf("manual failover: %v", err)
 	}
 	f.exec("node1", "CREATE DATABASE stillalive")
