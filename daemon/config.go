@@ -501,6 +501,7 @@ func (c *Config) Validate() error {
 		return errors.New("clusters: at least one cluster is needed")
 	}
 	names := map[string]bool{}
+	seedOf := map[dbpilot.InstanceKey]string{} // a seed's cluster: one server belongs to one cluster
 	for i := range c.Clusters {
 		cl := &c.Clusters[i]
 		where := fmt.Sprintf("clusters[%d]", i)
@@ -520,6 +521,10 @@ func (c *Config) Validate() error {
 			if err != nil {
 				return fmt.Errorf("%s.seeds[%d]: %w", where, j, err)
 			}
+			if other, ok := seedOf[k.Normalized()]; ok && other != cl.Name {
+				return fmt.Errorf("%s.seeds[%d]: %s is also a seed of cluster %q: one server belongs to one cluster (two clusters over one replication tree would both recover it)", where, j, k, other)
+			}
+			seedOf[k.Normalized()] = cl.Name
 			cl.seeds = append(cl.seeds, k)
 		}
 		cl.rules = map[dbpilot.InstanceKey]dbpilot.PromotionRule{}

@@ -193,3 +193,18 @@ func TestLoadConfigWatchdog(t *testing.T) {
 		t.Errorf("rules file with bad rule accepted")
 	}
 }
+
+func TestConfigSeedInTwoClusters(t *testing.T) {
+	_, err := LoadConfig(writeConfig(t, `
+credentials: {user: dbpilot, password: pw}
+replication: {user: repl, password: rpw}
+clusters:
+  - name: a
+    seeds: [127.0.0.1:3306]
+  - name: b
+    seeds: [127.0.0.2:3306, 127.0.0.1:3306]
+`))
+	if err == nil || !strings.Contains(err.Error(), `clusters[1].seeds[1]: 127.0.0.1:3306 is also a seed of cluster "a"`) {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+}

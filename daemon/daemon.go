@@ -35,6 +35,7 @@ type Daemon struct {
 
 	clusters map[string]*clusterState
 	order    []string
+	owners   owners // which cluster each observed server belongs to
 
 	// Monitoring (serve only): collectors feed metrics; alerts evaluate them.
 	metrics    MetricsBackend
@@ -71,6 +72,9 @@ type clusterState struct {
 	savedSig     string                       // the members as last saved (shouldSave)
 	savedAt      time.Time
 	fenceNoted   map[dbpilot.InstanceKey]string
+	// overlap are the ClusterOverlap problems of the last observation:
+	// while there are any, automatic recovery is suspended.
+	overlap []dbpilot.Problem
 	// The alerted problems as last written (noteProblems).
 	problemSig     string
 	problemAt      dbpilot.InstanceKey
@@ -584,6 +588,8 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	if len(members) > 0 {
 		problems = append(problems, topology.DetachedWritable(pk, members, detached)...)
 	}
+	overlap := overlapProblems(cs.cfg.Name, d.owners.claim(cs.cfg.Name, members))
+	problems = append(problems, overlap...)
 
 	cs.mu.Lock()
 	now := d.now()
@@ -602,6 +608,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		cs.setPrimary(primary.Key)
 		cs.status.Primary = primary.Key
 	}
+	cs.overlap = overlap
 	cs.status.Instances = members
 	cs.status.Detached = detached
 	cs.status.Problems = problems
@@ -783,6 +790,13 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 		return
 	}
 	if fence != nil && d.recoveredAlready(ctx, cs, primary.Key) {
+		return
+	}
+	cs.mu.Lock()
+	overlap := slices.Clone(cs.overlap)
+	cs.mu.Unlock()
+	if len(overlap) > 0 {
+		d.note(cs, "auto-failover-suspended", "automatic recovery suspended: "+overlap[0].Message)
 		return
 	}
 	if cs.multiPrimary() {

@@ -242,3 +242,64 @@ func TestWritableOldPrimaryIsCritical(t *testing.T) {
 	}
 	f.waitValue("node1", "SELECT @@read_only", "1", 10*time.Second)
 }
+
+// TestClusterOverlapSuspendsRecovery: two configured clusters start apart
+// (node4 is a standalone server, cluster b), then node4 is made a replica
+// of cluster a's primary, so both clusters discover the same tree. Both
+// report ClusterOverlap naming the servers, and when a's primary is killed
+// neither recovers it (before, both recovered to different candidates and
+// left a ring with two writable members).
+func TestClusterOverlapSuspendsRecovery(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 4})
+	ctx := context.Background()
+	for _, q := range []string{"STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only=OFF"} {
+		if _, err := sandbox.Exec(ctx, d, "node4", q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n4 := d.Nodes[3].Key()
+	f := startDaemon(t, d, func(c *daemon.Config) {
+		c.Clusters[0].Seeds = []string{d.Nodes[0].Key().String()}
+		c.Clusters = append(c.Clusters, daemon.ClusterConfig{Name: "b", Seeds: []string{n4.String()}, AutoFailover: true})
+	}, daemon.Wiring{})
+	hasOverlap := func(cluster string) (bool, string) {
+		st, err := f.dm.ClusterStatus(ctx, cluster)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(st.Problems, func(p dbpilot.Problem) bool { return p.Code == dbpilot.ProblemClusterOverlap }), fmt.Sprint(st.Problems)
+	}
+	if ok, ps := hasOverlap(d.Name); ok {
+		t.Fatalf("overlap before the trees meet: %s", ps)
+	}
+	f.exec("node4", fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, MASTER_USE_GTID=slave_pos",
+		d.Nodes[0].Port, mysql.Quote(d.Repl.User), mysql.Quote(d.Repl.Password)))
+	f.exec("node4", "START SLAVE")
+	f.exec("node4", "SET GLOBAL read_only=ON")
+	for _, c := range []string{d.Name, "b"} {
+		testutil.WaitFor(t, 15*time.Second, "ClusterOverlap in cluster "+c, func() (bool, string) { return hasOverlap(c) })
+	}
+	if err := sandbox.Kill(d, "node1"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(dbpilot.ClusterDead, 15*time.Second)
+	time.Sleep(3 * time.Second)
+	for _, c := range []string{d.Name, "b"} {
+		recs, err := f.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 0 {
+			t.Errorf("cluster %s recovered while it overlaps another: %+v\n%s", c, recs[0], f.auditText())
+		}
+	}
+	writable := 0
+	for _, n := range []string{"node2", "node3", "node4"} {
+		if f.value(n, "SELECT @@read_only") == "0" {
+			writable++
+		}
+	}
+	if writable != 0 {
+		t.Errorf("%d replicas were made writable", writable)
+	}
+}

@@ -162,6 +162,11 @@ A configuration file looks like:
 					}
 				}
 			}
+			// One server belongs to one cluster: refuse a configuration
+			// whose clusters discover the same servers (exit 2).
+			if err := d.CheckOverlap(ctx); err != nil {
+				return err
+			}
 			api, apiServer, err := serveHandler(cfg, d, log)
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"net/http"
 	"strings"
 	"sync"
@@ -158,5 +159,38 @@ func TestServeEndToEnd(t *testing.T) {
 	code, o, e = runCLI(t, "ack", d.Name, "--server", url, "--sandbox", d.Name, "--comment", "test")
 	if code != 0 || !strings.Contains(o, "1 recoveries acknowledged") {
 		t.Errorf("ack: %d %s %s", code, o, e)
+	}
+}
+
+// TestServeRefusesOverlappingClusters: two clusters seeded from node1 and
+// node2 of one replication tree are a configuration error at start-up:
+// exit 2, one line naming both clusters and the server.
+func TestServeRefusesOverlappingClusters(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3})
+	if code, _, errOut := runCLI(t, "serve", "--sandbox", d.Name, "--print-config"); code != 0 {
+		t.Fatalf("print-config: exit %d: %s", code, errOut)
+	}
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:%d
+state: %s/state.db
+token_file: %s/api-token
+credentials: {user: %s, file: %s/admin.cnf}
+replication: {user: %s, file: %s/replication.cnf}
+clusters:
+  - name: a
+    seeds: ['%s']
+  - name: b
+    seeds: ['%s']
+`, closedPort(t), dir, d.Dir, d.Admin.User, d.Dir, d.Repl.User, d.Dir, d.Nodes[0].Key(), d.Nodes[1].Key())
+	path := dir + "/dbpilot.yml"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "serve", "--config", path)
+	if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "clusters b and a") && !strings.Contains(errOut, "clusters a and b") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and one line naming both clusters", code, errOut)
+	}
+	if !strings.Contains(errOut, "one server belongs to one cluster") {
+		t.Errorf("stderr %q does not say why", errOut)
 	}
 }
