@@ -11,15 +11,15 @@ import (
 // An instance that could not be reached has Reachable=false, LastError set and
 // only Key (and whatever was known before) filled in.
 type Instance struct {
-	Key        InstanceKey `json:"key"`
-	Reachable  bool        `json:"reachable"`
-	LastError  string      `json:"last_error,omitempty"`
+	Key       InstanceKey `json:"key"`
+	Reachable bool        `json:"reachable"`
+	LastError string      `json:"last_error,omitempty"`
 	// RefusedErrno is set when the server could not be read because it
 	// answered with a MySQL error (1045 access denied, 4151 account locked,
 	// 1040 too many connections, 1129 host blocked, ...): it is alive, it
 	// refuses dbpilot. Reachable is false (nothing could be read).
-	RefusedErrno uint16 `json:"refused_errno,omitempty"`
-	ObservedAt time.Time   `json:"observed_at"`
+	RefusedErrno uint16    `json:"refused_errno,omitempty"`
+	ObservedAt   time.Time `json:"observed_at"`
 
 	Flavor         Flavor  `json:"flavor,omitempty"`
 	Version        Version `json:"version"`
