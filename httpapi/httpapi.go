@@ -61,6 +61,11 @@ type operationRequest struct {
 	// ForceWithoutCoordination: failover only (see dbpilot.OperationOptions).
 	ForceWithoutCoordination bool `json:"force_without_coordination,omitempty"`
 	Forwarded                bool `json:"forwarded,omitempty"`
+	// MaxLag and DrainTimeout (switchover only) override
+	// switchover.max_lag and switchover.drain_timeout: Go durations
+	// ("30s"); empty: the settings.
+	MaxLag       string `json:"max_lag,omitempty"`
+	DrainTimeout string `json:"drain_timeout,omitempty"`
 }
 
 // relocateRequest is the body of relocate.
@@ -70,6 +75,8 @@ type relocateRequest struct {
 	DryRun  bool   `json:"dry_run"`
 	// Forwarded: see dbpilot.OperationOptions.
 	Forwarded bool `json:"forwarded,omitempty"`
+	// MaxLag overrides switchover.max_lag for the target's precheck.
+	MaxLag string `json:"max_lag,omitempty"`
 }
 
 // ackRequest is the body of ack.
