@@ -2,6 +2,7 @@ package dbpilot
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -63,4 +64,37 @@ type ReplicationController interface {
 // to the start of the old primary's history, and such catch-ups fail.
 type ReplicaPositioner interface {
 	SetReplicaPosition(ctx context.Context, key InstanceKey, pos string) error
+}
+
+// ApplierThread is one replication applier thread of a replica (the SQL
+// thread or a parallel worker) as the server's processlist shows it.
+type ApplierThread struct {
+	ID    uint64 `json:"id"`
+	State string `json:"state,omitempty"`
+	// Wait names the lock the thread waits for ("" when it waits for none):
+	// its state when that says so (LockWaitState), or "an InnoDB row lock"
+	// when its transaction is in LOCK WAIT.
+	Wait string `json:"wait,omitempty"`
+}
+
+// ApplierInspector is an optional ReplicationController extension (the
+// mysql package's controller implements it): it reads a replica's applier
+// threads, so that a switchover can tell an applier stuck on a lock held by
+// a session on the replica from one that is busy. A server that keeps the
+// threads from it (no privilege) answers no threads and no error.
+type ApplierInspector interface {
+	ApplierThreads(ctx context.Context, key InstanceKey) ([]ApplierThread, error)
+}
+
+// LockWaitState reports whether a processlist state (or
+// Slave_SQL_Running_State) says that the thread waits for a lock: a table
+// metadata lock, a table-level, global read, commit or backup lock, or a
+// table flush ("Waiting for table metadata lock", "Waiting for global read
+// lock", "Waiting for table flush", ...).
+func LockWaitState(state string) bool {
+	s := strings.ToLower(state)
+	if !strings.HasPrefix(s, "waiting for ") {
+		return false
+	}
+	return strings.HasSuffix(s, " lock") || strings.Contains(s, " lock ") || strings.HasPrefix(s, "waiting for table flush")
 }

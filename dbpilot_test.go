@@ -124,3 +124,25 @@ func TestSemiSyncRole(t *testing.T) {
 		}
 	}
 }
+
+func TestLockWaitState(t *testing.T) {
+	for state, want := range map[string]bool{
+		"Waiting for table metadata lock":                          true,
+		"Waiting for table level lock":                             true,
+		"Waiting for global read lock":                             true,
+		"Waiting for commit lock":                                  true,
+		"Waiting for backup lock":                                  true,
+		"Waiting for table flush":                                  true,
+		"waiting for table metadata lock":                          true,
+		"System lock":                                              false,
+		"Waiting for prior transaction to commit":                  false,
+		"Waiting for work from SQL thread":                         false,
+		"Slave has read all relay log; waiting for more updates":   false,
+		"Waiting until MASTER_DELAY seconds after master executed": false,
+		"": false,
+	} {
+		if got := LockWaitState(state); got != want {
+			t.Errorf("LockWaitState(%q) = %v, want %v", state, got, want)
+		}
+	}
+}

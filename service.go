@@ -63,6 +63,15 @@ type OperationOptions struct {
 	// Forwarded marks a request another serve forwarded to this one (the
 	// cluster's leader); it is not forwarded again.
 	Forwarded bool `json:"forwarded,omitempty"`
+	// MaxLag overrides the setting switchover.max_lag for this switchover
+	// or relocation: the most a candidate (or a relocation's target) may
+	// lag, or take to apply what it received. Zero: the setting.
+	MaxLag time.Duration `json:"max_lag_ns,omitempty"`
+	// DrainTimeout overrides the setting switchover.drain_timeout for this
+	// switchover: how long writes stay refused on the old primary while the
+	// candidate applies its last transactions before the switchover is
+	// rolled back. Zero: the setting.
+	DrainTimeout time.Duration `json:"drain_timeout_ns,omitempty"`
 }
 
 // ClusterWatcher is implemented by a ClusterService that can say when a

@@ -36,6 +36,7 @@ type Config struct {
 	PollInterval   Duration          `yaml:"poll_interval"`
 	Detection      DetectionConfig   `yaml:"detection"`
 	Recovery       RecoveryConfig    `yaml:"recovery"`
+	Switchover     SwitchoverConfig  `yaml:"switchover"`
 	Hooks          HooksConfig       `yaml:"hooks"`
 	Clusters       []ClusterConfig   `yaml:"clusters"`
 	Metrics        MetricsConfig     `yaml:"metrics"`
@@ -126,14 +127,57 @@ type RecoveryConfig struct {
 	// BlockPeriod: after a recovery, automatic recovery of the cluster is
 	// blocked this long unless acknowledged (anti-flapping).
 	BlockPeriod Duration `yaml:"block_period"`
-	// ApplyTimeout bounds waiting for the candidate to apply its relay log or
-	// catch up.
+	// ApplyTimeout bounds waiting for a failover's candidate to apply its
+	// relay log or catch up (a switchover's drain has
+	// switchover.drain_timeout).
 	ApplyTimeout Duration `yaml:"apply_timeout"`
 	// RepointVerify bounds waiting for each repointed replica to replicate.
 	RepointVerify Duration `yaml:"repoint_verify"`
 	// KillGrace: switchover waits this long after read_only before ending
 	// writer connections.
 	KillGrace Duration `yaml:"kill_grace"`
+}
+
+// SwitchoverConfig bounds planned primary changes (switchover, and
+// relocate for max_lag); the CLI's --max-lag and --drain-timeout override
+// them for one operation.
+type SwitchoverConfig struct {
+	// MaxLag: before anything changes, a switchover's candidate (or a
+	// relocation's target, when it replicates) whose replication lag, or
+	// the time it takes to apply what it received at the rate it shows,
+	// exceeds this is refused; so is one with a backlog whose applier is
+	// stopped, waits for a lock or applies nothing in 500ms (default 10s).
+	MaxLag Duration `yaml:"max_lag"`
+	// DrainTimeout: a switchover refuses writes on the old primary at most
+	// this long (kill_grace included) while the candidate applies its last
+	// transactions; then the old primary is made writable again and
+	// nothing else changes (default 5s; more than recovery.kill_grace).
+	DrainTimeout Duration `yaml:"drain_timeout"`
+}
+
+// Defaults of SwitchoverConfig.
+const (
+	DefaultMaxLag       = 10 * time.Second
+	DefaultDrainTimeout = 5 * time.Second
+)
+
+func (s *SwitchoverConfig) validate(killGrace time.Duration) error {
+	for _, f := range []struct {
+		name string
+		v    *Duration
+		def  time.Duration
+	}{{"switchover.max_lag", &s.MaxLag, DefaultMaxLag}, {"switchover.drain_timeout", &s.DrainTimeout, DefaultDrainTimeout}} {
+		switch {
+		case *f.v == 0:
+			*f.v = Duration(f.def)
+		case *f.v < 0:
+			return fmt.Errorf("%s: must be a positive duration like %s", f.name, f.def)
+		}
+	}
+	if s.DrainTimeout.D() <= killGrace {
+		return fmt.Errorf("switchover.drain_timeout: %s must be longer than recovery.kill_grace %s (the drain includes it)", s.DrainTimeout.D(), killGrace)
+	}
+	return nil
 }
 
 // HooksConfig are commands run around failovers (via /bin/sh -c), with the
@@ -272,6 +316,7 @@ replication: {user: repl, password: "..."}                  # account replicas u
 poll_interval: 1s                # sub-second allowed
 detection: {probe_timeout: 400ms, confirm_timeout: 800ms, liveness_interval: 100ms}
 recovery: {block_period: 10m, apply_timeout: 30s, repoint_verify: 10s, kill_grace: 100ms}
+switchover: {max_lag: 10s, drain_timeout: 5s}   # refuse a candidate that cannot catch up within max_lag; writes blocked at most drain_timeout
 hooks:
   pre_failover: ["/etc/dbpilot/check-maintenance.sh"]     # non-zero exit vetoes
   post_failover: ["/etc/dbpilot/move-vip.sh"]            # env: DBPILOT_NEW_PRIMARY, ...
@@ -423,6 +468,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Recovery.KillGrace == 0 {
 		c.Recovery.KillGrace = Duration(100 * time.Millisecond)
+	}
+	if err := c.Switchover.validate(c.Recovery.KillGrace.D()); err != nil {
+		return err
 	}
 	if c.ForgetAfter == 0 {
 		c.ForgetAfter = Duration(time.Hour)

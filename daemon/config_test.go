@@ -35,6 +35,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 		c.Detection.ProbeTimeout.D() != 400*time.Millisecond || c.Recovery.BlockPeriod.D() != 10*time.Minute || c.Hooks.Timeout.D() != 30*time.Second {
 		t.Errorf("defaults: %+v", c)
 	}
+	if sw := c.Switchover; sw.MaxLag.D() != 10*time.Second || sw.DrainTimeout.D() != 5*time.Second {
+		t.Errorf("switchover defaults: %+v", sw)
+	}
 	if q := c.Queries; q.Disabled || q.Interval.D() != 10*time.Second || q.Top != 200 || q.Retention.D() != 8*24*time.Hour || q.Examples {
 		t.Errorf("queries defaults: %+v", q)
 	}
@@ -71,6 +74,12 @@ func TestLoadConfigErrors(t *testing.T) {
 		// names anyway).
 		{minimal + "  - name: \"<script>alert(1)</script>\"\n    seeds: [h:1]\n", "use letters, digits"},
 		{"credentials: {user: x}\nreplication: {user: r}\n", "clusters: at least one"},
+		{minimal + "switchover: {max_lag: -1s}\n", "switchover.max_lag: must be a positive duration like 10s"},
+		{minimal + "switchover: {max_lag: off}\n", "switchover.max_lag: must be a positive duration"},
+		{minimal + "switchover: {drain_timeout: -5s}\n", "switchover.drain_timeout: must be a positive duration like 5s"},
+		{minimal + "switchover: {drain_timeout: 100ms}\n", "switchover.drain_timeout: 100ms must be longer than recovery.kill_grace 100ms"},
+		{minimal + "switchover: {drain_timeout: 1s}\nrecovery: {kill_grace: 2s}\n", "switchover.drain_timeout: 1s must be longer than recovery.kill_grace 2s"},
+		{minimal + "switchover: {max_lag: 3s, grace: 1s}\n", "field grace not found"},
 		{minimal + "queries: {interval: 100ms}\n", "queries.interval: 100ms is outside 1s..1h"},
 		{minimal + "queries: {top: -1}\n", "queries.top: -1 is outside"},
 		{minimal + "queries: {retention: 10m}\n", "queries.retention: 10m0s is below 1h"},

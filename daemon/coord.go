@@ -71,6 +71,15 @@ func (c fencedCtl) SetSemiSync(ctx context.Context, k dbpilot.InstanceKey, prima
 	return c.ReplicationController.SetSemiSync(ctx, k, primary, replica)
 }
 
+// ApplierThreads passes the read through when the controller can read
+// applier threads (dbpilot.ApplierInspector); otherwise it knows none.
+func (c fencedCtl) ApplierThreads(ctx context.Context, k dbpilot.InstanceKey) ([]dbpilot.ApplierThread, error) {
+	if ai, ok := c.ReplicationController.(dbpilot.ApplierInspector); ok {
+		return ai.ApplierThreads(ctx, k)
+	}
+	return nil, nil
+}
+
 // fencedPosCtl is fencedCtl over a controller that can set positions.
 type fencedPosCtl struct {
 	fencedCtl

@@ -824,3 +824,72 @@ func TestPruneByRetention(t *testing.T) {
 		t.Errorf("default retention %s", got)
 	}
 }
+
+// TestSwitchoverBounds: switchover.max_lag refuses a lagging candidate
+// (and relocate a lagging target) before anything changes, audited as a
+// refused operation; --max-lag raises it for one operation; negative
+// bounds and a drain not longer than kill_grace are refused.
+func TestSwitchoverBounds(t *testing.T) {
+	w := newWorld(t, 10, 2, 3)
+	w.at(2, "0-1-4", "0-1-10")
+	lag := int64(30)
+	w.inst[wkey(2)].Channels[0].SecondsBehind = &lag
+	d, cs := w.daemon(func(c *Config) { c.Switchover.MaxLag = Duration(20 * time.Second) })
+	ctx := context.Background()
+	d.tick(ctx, cs, true)
+	w.mu.Lock()
+	w.calls = nil
+	w.mu.Unlock()
+
+	want := "cannot switch over 10.0.0.1:1 to 10.0.0.1:2: 30s behind its source (Seconds_Behind_Master) with 6 transactions to apply: over switchover.max_lag (20s)"
+	if _, err := d.Switchover(ctx, "c", dbpilot.OperationOptions{To: wkey(2)}); dbpilot.ErrorCode(err) != dbpilot.ECONFLICT || !strings.Contains(err.Error(), want) {
+		t.Fatalf("switchover to a lagging candidate: %v", err)
+	}
+	var refused *dbpilot.AuditEvent
+	w.mu.Lock()
+	for i, e := range w.audits {
+		if e.Event == dbpilot.AuditOperation {
+			refused = &w.audits[i]
+		}
+	}
+	calls := slices.Clone(w.calls)
+	w.mu.Unlock()
+	if refused == nil || refused.Detail["outcome"] != "refused" || !strings.Contains(refused.Message, want) {
+		t.Errorf("refusal audited as %+v", refused)
+	}
+	if len(calls) != 0 || len(w.recoveries()) != 0 {
+		t.Errorf("the refused switchover changed %v, recorded %v", calls, w.recoveries())
+	}
+	// Without --to the one that keeps up is chosen.
+	rec, err := d.Switchover(ctx, "c", dbpilot.OperationOptions{DryRun: true})
+	if err != nil || rec.NewPrimary != wkey(3) {
+		t.Errorf("best candidate: %v, %+v", err, rec)
+	}
+	// A larger bound for this one operation.
+	if _, err := d.Switchover(ctx, "c", dbpilot.OperationOptions{To: wkey(2), DryRun: true, MaxLag: time.Minute}); err != nil {
+		t.Errorf("switchover with --max-lag 1m: %v", err)
+	}
+	// Relocation below the lagging replica.
+	if _, err := d.Relocate(ctx, wkey(3), dbpilot.OperationOptions{To: wkey(2), DryRun: true}); dbpilot.ErrorCode(err) != dbpilot.ECONFLICT ||
+		!strings.Contains(err.Error(), "relocate: target 10.0.0.1:2 is not ready: 30s behind") {
+		t.Errorf("dry-run relocation below a lagging target: %v", err)
+	}
+	if _, err := d.Relocate(ctx, wkey(3), dbpilot.OperationOptions{To: wkey(2)}); dbpilot.ErrorCode(err) != dbpilot.ECONFLICT ||
+		!strings.Contains(err.Error(), "relocate: target 10.0.0.1:2 is not ready, nothing changed: 30s behind") {
+		t.Errorf("relocation below a lagging target: %v", err)
+	}
+	w.mu.Lock()
+	calls = slices.Clone(w.calls)
+	w.mu.Unlock()
+	if len(calls) != 0 {
+		t.Errorf("the refused relocation changed %v", calls)
+	}
+	if _, err := d.Relocate(ctx, wkey(3), dbpilot.OperationOptions{To: wkey(2), DryRun: true, MaxLag: time.Minute}); err != nil {
+		t.Errorf("relocation with --max-lag 1m: %v", err)
+	}
+	for _, opt := range []dbpilot.OperationOptions{{MaxLag: -time.Second}, {DrainTimeout: -time.Second}, {DrainTimeout: 50 * time.Millisecond}} {
+		if _, err := d.Switchover(ctx, "c", opt); dbpilot.ErrorCode(err) != dbpilot.EINVALID {
+			t.Errorf("switchover with %+v: %v", opt, err)
+		}
+	}
+}

@@ -24,6 +24,8 @@ func (d *Daemon) executor(fence *dbpilot.Fence) *recovery.Executor {
 		ApplyTimeout:  d.cfg.Recovery.ApplyTimeout.D(),
 		RepointVerify: d.cfg.Recovery.RepointVerify.D(),
 		KillGrace:     d.cfg.Recovery.KillGrace.D(),
+		MaxLag:        d.cfg.Switchover.MaxLag.D(),
+		DrainTimeout:  d.cfg.Switchover.DrainTimeout.D(),
 	}}
 }
 

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/recovery"
@@ -179,6 +180,9 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBounds(opt, d.cfg.Recovery.KillGrace.D()); err != nil {
+		return nil, err
+	}
 	fence, fwd, err := d.leadership(ctx, cs, "switchover of "+name, dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun})
 	if err != nil {
 		return nil, err
@@ -211,7 +215,15 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 			p = i
 		}
 	}
-	plan, err := recovery.PlanSwitchover(name, p, fresh, opt.To, recovery.Rules(cs.cfg.rules))
+	exec := d.executor(fence)
+	exec.Opt.SemiSync = cs.cfg.SemiSync
+	if opt.MaxLag > 0 {
+		exec.Opt.MaxLag = opt.MaxLag
+	}
+	if opt.DrainTimeout > 0 {
+		exec.Opt.DrainTimeout = opt.DrainTimeout
+	}
+	plan, err := recovery.PlanSwitchover(name, p, fresh, opt.To, recovery.Rules(cs.cfg.rules), recovery.SwitchoverOptions{MaxLag: exec.Opt.MaxLag})
 	if err != nil {
 		return nil, err
 	}
@@ -228,9 +240,8 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 			return nil, err
 		}
 	}
-	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditPlan, Message: plan.Reason, Detail: map[string]string{"plan": rec.Plan}})
-	exec := d.executor(fence)
-	exec.Opt.SemiSync = cs.cfg.SemiSync
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditPlan, Message: plan.Reason,
+		Detail: map[string]string{"plan": rec.Plan, "max_lag": exec.Opt.MaxLag.String(), "drain_timeout": exec.Opt.DrainTimeout.String()}})
 	err = exec.Switchover(ctx, plan, rec)
 	if err == nil {
 		cs.mu.Lock()
@@ -256,6 +267,9 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 	}()
 	if opt.To.IsZero() {
 		return nil, dbpilot.Errorf(dbpilot.EINVALID, "relocate: name the new source (--below HOST:PORT)")
+	}
+	if err := checkBounds(opt, d.cfg.Recovery.KillGrace.D()); err != nil {
+		return nil, err
 	}
 	for _, name := range d.order {
 		c := d.clusters[name]
@@ -309,6 +323,19 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 	if err := recovery.CheckRelocate(r, t, fresh); err != nil {
 		return nil, err
 	}
+	exec := d.executor(fence)
+	if opt.MaxLag > 0 {
+		exec.Opt.MaxLag = opt.MaxLag
+	}
+	if opt.DryRun {
+		// What one reading tells; the relocation itself reads the target
+		// twice when it has a backlog.
+		for _, ch := range t.Channels {
+			if rd := recovery.CheckApplier(ch.Source, &recovery.ApplierSample{Inst: t}, nil, exec.Opt.MaxLag); rd.Refusal != "" {
+				return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "relocate: target %s is not ready: %s; let it catch up, or choose another target", opt.To, rd.Refusal)
+			}
+		}
+	}
 	rec = &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: dbpilot.RecoveryRelocate, OldPrimary: replica, NewPrimary: opt.To, Started: d.now(),
 		Plan: fmt.Sprintf("relocate %s below %s (GTID auto-positioning)", replica, opt.To)}
 	if opt.DryRun {
@@ -323,7 +350,7 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 			return nil, err
 		}
 	}
-	err = d.executor(fence).Relocate(ctx, replica, opt.To, rec)
+	err = exec.Relocate(ctx, replica, opt.To, rec)
 	d.endRecovery(ctx, rec, err)
 	d.sharedUpdate(ctx, fence, shared, rec, "")
 	return rec, err
@@ -380,6 +407,20 @@ func (d *Daemon) auditOperation(ctx context.Context, cluster, what string, opt d
 		}
 	}
 	d.audit(context.WithoutCancel(ctx), e)
+}
+
+// checkBounds refuses negative per-operation bounds, and a drain that
+// would not outlast killGrace.
+func checkBounds(opt dbpilot.OperationOptions, killGrace time.Duration) error {
+	switch {
+	case opt.MaxLag < 0:
+		return dbpilot.Errorf(dbpilot.EINVALID, "max lag %s is negative: give a positive duration such as 10s, or none for switchover.max_lag", opt.MaxLag)
+	case opt.DrainTimeout < 0:
+		return dbpilot.Errorf(dbpilot.EINVALID, "drain timeout %s is negative: give a positive duration such as 5s, or none for switchover.drain_timeout", opt.DrainTimeout)
+	case opt.DrainTimeout > 0 && opt.DrainTimeout <= killGrace:
+		return dbpilot.Errorf(dbpilot.EINVALID, "drain timeout %s is not longer than recovery.kill_grace %s, which it includes: give a longer one", opt.DrainTimeout, killGrace)
+	}
+	return nil
 }
 
 func toOf(opt dbpilot.OperationOptions) string {

@@ -193,7 +193,8 @@ func (c *Client) Switchover(ctx context.Context, cluster string, opt dbpilot.Ope
 	if err := checkCluster(cluster); err != nil {
 		return nil, err
 	}
-	req := operationRequest{DryRun: opt.DryRun, ForceWithoutCoordination: opt.ForceWithoutCoordination, Forwarded: opt.Forwarded}
+	req := operationRequest{DryRun: opt.DryRun, ForceWithoutCoordination: opt.ForceWithoutCoordination, Forwarded: opt.Forwarded,
+		MaxLag: durationText(opt.MaxLag), DrainTimeout: durationText(opt.DrainTimeout)}
 	if !opt.To.IsZero() {
 		req.To = opt.To.String()
 	}
@@ -202,7 +203,7 @@ func (c *Client) Switchover(ctx context.Context, cluster string, opt dbpilot.Ope
 
 // Relocate implements dbpilot.ClusterService.
 func (c *Client) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
-	req := relocateRequest{DryRun: opt.DryRun, Forwarded: opt.Forwarded}
+	req := relocateRequest{DryRun: opt.DryRun, Forwarded: opt.Forwarded, MaxLag: durationText(opt.MaxLag)}
 	if !replica.IsZero() {
 		req.Replica = replica.String()
 	}
@@ -210,6 +211,15 @@ func (c *Client) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 		req.Below = opt.To.String()
 	}
 	return c.operation(ctx, "/api/relocate", req)
+}
+
+// durationText is d as a request body carries it; "" for zero (the
+// service's setting).
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // Ack implements dbpilot.ClusterService.

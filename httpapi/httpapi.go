@@ -63,6 +63,11 @@ type operationRequest struct {
 	// Force: failover only (see dbpilot.OperationOptions).
 	Force     bool `json:"force,omitempty"`
 	Forwarded bool `json:"forwarded,omitempty"`
+	// MaxLag and DrainTimeout (switchover only) override
+	// switchover.max_lag and switchover.drain_timeout: Go durations
+	// ("30s"); empty: the settings.
+	MaxLag       string `json:"max_lag,omitempty"`
+	DrainTimeout string `json:"drain_timeout,omitempty"`
 }
 
 // relocateRequest is the body of relocate.
@@ -72,6 +77,8 @@ type relocateRequest struct {
 	DryRun  bool   `json:"dry_run"`
 	// Forwarded: see dbpilot.OperationOptions.
 	Forwarded bool `json:"forwarded,omitempty"`
+	// MaxLag overrides switchover.max_lag for the target's precheck.
+	MaxLag string `json:"max_lag,omitempty"`
 }
 
 // ackRequest is the body of ack.

@@ -354,6 +354,17 @@ func TestOperations(t *testing.T) {
 	if _, err := e.client.Switchover(ctx, "main", dbpilot.OperationOptions{}); err != nil || !e.fake.opt.To.IsZero() {
 		t.Errorf("switchover without target: %+v %v", e.fake.opt, err)
 	}
+	bounded := dbpilot.OperationOptions{MaxLag: 30 * time.Second, DrainTimeout: 1500 * time.Millisecond}
+	if _, err := e.client.Switchover(ctx, "main", bounded); err != nil || e.fake.opt != bounded {
+		t.Errorf("switchover with bounds: service saw %+v (%v)", e.fake.opt, err)
+	}
+	resp, body := e.raw(t, "POST", "/api/clusters/main/switchover", testToken, `{"max_lag":"soon"}`)
+	if resp.StatusCode != 400 || body["error"] != `invalid max_lag "soon": want a duration such as 10s` {
+		t.Errorf("switchover with a bad max_lag: %d %v", resp.StatusCode, body)
+	}
+	if _, err := e.client.Relocate(ctx, dbpilot.InstanceKey{Host: "db3", Port: 3306}, dbpilot.OperationOptions{To: to, MaxLag: time.Minute}); err != nil || e.fake.opt.MaxLag != time.Minute {
+		t.Errorf("relocate with max lag: service saw %+v (%v)", e.fake.opt, err)
+	}
 
 	replica := dbpilot.InstanceKey{Host: "::1", Port: 3310}
 	r, err = e.client.Relocate(ctx, replica, dbpilot.OperationOptions{To: to})

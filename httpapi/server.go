@@ -407,14 +407,35 @@ func (s *Server) operationOptions(w http.ResponseWriter, r *http.Request) (dbpil
 		return dbpilot.OperationOptions{}, false
 	}
 	opt := dbpilot.OperationOptions{DryRun: req.DryRun, ForceWithoutCoordination: req.ForceWithoutCoordination, Force: req.Force, Forwarded: req.Forwarded}
+	var err error
 	if req.To != "" {
-		var err error
 		if opt.To, err = parseKey("to", req.To); err != nil {
 			s.writeError(w, err, nil)
 			return opt, false
 		}
 	}
+	if opt.MaxLag, err = durationParam("max_lag", req.MaxLag); err != nil {
+		s.writeError(w, err, nil)
+		return opt, false
+	}
+	if opt.DrainTimeout, err = durationParam("drain_timeout", req.DrainTimeout); err != nil {
+		s.writeError(w, err, nil)
+		return opt, false
+	}
 	return opt, true
+}
+
+// durationParam parses an optional Go duration ("30s") of a request body;
+// whether its value is acceptable is the service's decision.
+func durationParam(name, v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, dbpilot.Errorf(dbpilot.EINVALID, "invalid %s %q: want a duration such as 10s", name, v)
+	}
+	return d, nil
 }
 
 func (s *Server) relocate(w http.ResponseWriter, r *http.Request) {
@@ -432,7 +453,12 @@ func (s *Server) relocate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err, nil)
 		return
 	}
-	rec, err := s.svc.Relocate(r.Context(), replica, dbpilot.OperationOptions{DryRun: req.DryRun, To: below, Forwarded: req.Forwarded})
+	maxLag, err := durationParam("max_lag", req.MaxLag)
+	if err != nil {
+		s.writeError(w, err, nil)
+		return
+	}
+	rec, err := s.svc.Relocate(r.Context(), replica, dbpilot.OperationOptions{DryRun: req.DryRun, To: below, Forwarded: req.Forwarded, MaxLag: maxLag})
 	s.writeRecovery(w, rec, err)
 }
 

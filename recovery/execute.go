@@ -16,9 +16,8 @@ import (
 
 // Options tune the executor. Zero fields take their defaults.
 type Options struct {
-	// ApplyTimeout bounds each wait of the candidate: applying its relay log,
-	// catching up from another replica, reaching the old primary's position
-	// in a switchover. Default 30 s.
+	// ApplyTimeout bounds each wait of a failover's candidate: applying its
+	// relay log, catching up from another replica. Default 30 s.
 	ApplyTimeout time.Duration
 	// RepointVerify bounds the wait for each repointed replica to replicate
 	// (both threads running, no error). Default 10 s.
@@ -29,6 +28,16 @@ type Options struct {
 	// SemiSync enables the semi-sync primary side on the new primary, and the
 	// replica side on repointed replicas.
 	SemiSync bool
+	// MaxLag (switchover.max_lag) bounds, before a switchover or a
+	// relocation changes anything, how far behind its source the candidate
+	// (or the relocation's target) may be: see CheckApplier. Default
+	// DefaultMaxLag.
+	MaxLag time.Duration
+	// DrainTimeout (switchover.drain_timeout) bounds how long a switchover
+	// keeps writes refused on the old primary (KillGrace included) while
+	// the candidate applies its last transactions; then it rolls back.
+	// Default DefaultDrainTimeout.
+	DrainTimeout time.Duration
 }
 
 // Option defaults.
@@ -47,6 +56,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.KillGrace <= 0 {
 		o.KillGrace = DefaultKillGrace
+	}
+	if o.MaxLag <= 0 {
+		o.MaxLag = DefaultMaxLag
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
 	}
 	return o
 }

@@ -23,11 +23,12 @@ type exFakeCtl struct {
 	fail    map[string]error // by "Op host:port"
 	broken  map[dbpilot.InstanceKey]bool
 	waitErr map[dbpilot.InstanceKey]error
+	stuck   map[dbpilot.InstanceKey]bool // WaitForGTID waits its timeout, then fails
 }
 
 func exNewFake(insts ...*dbpilot.Instance) *exFakeCtl {
 	f := &exFakeCtl{inst: map[dbpilot.InstanceKey]*dbpilot.Instance{}, fail: map[string]error{},
-		broken: map[dbpilot.InstanceKey]bool{}, waitErr: map[dbpilot.InstanceKey]error{}}
+		broken: map[dbpilot.InstanceKey]bool{}, waitErr: map[dbpilot.InstanceKey]error{}, stuck: map[dbpilot.InstanceKey]bool{}}
 	for _, i := range insts {
 		f.inst[i.Key] = i
 	}
@@ -149,13 +150,20 @@ func (f *exFakeCtl) SetReadOnly(_ context.Context, key dbpilot.InstanceKey, ro b
 	return err
 }
 
-func (f *exFakeCtl) WaitForGTID(_ context.Context, key dbpilot.InstanceKey, pos string, _ time.Duration) error {
+func (f *exFakeCtl) WaitForGTID(_ context.Context, key dbpilot.InstanceKey, pos string, timeout time.Duration) error {
 	i, err := f.call("WaitForGTID", key, pos)
 	if err != nil {
 		return err
 	}
 	if err := f.waitErr[key]; err != nil {
 		return err
+	}
+	f.mu.Lock()
+	stuck := f.stuck[key]
+	f.mu.Unlock()
+	if stuck {
+		time.Sleep(timeout)
+		return dbpilot.Errorf(dbpilot.EUNAVAIL, "mysql: wait for GTID on %s: %s not reached within %s", key, pos, timeout)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -236,7 +244,7 @@ var (
 )
 
 func exOptions() Options {
-	return Options{ApplyTimeout: time.Second, RepointVerify: 400 * time.Millisecond, KillGrace: 10 * time.Millisecond}
+	return Options{ApplyTimeout: time.Second, DrainTimeout: time.Second, RepointVerify: 400 * time.Millisecond, KillGrace: 10 * time.Millisecond}
 }
 
 func TestFailoverSteps(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/internal/testutil"
@@ -23,6 +24,8 @@ type plCaseArgs struct {
 	Replica string            `json:"replica,omitempty"`
 	Target  string            `json:"target,omitempty"`
 	Rules   map[string]string `json:"rules,omitempty"`
+	// MaxLag bounds a switchover's candidate ("10s"; empty: the default).
+	MaxLag string `json:"max_lag,omitempty"`
 }
 
 func plLoadCase(t testing.TB, dir string) ([]*dbpilot.Instance, plCaseArgs) {
@@ -71,7 +74,15 @@ func plRunCase(t testing.TB, in []*dbpilot.Instance, a plCaseArgs) (*Plan, error
 	case "failover":
 		return PlanFailover("lab", plMustKey(t, a.Dead), in, rules)
 	case "switchover":
-		return PlanSwitchover("lab", findInstance(in, plMustKey(t, a.Primary)), in, plMustKey(t, a.To), rules)
+		var opt SwitchoverOptions
+		if a.MaxLag != "" {
+			d, err := time.ParseDuration(a.MaxLag)
+			if err != nil {
+				t.Fatalf("max_lag: %v", err)
+			}
+			opt.MaxLag = d
+		}
+		return PlanSwitchover("lab", findInstance(in, plMustKey(t, a.Primary)), in, plMustKey(t, a.To), rules, opt)
 	case "relocate":
 		return nil, CheckRelocate(findInstance(in, plMustKey(t, a.Replica)), findInstance(in, plMustKey(t, a.Target)), in)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/gtid"
@@ -24,11 +25,17 @@ import (
 // before prefer_not, then the fewest transactions left to apply to reach the
 // primary, then the key.
 //
+// A replica that cannot apply what it has left within opt.MaxLag is not
+// eligible either (CheckApplier on this one observation: its SQL thread
+// stopped with a backlog, an applier waiting for a lock, or
+// Seconds_Behind_Master beyond the bound); the executor checks again,
+// with two readings, before it changes anything.
+//
 // TargetPosition is the primary's position (MariaDB gtid_binlog_pos, MySQL
 // gtid_executed) as observed; the executor refreshes it once the primary is
 // read-only. The other direct replicas are repointed to the candidate and
 // the old primary becomes its replica.
-func PlanSwitchover(cluster string, primary *dbpilot.Instance, instances []*dbpilot.Instance, to dbpilot.InstanceKey, rules Rules) (*Plan, error) {
+func PlanSwitchover(cluster string, primary *dbpilot.Instance, instances []*dbpilot.Instance, to dbpilot.InstanceKey, rules Rules, opt SwitchoverOptions) (*Plan, error) {
 	if primary == nil {
 		return nil, dbpilot.Errorf(dbpilot.EINVALID, "switchover of cluster %s: no primary given", cluster)
 	}
@@ -70,8 +77,16 @@ func PlanSwitchover(cluster string, primary *dbpilot.Instance, instances []*dbpi
 		if e := ref.errant(m); e != "" {
 			m.why = append(m.why, fmt.Sprintf("errant transactions: it has %s, which the primary %s does not have; reconcile them first", e, pk))
 		}
-		if !m.ch.Healthy() {
+		// A receiving replica with transactions it cannot apply in time
+		// is refused for that; one that does not receive, for that.
+		rd := CheckApplier(pk, &ApplierSample{Inst: m.inst}, nil, opt.MaxLag)
+		switch {
+		case rd.Refusal != "" && m.ch.IORunning == dbpilot.IORunning:
+			m.why = append(m.why, rd.Refusal)
+		case !m.ch.Healthy():
 			m.why = append(m.why, fmt.Sprintf("not replicating from the primary (IO thread %s, SQL thread %s): start replication first", orUnknown(string(m.ch.IORunning)), yesNo(m.ch.SQLRunning)))
+		case rd.Refusal != "":
+			m.why = append(m.why, rd.Refusal)
 		}
 		behind[m] = ref.behind(m)
 		m.belowNotes(instances)
@@ -184,6 +199,13 @@ func PlanSwitchover(cluster string, primary *dbpilot.Instance, instances []*dbpi
 		plan.Repoint = append(plan.Repoint, p.key)
 	}
 	return plan, nil
+}
+
+// SwitchoverOptions bound a switchover's plan.
+type SwitchoverOptions struct {
+	// MaxLag is the most a candidate may lag (switchover.max_lag); zero:
+	// DefaultMaxLag.
+	MaxLag time.Duration
 }
 
 func yesNo(b bool) string {

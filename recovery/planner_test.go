@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 )
@@ -395,6 +396,7 @@ func TestPlanSwitchover(t *testing.T) {
 		instances []*dbpilot.Instance
 		to        dbpilot.InstanceKey
 		rules     Rules
+		maxLag    time.Duration
 		candidate int
 		errCode   string
 		errHas    string
@@ -422,6 +424,20 @@ func TestPlanSwitchover(t *testing.T) {
 			instances: []*dbpilot.Instance{
 				plMySQL(21002, 2, 21001, plU1+":1-58", plU1+":1-58,"+plUUID(2)+":1-3", plLive),
 			}, errCode: dbpilot.ECONFLICT, errHas: "errant transactions: it has " + plUUID(2) + ":1-3"},
+		{name: "requested candidate lagging over max_lag", primary: primary(), to: plKey(21003), instances: []*dbpilot.Instance{
+			plMaria(21002, 2, 21001, "0-1-100", "0-1-100", plLive),
+			plMaria(21003, 3, 21001, "0-1-100", "0-1-60", plLive, func(in *dbpilot.Instance) { s := int64(42); in.Channels[0].SecondsBehind = &s }),
+		}, errCode: dbpilot.ECONFLICT, errHas: "cannot switch over 127.0.0.1:21001 to 127.0.0.1:21003: 42s behind its source (Seconds_Behind_Master) with 40 transactions to apply: over switchover.max_lag (10s)"},
+		{name: "requested candidate lagging within a larger max_lag", primary: primary(), to: plKey(21003), maxLag: time.Minute, instances: []*dbpilot.Instance{
+			plMaria(21003, 3, 21001, "0-1-100", "0-1-60", plLive, func(in *dbpilot.Instance) { s := int64(42); in.Channels[0].SecondsBehind = &s }),
+		}, candidate: 21003},
+		{name: "best skips a candidate whose applier waits for a lock", primary: primary(), rules: Rules{plKey(21003): dbpilot.PromotePrefer}, instances: []*dbpilot.Instance{
+			plMaria(21002, 2, 21001, "0-1-100", "0-1-97", plLive),
+			plMaria(21003, 3, 21001, "0-1-100", "0-1-99", plLive, func(in *dbpilot.Instance) { in.Channels[0].SQLStateText = "Waiting for table metadata lock" }),
+		}, candidate: 21002},
+		{name: "a stopped SQL thread with a backlog names the backlog", primary: primary(), to: plKey(21002), instances: []*dbpilot.Instance{
+			plMaria(21002, 2, 21001, "0-1-100", "0-1-20", plLive, func(in *dbpilot.Instance) { in.Channels[0].SQLRunning = false }),
+		}, errCode: dbpilot.ECONFLICT, errHas: "to 127.0.0.1:21002: 80 transactions received but not applied and its SQL thread is stopped: it cannot catch up within switchover.max_lag (10s)"},
 		{name: "none eligible", primary: primary(), rules: Rules{plKey(21002): dbpilot.PromoteMustNot}, instances: []*dbpilot.Instance{
 			plMaria(21002, 2, 21001, "0-1-100", "0-1-100", plLive),
 		}, errCode: dbpilot.ECONFLICT, errHas: "no replica can be promoted: 127.0.0.1:21002: promotion rule must_not"},
@@ -429,7 +445,7 @@ func TestPlanSwitchover(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := append([]*dbpilot.Instance{tt.primary}, tt.instances...)
-			plan, err := PlanSwitchover("c", tt.primary, in, tt.to, tt.rules)
+			plan, err := PlanSwitchover("c", tt.primary, in, tt.to, tt.rules, SwitchoverOptions{MaxLag: tt.maxLag})
 			if tt.errCode != "" {
 				if dbpilot.ErrorCode(err) != tt.errCode || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("error %v (code %s), want code %s with %q", err, dbpilot.ErrorCode(err), tt.errCode, tt.errHas)

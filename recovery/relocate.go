@@ -240,7 +240,11 @@ func relocateMySQL(replica, target *dbpilot.Instance) (string, error) {
 }
 
 // Relocate moves a single-channel replica under target: stop, change
-// source, start, verify for Opt.RepointVerify. When the replica does not
+// source, start, verify for Opt.RepointVerify. A target that replicates is
+// checked first as a switchover's candidate is (CheckApplier with
+// Opt.MaxLag, two readings when it has a backlog): one that cannot apply
+// what it has left within Opt.MaxLag is refused (ECONFLICT), nothing
+// changed. When the replica does not
 // replicate from target in time it is pointed back at its former source.
 // Multi-source replicas are refused (EINVALID). rec receives Success, Error,
 // Ended, and LostReplicas when the replica could not be put back.
@@ -256,8 +260,8 @@ func (e *Executor) Relocate(ctx context.Context, replica, target dbpilot.Instanc
 }
 
 // relocate checks the move (controller, keys, both servers reachable, a
-// single channel, no loop; a replica of target already is left as is),
-// then moves the replica and verifies it; when it does not replicate from
+// single channel, no loop, a target ready to feed it; a replica of target
+// already is left as is), then moves the replica and verifies it; when it does not replicate from
 // target it is pointed back at its former source.
 func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.InstanceKey, detail map[string]string) error {
 	ctl := r.e.Ctl
@@ -288,6 +292,17 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 	}
 	if t.Channel(replica) != nil {
 		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: %s replicates from %s; moving %s below it would make a loop", target, replica, replica)
+	}
+	// A target that is itself a replica passes its lag on: it must be
+	// able to apply what it has left within Opt.MaxLag.
+	for _, tch := range t.Channels {
+		rd, err := r.precheckApplier(ctx, t, tch.Source)
+		if err != nil {
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "relocate: target %s unreachable, nothing changed", target)
+		}
+		if rd.Refusal != "" {
+			return dbpilot.Errorf(dbpilot.ECONFLICT, "relocate: target %s is not ready, nothing changed: %s; let it catch up, or choose another target", target, rd.Refusal)
+		}
 	}
 	start := time.Now()
 	if err := ctl.StopReplica(ctx, replica); err != nil {

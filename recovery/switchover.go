@@ -11,10 +11,15 @@ import (
 	"github.com/dbpilot/dbpilot"
 )
 
-// Switchover replaces a healthy primary by the plan's candidate: the old
-// primary turns read-only and, after Opt.KillGrace, its client connections
-// are killed; the candidate reaches the old primary's final position (else
-// the old primary is made writable again and the switchover fails); the
+// Switchover replaces a healthy primary by the plan's candidate. Before
+// anything changes the candidate must be ready: replicating from the old
+// primary and able to apply what it has left within Opt.MaxLag, its
+// applier progressing (precheckApplier); else it is refused, nothing
+// changed. Then the old primary turns read-only and, after Opt.KillGrace,
+// its client connections are killed; the candidate reaches the old
+// primary's final position within Opt.DrainTimeout of read_only, else the
+// old primary is made writable again, nothing else changed, and the
+// switchover fails with one message naming switchover.drain_timeout; the
 // candidate takes the primary role still read-only, the other replicas and
 // the old primary (read-only) start replicating from it, and only then,
 // with a semi-sync acknowledger connected, it becomes writable: its first
@@ -77,12 +82,18 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 		}()
 	}
 
-	// From here on writes are refused: the window is measured from t0.
+	// From here on writes are refused: the window is measured from t0,
+	// and the drain must end by drainBy.
 	t0 := time.Now()
-	if err := r.stopWrites(ctx, p.OldPrimary); err != nil {
+	drainBy := t0.Add(r.opt.DrainTimeout)
+	if err := r.stopWrites(ctx, p.OldPrimary, drainBy); err != nil {
 		return r.rollbackSwitchover(ctx, p, t0, err, false, false)
 	}
-	if err := r.reachFinalPosition(ctx, p, candChannel); err != nil {
+	if err := r.reachFinalPosition(ctx, p, candChannel, drainBy); err != nil {
+		var dt *drainTimeout
+		if errors.As(err, &dt) {
+			return r.rollbackDrain(ctx, p, t0, candChannel, dt.target)
+		}
 		return r.rollbackSwitchover(ctx, p, t0, err, false, false)
 	}
 	if err := r.takePrimaryRole(ctx, p.Candidate); err != nil {
@@ -199,9 +210,11 @@ func (r *execRun) confirmAll(ctx context.Context, primary, oldPrimary dbpilot.In
 const preflightConnectWait = 3 * time.Second
 
 // switchoverPreflight checks, before anything changes, that the old primary
-// and the candidate are reachable and that the candidate replicates from
-// the old primary in good health. It returns the old primary and the name
-// of the candidate's channel from it.
+// and the candidate are reachable, that the candidate replicates from the
+// old primary in good health, and that it is ready (precheckApplier: it
+// can apply what it has left within Opt.MaxLag, and its applier
+// progresses). It returns the old primary and the name of the candidate's
+// channel from it.
 func (r *execRun) switchoverPreflight(ctx context.Context, p *Plan) (old, cand *dbpilot.Instance, channel string, err error) {
 	ctl := r.e.Ctl
 	oldKey, candKey := p.OldPrimary, p.Candidate
@@ -224,6 +237,17 @@ func (r *execRun) switchoverPreflight(ctx context.Context, p *Plan) (old, cand *
 			return nil, nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: candidate %s unreachable, nothing changed", candKey)
 		}
 	}
+	if ch != nil && ch.IORunning == dbpilot.IORunning {
+		// A receiving candidate with a backlog is refused for that, its
+		// SQL thread stopped or not.
+		rd, err := r.precheckApplier(ctx, cand, oldKey)
+		if err != nil {
+			return nil, nil, "", dbpilot.WrapError(dbpilot.EUNAVAIL, err, "switchover: candidate %s unreachable, nothing changed", candKey)
+		}
+		if rd.Refusal != "" {
+			return nil, nil, "", dbpilot.Errorf(dbpilot.ECONFLICT, "switchover: candidate %s is not ready, nothing changed: %s; let it catch up, or choose another candidate", candKey, rd.Refusal)
+		}
+	}
 	if ch == nil || !ch.Healthy() {
 		state := "no channel from it"
 		if ch != nil {
@@ -235,14 +259,15 @@ func (r *execRun) switchoverPreflight(ctx context.Context, p *Plan) (old, cand *
 }
 
 // stopWrites makes the old primary read-only and, after Opt.KillGrace for
-// writers to finish, kills its client connections.
-func (r *execRun) stopWrites(ctx context.Context, oldKey dbpilot.InstanceKey) error {
+// writers to finish (no later than drainBy), kills its client connections.
+func (r *execRun) stopWrites(ctx context.Context, oldKey dbpilot.InstanceKey, drainBy time.Time) error {
 	ctl := r.e.Ctl
 	if err := ctl.SetReadOnly(ctx, oldKey, true); err != nil {
 		return err
 	}
-	r.audit(ctx, oldKey, dbpilot.AuditReadOnly, fmt.Sprintf("%s is read-only; waiting %s for writers to finish", oldKey, r.opt.KillGrace), nil)
-	if err := execSleep(ctx, r.opt.KillGrace); err != nil {
+	grace := max(0, min(r.opt.KillGrace, time.Until(drainBy)))
+	r.audit(ctx, oldKey, dbpilot.AuditReadOnly, fmt.Sprintf("%s is read-only; waiting %s for writers to finish", oldKey, grace), nil)
+	if err := execSleep(ctx, grace); err != nil {
 		return err
 	}
 	killed, err := ctl.KillClientConnections(ctx, oldKey)
@@ -253,14 +278,19 @@ func (r *execRun) stopWrites(ctx context.Context, oldKey dbpilot.InstanceKey) er
 	return nil
 }
 
-// reachFinalPosition waits, at most Opt.ApplyTimeout in all, for the
-// candidate to reach the old primary's final position through its channel
-// candChannel, re-reading the position after each wait in case a write
-// slipped in.
-func (r *execRun) reachFinalPosition(ctx context.Context, p *Plan, candChannel string) error {
+// drainTimeout is reachFinalPosition's error when the candidate had not
+// reached target by the drain's deadline.
+type drainTimeout struct{ target string }
+
+func (e *drainTimeout) Error() string { return "drain timed out short of " + e.target }
+
+// reachFinalPosition waits, until deadline, for the candidate to reach the
+// old primary's final position through its channel candChannel, re-reading
+// the position after each wait in case a write slipped in. Past the
+// deadline the error is a *drainTimeout.
+func (r *execRun) reachFinalPosition(ctx context.Context, p *Plan, candChannel string, deadline time.Time) error {
 	ctl := r.e.Ctl
 	oldKey, candKey := p.OldPrimary, p.Candidate
-	deadline := time.Now().Add(r.opt.ApplyTimeout)
 	var target string
 	for {
 		o, err := ctl.Inspect(ctx, oldKey)
@@ -281,10 +311,13 @@ func (r *execRun) reachFinalPosition(ctx context.Context, p *Plan, candChannel s
 			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "compare GTID positions")
 		}
 		left := time.Until(deadline)
-		if left <= 0 {
-			return dbpilot.Errorf(dbpilot.EUNAVAIL, "%s did not reach %s within %s", candKey, target, r.opt.ApplyTimeout)
+		if left <= 0 && wait != "" {
+			return &drainTimeout{target: target}
 		}
 		if err := r.waitApplied(ctx, candKey, wait, left, candChannel, true); err != nil {
+			if ctx.Err() == nil && dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL && !time.Now().Before(deadline) {
+				return &drainTimeout{target: target}
+			}
 			return err
 		}
 	}
@@ -351,6 +384,30 @@ func (r *execRun) rollbackSwitchover(ctx context.Context, p *Plan, t0 time.Time,
 	}
 	r.audit(ctx, oldKey, dbpilot.AuditRollback, fmt.Sprintf("%s is writable again; %s still replicates from it", oldKey, candKey), d)
 	return dbpilot.WrapError(dbpilot.ErrorCode(cause), cause, "switchover to %s failed; rolled back, %s is the primary again", candKey, oldKey)
+}
+
+// rollbackDrain undoes a switchover whose candidate had not reached target
+// (through its channel candChannel) when Opt.DrainTimeout ran out, writes
+// refused since t0: the old primary becomes writable again; nothing else
+// had changed. The rollback outlives a cancelled ctx. The error, the
+// rollback's audit and so the failure's say the same line, naming
+// switchover.drain_timeout and what the candidate had left.
+func (r *execRun) rollbackDrain(ctx context.Context, p *Plan, t0 time.Time, candChannel, target string) error {
+	oldKey, candKey := p.OldPrimary, p.Candidate
+	rctx := context.WithoutCancel(ctx)
+	err := r.e.Ctl.SetReadOnly(rctx, oldKey, false)
+	d := map[string]string{"write_unavailable_ms": execMillis(time.Since(t0)), "drain_timeout_ms": execMillis(r.opt.DrainTimeout), "target": target}
+	msg := fmt.Sprintf("switchover: %s had not applied %s's last transactions when %s (%s) ran out%s", candKey, oldKey, DrainTimeoutSetting, r.opt.DrainTimeout, r.describeLeft(rctx, candKey, candChannel, target))
+	if err != nil {
+		d["error"] = err.Error()
+		msg += fmt.Sprintf("; the rollback failed too: check %s by hand, it may still be read_only", oldKey)
+		werr := dbpilot.WrapError(dbpilot.EUNAVAIL, err, "%s", msg)
+		r.audit(ctx, oldKey, dbpilot.AuditRollback, werr.Error(), d)
+		return werr
+	}
+	msg += fmt.Sprintf("; rolled back: %s is writable again, nothing else changed", oldKey)
+	r.audit(ctx, oldKey, dbpilot.AuditRollback, msg, d)
+	return dbpilot.Errorf(dbpilot.EUNAVAIL, "%s", msg)
 }
 
 // demoteAttach makes the former primary (read-only already) replicate from

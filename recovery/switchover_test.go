@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 )
@@ -109,5 +110,140 @@ func TestSwitchoverWritableFailsRollsBack(t *testing.T) {
 	}
 	if rec.Success || !rec.NewPrimary.IsZero() {
 		t.Errorf("rec = %+v", rec)
+	}
+}
+
+// exThreads is a exFakeCtl that reads applier threads.
+type exThreads struct {
+	*exFakeCtl
+	threads map[dbpilot.InstanceKey][]dbpilot.ApplierThread
+}
+
+func (f exThreads) ApplierThreads(_ context.Context, key dbpilot.InstanceKey) ([]dbpilot.ApplierThread, error) {
+	return f.threads[key], nil
+}
+
+// TestSwitchoverPrecheckRefuses: a candidate that cannot apply what it
+// has left in time is refused before anything changes, in one line that
+// names it, its backlog and switchover.max_lag.
+func TestSwitchoverPrecheckRefuses(t *testing.T) {
+	behind := func(s int64) func(*dbpilot.Instance) {
+		return func(in *dbpilot.Instance) { in.Channels[0].SecondsBehind = &s }
+	}
+	tests := []struct {
+		name    string
+		cand    func(*dbpilot.Instance)
+		threads []dbpilot.ApplierThread
+		maxLag  time.Duration
+		want    string
+	}{
+		{name: "stalled", cand: func(*dbpilot.Instance) {},
+			want: "switchover: candidate 10.0.0.1:2 is not ready, nothing changed: 5 transactions to apply and none applied in 500ms: its applier is not progressing, so it cannot catch up within switchover.max_lag (10s); let it catch up, or choose another candidate"},
+		{name: "a worker waits for a lock", cand: func(*dbpilot.Instance) {}, threads: []dbpilot.ApplierThread{{ID: 3, State: "Waiting for table metadata lock", Wait: "Waiting for table metadata lock"}},
+			want: "5 transactions to apply and its applier waits for a lock (Waiting for table metadata lock): it cannot catch up within switchover.max_lag (10s)"},
+		{name: "lagging", cand: behind(30), maxLag: 20 * time.Second,
+			want: "30s behind its source (Seconds_Behind_Master) with 5 transactions to apply: over switchover.max_lag (20s)"},
+		{name: "SQL thread stopped", cand: func(in *dbpilot.Instance) { in.Channels[0].SQLRunning = false },
+			want: "5 transactions received but not applied and its SQL thread is stopped"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cand := exMaria(2, "0-1-15", "0-1-15", exOld)
+			cand.Channels[0].GTIDIOPos = "0-1-20"
+			tt.cand(cand)
+			f := exNewFake(exMaria(1, "0-1-20", ""), cand)
+			a := &exAudit{}
+			opt := exOptions()
+			opt.MaxLag = tt.maxLag
+			ctl := exThreads{f, map[dbpilot.InstanceKey][]dbpilot.ApplierThread{exCand: tt.threads}}
+			rec := &dbpilot.Recovery{}
+			err := (&Executor{Ctl: ctl, Audit: a, Opt: opt}).Switchover(context.Background(), &Plan{OldPrimary: exOld, Candidate: exCand}, rec)
+			if dbpilot.ErrorCode(err) != dbpilot.ECONFLICT || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error = %v (code %s), want %q", err, dbpilot.ErrorCode(err), tt.want)
+			}
+			if calls := f.callsOf(exOld); len(calls) != 0 {
+				t.Errorf("old primary changed: %v", calls)
+			}
+			if calls := f.callsOf(exCand); len(calls) != 0 {
+				t.Errorf("candidate changed: %v", calls)
+			}
+			if got := strings.Join(a.names(), ","); got != "failed" {
+				t.Errorf("audit %s, want failed", got)
+			}
+			if rec.Success || rec.Error != err.Error() {
+				t.Errorf("rec = %+v", rec)
+			}
+		})
+	}
+}
+
+// TestSwitchoverDrainTimeout: a candidate that does not reach the old
+// primary's position within DrainTimeout of read_only is given up: the old
+// primary is writable again at once, nothing else changed, and the error,
+// the rollback and the failure audited say one line naming
+// switchover.drain_timeout, no other timeout.
+func TestSwitchoverDrainTimeout(t *testing.T) {
+	f := exNewFake(exMaria(1, "0-1-21", ""), exMaria(2, "0-1-20", "0-1-20", exOld))
+	f.stuck[exCand] = true
+	a := &exAudit{}
+	opt := exOptions()
+	opt.ApplyTimeout = time.Minute // not a switchover's bound
+	opt.DrainTimeout = 400 * time.Millisecond
+	ctl := exThreads{f, map[dbpilot.InstanceKey][]dbpilot.ApplierThread{exCand: {{ID: 3, Wait: "an InnoDB row lock"}}}}
+	rec := &dbpilot.Recovery{}
+	start := time.Now()
+	err := (&Executor{Ctl: ctl, Audit: a, Opt: opt}).Switchover(context.Background(), &Plan{OldPrimary: exOld, Candidate: exCand}, rec)
+	took := time.Since(start)
+	want := "switchover: 10.0.0.1:2 had not applied 10.0.0.1:1's last transactions when switchover.drain_timeout (400ms) ran out with 1 transaction left to apply (its applier waits for a lock: an InnoDB row lock); rolled back: 10.0.0.1:1 is writable again, nothing else changed"
+	if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || err == nil || err.Error() != want {
+		t.Fatalf("error = %v (code %s)\nwant %s", err, dbpilot.ErrorCode(err), want)
+	}
+	if took > opt.DrainTimeout+2*time.Second {
+		t.Errorf("took %s with a drain timeout of %s", took, opt.DrainTimeout)
+	}
+	if got, want := strings.Join(f.callsOf(exOld), "|"), "SetReadOnly true|KillClientConnections|SetReadOnly false"; got != want {
+		t.Errorf("old primary calls:\n got %s\nwant %s", got, want)
+	}
+	for _, c := range f.callsOf(exCand) {
+		if !strings.HasPrefix(c, "WaitForGTID") {
+			t.Errorf("candidate changed: %s", c)
+		}
+	}
+	if got := strings.Join(a.names(), ","); got != "read-only,kill,rollback,failed" {
+		t.Errorf("audit %s", got)
+	}
+	for _, ev := range a.ev {
+		if (ev.Event == dbpilot.AuditRollback || ev.Event == dbpilot.AuditFailed) && ev.Message != want {
+			t.Errorf("%s audited %q, want the error's line", ev.Event, ev.Message)
+		}
+		if ev.Event == dbpilot.AuditRollback && ev.Detail["drain_timeout_ms"] != "400" {
+			t.Errorf("rollback detail %v", ev.Detail)
+		}
+	}
+	if rec.Success || rec.Error != want || !rec.NewPrimary.IsZero() {
+		t.Errorf("rec = %+v", rec)
+	}
+}
+
+// TestRelocatePrecheckRefuses: a target that replicates and cannot apply
+// what it has left in time is refused before the replica is touched.
+func TestRelocatePrecheckRefuses(t *testing.T) {
+	target := exMaria(2, "0-1-5", "0-1-5", exOld)
+	target.Channels[0].GTIDIOPos = "0-1-9"
+	target.Channels[0].SQLStateText = "Waiting for global read lock"
+	f := exNewFake(exMaria(1, "0-1-9", ""), target, exMaria(3, "0-1-5", "0-1-5", exOld))
+	a := &exAudit{}
+	err := (&Executor{Ctl: f, Audit: a, Opt: exOptions()}).Relocate(context.Background(), exR1, exCand, &dbpilot.Recovery{})
+	want := "relocate: target 10.0.0.1:2 is not ready, nothing changed: 4 transactions to apply and its applier waits for a lock (Waiting for global read lock): it cannot catch up within switchover.max_lag (10s)"
+	if dbpilot.ErrorCode(err) != dbpilot.ECONFLICT || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v (code %s)\nwant %s", err, dbpilot.ErrorCode(err), want)
+	}
+	if calls := f.callsOf(exR1); len(calls) != 0 {
+		t.Errorf("replica changed: %v", calls)
+	}
+	// Caught up, the same target is fine.
+	f.setChannels(exCand, func(ch *dbpilot.ReplicationChannel) { ch.GTIDIOPos = "0-1-5" })
+	if err := (&Executor{Ctl: f, Opt: exOptions()}).Relocate(context.Background(), exR1, exCand, &dbpilot.Recovery{}); err != nil {
+		t.Fatalf("relocate below a caught-up target: %v", err)
 	}
 }

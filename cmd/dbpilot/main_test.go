@@ -66,6 +66,9 @@ func TestBadInput(t *testing.T) {
 		{"gtid errant found", []string{"gtid", "errant", "0-1-10,0-2-3", "0-1-12"}, 1, ""},
 		{"gtid errant none", []string{"gtid", "errant", "0-1-10", "0-1-12"}, 0, ""},
 		{"bad threshold", []string{"analyze", "127.0.0.1:3306", "--lag-threshold", "0s"}, 2, "--lag-threshold"},
+		{"negative max lag", []string{"switchover", "main", "--config", "x.yaml", "--max-lag", "-1s"}, 2, "--max-lag -1s is negative"},
+		{"negative drain timeout", []string{"switchover", "main", "--config", "x.yaml", "--drain-timeout", "-5s"}, 2, "--drain-timeout -5s is negative"},
+		{"negative relocate max lag", []string{"relocate", "127.0.0.1:3307", "--below", "127.0.0.1:3306", "--max-lag", "-1s"}, 2, "--max-lag -1s is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

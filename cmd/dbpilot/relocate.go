@@ -17,11 +17,16 @@ func (a *app) relocateCommand() *cobra.Command {
 		Short: "Move a replica below another server (GTID-based)",
 		Long: `Move a replica below another server of its cluster with GTID auto-positioning.
 Refused, with the reason, when TARGET has no binary log or no
-log_slave_updates, when REPLICA has transactions TARGET lacks, or when the
-move would create a cycle.` + exitHelp,
+log_slave_updates, when REPLICA has transactions TARGET lacks, when the
+move would create a cycle, or when TARGET, itself a replica, cannot apply
+what it has left within --max-lag (switchover.max_lag, default 10s; see
+'dbpilot switchover --help'): REPLICA would inherit that lag.` + exitHelp,
 		Example: `  dbpilot relocate 127.0.0.1:28143 --below 127.0.0.1:28142 --sandbox demo`,
 		Args:    exactArgs(1, "REPLICA"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := notNegative("--max-lag", opt.MaxLag); err != nil {
+				return err
+			}
 			replica, target, err := parsePair(args[0], below)
 			if err != nil {
 				return err
@@ -42,6 +47,7 @@ move would create a cycle.` + exitHelp,
 	sf.register(cmd)
 	cmd.Flags().StringVar(&below, "below", "", "the new source HOST:PORT (required)")
 	cmd.Flags().BoolVar(&opt.DryRun, "dry-run", false, "check and print; change nothing")
+	cmd.Flags().DurationVar(&opt.MaxLag, "max-lag", 0, "refuse a target that cannot catch up within this (default: switchover.max_lag, 10s)")
 	return cmd
 }
 
@@ -69,6 +75,9 @@ one by one, with the same checks as 'dbpilot relocate'. Exits 1 when some
 could not be moved.` + exitHelp,
 		Args: exactArgs(1, "SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := notNegative("--max-lag", opt.MaxLag); err != nil {
+				return err
+			}
 			source, target, err := parsePair(args[0], below)
 			if err != nil {
 				return err
@@ -121,5 +130,6 @@ could not be moved.` + exitHelp,
 	cmd.Flags().StringVar(&below, "below", "", "the new source HOST:PORT (required)")
 	cmd.Flags().StringVar(&pattern, "pattern", "", "only replicas whose HOST:PORT matches this regular expression")
 	cmd.Flags().BoolVar(&opt.DryRun, "dry-run", false, "check and print; change nothing")
+	cmd.Flags().DurationVar(&opt.MaxLag, "max-lag", 0, "refuse a target that cannot catch up within this (default: switchover.max_lag, 10s)")
 	return cmd
 }
