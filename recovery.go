@@ -88,6 +88,7 @@ const (
 	AuditAck             = "ack"              // recoveries acknowledged
 	AuditOperation       = "operation"        // a person's request (failover, switchover, relocate, ack) and its outcome, refusals included
 	AuditForced          = "forced"           // a person forced a failover of a primary not confirmed dead
+	AuditResume          = "resume"           // a recovery left running by a serve that stopped is closed by the next one
 	AuditCoordination    = "coordination"     // serves' coordination: a recovery taken over, a leadership lost, a forced action
 	AuditWatchdog        = "watchdog"         // the query watchdog matched a session, and what it did (logged, killed, dry-run, rate-limited)
 	AuditBinlogBackup    = "binlog_backup"    // serve's binlog backup started on a primary, stopped, or found a gap it cannot fill

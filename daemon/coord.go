@@ -186,8 +186,8 @@ func (d *Daemon) sharedBegin(ctx context.Context, fence *dbpilot.Fence, rec *dbp
 // sharedUpdate records the recovery's progress or end; a failure is
 // logged (the leadership may be gone: the next leader reads the servers).
 func (d *Daemon) sharedUpdate(ctx context.Context, fence *dbpilot.Fence, sr *dbpilot.SharedRecovery, rec *dbpilot.Recovery, step string) {
-	if sr == nil {
-		return
+	if sr == nil || fence == nil || d.coord == nil {
+		return // a serve alone resumes from its state store (resumeLocal)
 	}
 	sr.Candidate = rec.NewPrimary
 	if step != "" {

@@ -36,6 +36,7 @@ type Daemon struct {
 	clusters map[string]*clusterState
 	order    []string
 	owners   owners // which cluster each observed server belongs to
+	hooks    *hookGroups
 
 	// Monitoring (serve only): collectors feed metrics; alerts evaluate them.
 	metrics    MetricsBackend
@@ -68,6 +69,7 @@ type clusterState struct {
 	lastVerdict  string
 	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
 	resumedToken int64                        // the leadership (fence token) whose takeover check ran
+	resumedLocal bool                         // resumeLocal ran (the first automatic tick of a serve alone)
 	adopted      int64                        // the last shared recovery of another serve whose new primary was adopted
 	savedSig     string                       // the members as last saved (shouldSave)
 	savedAt      time.Time
@@ -203,6 +205,10 @@ func New(cfg *Config, opt Options) *Daemon {
 	if d.now == nil {
 		d.now = time.Now
 	}
+	d.hooks = &hookGroups{}
+	if cfg.State != "" && !strings.HasPrefix(cfg.State, ":") {
+		d.hooks.path = cfg.State + ".hooks"
+	}
 	d.started = d.now()
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -262,6 +268,8 @@ func (d *Daemon) Close() error {
 // has stopped.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.running.Store(true)
+	d.killLeftoverHooks(ctx)
+	d.reloadKnown(ctx)
 	d.restoreFences(ctx)
 	var wg sync.WaitGroup
 	if d.mon != nil {
@@ -768,6 +776,12 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 	fence, leader := d.autoLeader(cs, "coordination")
 	if leader && fence != nil && auto && d.resume(ctx, cs, *fence) {
 		return
+	}
+	if auto && d.coord == nil && !cs.resumedLocal {
+		cs.resumedLocal = true
+		if d.resumeLocal(ctx, cs) {
+			return
+		}
 	}
 	d.fenceReturning(ctx, cs)
 	if leader {

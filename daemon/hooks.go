@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -22,9 +23,23 @@ type HookResult struct {
 	Took     time.Duration
 }
 
+// hookStarted, when set, is told the process group of each hook started
+// and ended (started=false): serve records them so that a serve killed
+// mid-hook has its next start kill what is left (killLeftoverHooks).
+type hookTracker func(pgid int, started bool)
+
 // runHook runs one command through /bin/sh -c in its own process group, with
 // env added to the environment, and kills the whole group at timeout.
 func runHook(ctx context.Context, command string, env map[string]string, timeout time.Duration) HookResult {
+	return runHookTracked(ctx, command, env, timeout, nil)
+}
+
+// runHookTracked is runHook telling track of the hook's process group. The
+// shell gets SIGKILL if serve dies (Linux: the parent-death signal, so the
+// thread that started it is kept for the hook's life).
+func runHookTracked(ctx context.Context, command string, env map[string]string, timeout time.Duration, track hookTracker) HookResult {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := time.Now()
 	res := HookResult{Command: command}
 	cmd := exec.Command("/bin/sh", "-c", command)
@@ -35,10 +50,17 @@ func runHook(ctx context.Context, command string, env map[string]string, timeout
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = hookProcAttr()
 	if err := cmd.Start(); err != nil {
 		res.Err, res.ExitCode = err, -1
 		return res
+	}
+	if track != nil {
+		track(cmd.Process.Pid, true)
+		defer track(cmd.Process.Pid, false)
+	}
+	if env["DBPILOT_PHASE"] == "pre-failover" {
+		go func() { time.Sleep(300 * time.Millisecond); faultPoint("in-pre-failover-hook") }()
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -33,6 +33,9 @@ func (d *Daemon) executor(fence *dbpilot.Fence) *recovery.Executor {
 type auditor struct{ d *Daemon }
 
 func (a auditor) Audit(ctx context.Context, e dbpilot.AuditEvent) error {
+	if e.Event == dbpilot.AuditPromote {
+		defer faultPoint("after-promotion") // once the promotion is recorded
+	}
 	a.d.audit(ctx, e)
 	return nil
 }
@@ -114,7 +117,7 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 	if d.store != nil {
 		if resumed != nil {
 			local := d.sharedLocal(ctx, resumed)
-			rec.Started = local.Started
+			rec.ID, rec.Started = local.ID, local.Started
 		} else if err := d.store.CreateRecovery(ctx, rec); err != nil {
 			return nil, err
 		}
@@ -135,6 +138,7 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 		d.sharedUpdate(ctx, fence, shared, rec, "")
 		hooks := d.cfg.HooksFor(cs.cfg)
 		if err == nil {
+			faultPoint("before-post-hooks")
 			d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
 			cs.mu.Lock()
 			cs.setPrimary(rec.NewPrimary)
@@ -166,7 +170,13 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 		return finish(planErr)
 	}
 	hooks := d.cfg.HooksFor(cs.cfg)
-	if err := d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks); err != nil {
+	faultPoint("before-hooks")
+	if resumed != nil && len(hooks.PreFailover) > 0 && d.hooksStarted(ctx, name, rec.ID, "pre-failover") {
+		// The serve that began it ran (or was killed in) these hooks: a
+		// step never runs twice.
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Event: dbpilot.AuditHook,
+			Message: "pre-failover hooks not run again: the serve that began the recovery started them before it stopped"})
+	} else if err := d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks); err != nil {
 		return finish(err)
 	}
 	// The hooks may have taken long: still the leader?
@@ -236,8 +246,12 @@ func (d *Daemon) runHooks(ctx context.Context, cs *clusterState, rec *dbpilot.Re
 	if !rec.NewPrimary.IsZero() {
 		env["DBPILOT_NEW_PRIMARY"] = rec.NewPrimary.String()
 	}
+	// Recorded before the first hook starts: a serve killed while they run
+	// has its successor skip them (hooksStarted), never run them twice.
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, RecoveryID: rec.ID, Event: dbpilot.AuditHook,
+		Message: fmt.Sprintf("%s hooks starting (%d)", phase, len(cmds)), Detail: map[string]string{"phase": phase, "state": "starting"}})
 	for _, c := range cmds {
-		res := runHook(ctx, c, env, hc.Timeout.D())
+		res := runHookTracked(ctx, c, env, hc.Timeout.D(), d.hooks.track)
 		detail := map[string]string{"command": c, "exit_code": fmt.Sprint(res.ExitCode), "took_ms": fmt.Sprint(res.Took.Milliseconds())}
 		if res.Output != "" {
 			detail["output"] = res.Output
