@@ -33,7 +33,7 @@ type DumpOptions struct {
 	ChunkRows int64  // target rows per chunk; default 100000
 	Compress  string // "zstd" (default) or "none"
 	Filter    Filter
-	Where     map[string]string // "db.table" → condition
+	Where     map[string]string // "db.table" → condition, one SQL expression (see ParseWhere)
 	NoData    bool
 	Users     bool
 	// LockWaitTimeout bounds the wait for the consistency lock; default 60 s.
@@ -110,6 +110,11 @@ func (o *DumpOptions) Validate() error {
 	}
 	if o.DesyncInterval == 0 {
 		o.DesyncInterval = defaultDesyncInterval
+	}
+	for name, cond := range o.Where {
+		if err := validWhere(name, cond); err != nil {
+			return err
+		}
 	}
 	return o.Filter.Validate()
 }

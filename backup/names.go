@@ -165,7 +165,10 @@ func match(pattern, name string) bool {
 }
 
 // ParseWhere parses --where values "db.table:condition" into a map keyed by
-// "db.table".
+// "db.table". Each condition must be one SQL expression (see
+// checkCondition): the dump puts it in parentheses after its own chunk
+// conditions, and text that closes them (or a comment or a ';') would
+// select other rows than the condition says.
 func ParseWhere(values []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, v := range values {
@@ -177,7 +180,19 @@ func ParseWhere(values []string) (map[string]string, error) {
 		if _, dup := out[name]; dup {
 			return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: --where given twice for %s", name)
 		}
-		out[name] = strings.TrimSpace(v[i+1:])
+		cond := strings.TrimSpace(v[i+1:])
+		if err := validWhere(name, cond); err != nil {
+			return nil, err
+		}
+		out[name] = cond
 	}
 	return out, nil
+}
+
+// validWhere checks the --where condition of table name.
+func validWhere(name, cond string) error {
+	if err := checkCondition(cond); err != nil {
+		return dbpilot.Errorf(dbpilot.EINVALID, "backup: --where for %s is not one SQL expression: %v; give a condition such as 'a > 5 AND (b = 1 OR c = 2)'", name, err)
+	}
+	return nil
 }

@@ -65,6 +65,8 @@ func TestBadInput(t *testing.T) {
 		{"invalid mysql gtid", []string{"gtid", "canonical", "3e11fa47-71ca-11e1-9e33-c80aa9429562:5-2"}, 2, "at position"},
 		{"gtid errant found", []string{"gtid", "errant", "0-1-10,0-2-3", "0-1-12"}, 1, ""},
 		{"gtid errant none", []string{"gtid", "errant", "0-1-10", "0-1-12"}, 0, ""},
+		{"dump where escapes its parentheses", []string{"dump", fmt.Sprintf("127.0.0.1:%d", port), "--out", filepath.Join(home, "d"), "--where", "db.t:secret=1)) OR ((1=1"}, 2, "--where for db.t is not one SQL expression: the ')' at byte 9"},
+		{"dump where with a comment", []string{"dump", fmt.Sprintf("127.0.0.1:%d", port), "--out", filepath.Join(home, "d"), "--where", "db.t:a = 1 -- x"}, 2, "comment"},
 		{"bad threshold", []string{"analyze", "127.0.0.1:3306", "--lag-threshold", "0s"}, 2, "--lag-threshold"},
 	}
 	for _, tt := range tests {
