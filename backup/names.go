@@ -96,6 +96,31 @@ func (f Filter) Validate() error {
 	return nil
 }
 
+// String describes the filters as the flags that set them, e.g.
+// "--databases shop --include shop --exclude 'shop.*'"; "" when there is
+// none.
+func (f Filter) String() string {
+	var parts []string
+	if len(f.Databases) > 0 {
+		parts = append(parts, "--databases "+flagArg(strings.Join(f.Databases, ",")))
+	}
+	for _, p := range f.Include {
+		parts = append(parts, "--include "+flagArg(p))
+	}
+	for _, p := range f.Exclude {
+		parts = append(parts, "--exclude "+flagArg(p))
+	}
+	return strings.Join(parts, " ")
+}
+
+// flagArg quotes a flag's value for a shell when it needs it.
+func flagArg(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,-/@:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // DatabaseSelected reports whether db can hold selected objects.
 func (f Filter) DatabaseSelected(db string) bool {
 	if len(f.Databases) > 0 {

@@ -100,7 +100,8 @@ Filters: --databases a,b; --include/--exclude db.table patterns with * and ?
 (a pattern without a dot names databases; repeatable); --where
 'db.table:condition' (repeatable): the condition must be one SQL expression
 (balanced parentheses outside strings and quoted identifiers, no ';' and no
-comment), or it is refused with exit status 2. System databases (mysql, sys,
+comment), or it is refused with exit status 2. Patterns that leave no table
+nor view are refused (exit status 2), not dumped as empty databases. System databases (mysql, sys,
 information_schema, performance_schema) are dumped only when named in
 --databases. --users adds accounts and grants.
 
