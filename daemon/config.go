@@ -124,7 +124,8 @@ type DetectionConfig struct {
 // RecoveryConfig tunes recoveries.
 type RecoveryConfig struct {
 	// BlockPeriod: after a recovery, automatic recovery of the cluster is
-	// blocked this long unless acknowledged (anti-flapping).
+	// blocked this long unless acknowledged (anti-flapping). Default 10m;
+	// it cannot be turned off (negative values are refused).
 	BlockPeriod Duration `yaml:"block_period"`
 	// ApplyTimeout bounds waiting for the candidate to apply its relay log or
 	// catch up.
@@ -269,7 +270,8 @@ token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600)
 ui: {read_requires_token: false} # reads (API, web console data, /metrics) need the token too; default: true off-loopback
 credentials: {user: dbpilot, file: ~/.dbpilot/admin.cnf}   # admin account ([client] user=, password=)
 replication: {user: repl, password: "..."}                  # account replicas use
-poll_interval: 1s                # sub-second allowed
+# durations: omitted or 0 takes the default; negative ones are refused
+poll_interval: 1s                # sub-second allowed (100ms..1m)
 detection: {probe_timeout: 400ms, confirm_timeout: 800ms, liveness_interval: 100ms}
 recovery: {block_period: 10m, apply_timeout: 30s, repoint_verify: 10s, kill_grace: 100ms}
 hooks:
@@ -389,17 +391,17 @@ func (c *Config) Validate() error {
 	if c.Replication.User == "" {
 		return errors.New("replication.user: required (the account replicas use in CHANGE MASTER)")
 	}
-	if c.PollInterval == 0 {
-		c.PollInterval = Duration(DefaultPollInterval)
+	if err := setDuration(&c.PollInterval, DefaultPollInterval, "poll_interval"); err != nil {
+		return err
 	}
 	if c.PollInterval.D() < 100*time.Millisecond || c.PollInterval.D() > time.Minute {
 		return fmt.Errorf("poll_interval: %s is outside 100ms..1m", c.PollInterval.D())
 	}
-	if c.Detection.ProbeTimeout == 0 {
-		c.Detection.ProbeTimeout = Duration(max(c.PollInterval.D()*2/5, 100*time.Millisecond))
+	if err := setDuration(&c.Detection.ProbeTimeout, max(c.PollInterval.D()*2/5, 100*time.Millisecond), "detection.probe_timeout"); err != nil {
+		return err
 	}
-	if c.Detection.ConfirmTimeout == 0 {
-		c.Detection.ConfirmTimeout = Duration(2 * c.Detection.ProbeTimeout.D())
+	if err := setDuration(&c.Detection.ConfirmTimeout, 2*c.Detection.ProbeTimeout.D(), "detection.confirm_timeout"); err != nil {
+		return err
 	}
 	switch l := c.Detection.LivenessInterval.D(); {
 	case l == 0:
@@ -412,20 +414,20 @@ func (c *Config) Validate() error {
 	if c.Detection.ProbeTimeout.D() >= c.PollInterval.D() && c.PollInterval.D() > 0 {
 		return fmt.Errorf("detection.probe_timeout: %s must be below poll_interval %s", c.Detection.ProbeTimeout.D(), c.PollInterval.D())
 	}
-	if c.Recovery.BlockPeriod == 0 {
-		c.Recovery.BlockPeriod = Duration(DefaultBlockPeriod)
-	}
-	if c.Recovery.ApplyTimeout == 0 {
-		c.Recovery.ApplyTimeout = Duration(30 * time.Second)
-	}
-	if c.Recovery.RepointVerify == 0 {
-		c.Recovery.RepointVerify = Duration(10 * time.Second)
-	}
-	if c.Recovery.KillGrace == 0 {
-		c.Recovery.KillGrace = Duration(100 * time.Millisecond)
-	}
-	if c.ForgetAfter == 0 {
-		c.ForgetAfter = Duration(time.Hour)
+	for _, d := range []struct {
+		v   *Duration
+		def time.Duration
+		key string
+	}{
+		{&c.Recovery.BlockPeriod, DefaultBlockPeriod, "recovery.block_period"},
+		{&c.Recovery.ApplyTimeout, 30 * time.Second, "recovery.apply_timeout"},
+		{&c.Recovery.RepointVerify, 10 * time.Second, "recovery.repoint_verify"},
+		{&c.Recovery.KillGrace, 100 * time.Millisecond, "recovery.kill_grace"},
+		{&c.ForgetAfter, time.Hour, "forget_after"},
+	} {
+		if err := setDuration(d.v, d.def, d.key); err != nil {
+			return err
+		}
 	}
 	if c.Retention == 0 {
 		c.Retention = Duration(DefaultRetention)
@@ -481,8 +483,8 @@ func (c *Config) Validate() error {
 	if c.Alerts.Interval.D() < 100*time.Millisecond {
 		return fmt.Errorf("alerts.interval: %s is below 100ms", c.Alerts.Interval.D())
 	}
-	if c.Alerts.WebhookTimeout == 0 {
-		c.Alerts.WebhookTimeout = Duration(5 * time.Second)
+	if err := setDuration(&c.Alerts.WebhookTimeout, 5*time.Second, "alerts.webhook_timeout"); err != nil {
+		return err
 	}
 	if c.Alerts.Webhook != "" && !strings.HasPrefix(c.Alerts.Webhook, "http://") && !strings.HasPrefix(c.Alerts.Webhook, "https://") {
 		return fmt.Errorf("alerts.webhook: %q is not an http(s) URL", c.Alerts.Webhook)
@@ -543,8 +545,8 @@ func (c *Config) Validate() error {
 }
 
 func (h *HooksConfig) validate(where string) error {
-	if h.Timeout == 0 {
-		h.Timeout = Duration(30 * time.Second)
+	if err := setDuration(&h.Timeout, 30*time.Second, where+".timeout"); err != nil {
+		return err
 	}
 	switch h.OnTimeout {
 	case "":
@@ -637,6 +639,23 @@ func readSecretFile(path string) (string, error) {
 		return "", fmt.Errorf("%s is empty", path)
 	}
 	return s, nil
+}
+
+// setDuration applies def to a duration left unset (or 0) and refuses a
+// negative one, and "off", which these settings do not have: a negative
+// block period, say, would turn anti-flapping off.
+func setDuration(d *Duration, def time.Duration, key string) error {
+	switch {
+	case *d == 0:
+		*d = Duration(def)
+	case *d < 0:
+		v := d.D().String()
+		if *d == -1 {
+			v = "off"
+		}
+		return fmt.Errorf("%s: %s is not allowed: give a positive duration such as %s (0 or unset: the default, %s)", key, v, def, def)
+	}
+	return nil
 }
 
 // choice checks a setting that is def (the default, set when empty) or
