@@ -77,6 +77,11 @@ PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec.Name = args[0]
+			// spec.Nodes 0 asks for the topology's default: only when the
+			// flag is left out, never for an explicit --nodes 0.
+			if cmd.Flags().Changed("nodes") && spec.Nodes < 1 {
+				return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: --nodes %d: give at least 1 node, or leave --nodes out for the topology's default (1 for single, 3 otherwise)", spec.Nodes)
+			}
 			spec.Log = func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
 			d, err := sandbox.Deploy(cmd.Context(), spec)
 			if err != nil {
@@ -90,7 +95,7 @@ PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 	f.StringVar(&spec.Topology, "topology", sandbox.TopologyReplication, "single, replication, ring, multi-source, galera or galera+replica")
 	f.StringVar(&spec.SST, "sst", "", "galera: state transfer method of joining nodes, rsync or mariabackup (default rsync)")
 	f.StringVar(&spec.GaleraProvider, "galera-provider", "", "galera: path of libgalera_smm.so (default: found in /usr/lib/galera and similar)")
-	f.IntVar(&spec.Nodes, "nodes", 0, "number of nodes (default: 1 for single, 3 otherwise)")
+	f.IntVar(&spec.Nodes, "nodes", 0, "number of nodes, 1 or more (default when left out: 1 for single, 3 otherwise)")
 	f.BoolVar(&spec.SemiSync, "semi-sync", false, "enable semi-synchronous replication on every node")
 	f.StringVar(&spec.Basedir, "basedir", "", "directory holding the server binaries (bin/, sbin/); default: search PATH")
 	f.IntVar(&spec.PortBase, "port-base", 0, "node N listens on port-base+N (default: a free block in 20001-29999)")
