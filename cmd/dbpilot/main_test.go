@@ -61,6 +61,7 @@ func TestBadInput(t *testing.T) {
 		{"missing binary", []string{"sandbox", "deploy", "x", "--basedir", home}, 2, "no server binary (mariadbd or mysqld) found"},
 		{"zero nodes", []string{"sandbox", "deploy", "x", "--nodes", "0"}, 2, "sandbox: --nodes 0: give at least 1 node"},
 		{"negative nodes", []string{"sandbox", "deploy", "x", "--topology", "single", "--nodes", "-2"}, 2, "sandbox: --nodes -2: give at least 1 node"},
+		{"option off loopback", []string{"sandbox", "deploy", "x", "--option", "bind_address=0.0.0.0"}, 2, "sandbox: --option bind_address=0.0.0.0 would make the sandbox listen beyond loopback"},
 		{"bad option", []string{"sandbox", "deploy", "x", "--option", "novalue"}, 2, `invalid --option "novalue"`},
 		{"unknown flag", []string{"inspect", "--nope"}, 2, "unknown flag: --nope"},
 		{"invalid gtid", []string{"gtid", "canonical", "0-1-x"}, 2, `invalid MariaDB GTID set "0-1-x" at position 4`},

@@ -67,6 +67,11 @@ a 1 s connect retry and heartbeat, and slave_net_timeout=4 so a dead source is
 noticed within seconds. Accounts are created with binary logging off, so a new
 sandbox has no errant transactions.
 
+--option KEY=VALUE adds a server option to every node; one that would make a
+node listen beyond loopback (bind_address, admin_address, mysqlx_bind_address,
+the wsrep addresses, set to anything but 127.0.0.1, ::1 or localhost) is
+refused (exit status 2): a sandbox's accounts are not made for a network.
+
 Server binaries (mariadbd, then mysqld) are looked for under --basedir, or on
 PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 		Example: `  dbpilot sandbox deploy demo --topology replication --nodes 3 --semi-sync
@@ -99,7 +104,7 @@ PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 	f.BoolVar(&spec.SemiSync, "semi-sync", false, "enable semi-synchronous replication on every node")
 	f.StringVar(&spec.Basedir, "basedir", "", "directory holding the server binaries (bin/, sbin/); default: search PATH")
 	f.IntVar(&spec.PortBase, "port-base", 0, "node N listens on port-base+N (default: a free block in 20001-29999)")
-	f.StringArrayVar(&spec.Options, "option", nil, "extra server option KEY=VALUE for every node (repeatable)")
+	f.StringArrayVar(&spec.Options, "option", nil, "extra server option KEY=VALUE for every node (repeatable); addresses (bind_address, ...) must stay on loopback")
 	f.BoolVar(&spec.Force, "force", false, "replace an existing sandbox of the same name")
 	return cmd
 }
