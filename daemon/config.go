@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +26,14 @@ import (
 type Config struct {
 	// Listen is the HTTP API address.
 	Listen string `yaml:"listen"`
+	// AllowedHosts are the names, besides the listen address and
+	// localhost, 127.0.0.1 and [::1] with its port, that requests may give
+	// as their Host ("name", any port, or "name:port"): serve answers 421
+	// to others, so that a web page whose name was pointed at serve's
+	// address (DNS rebinding) cannot read the API from a browser. Needed
+	// to reach serve by a name (a reverse proxy, a DNS name);
+	// coordination.advertise's host is allowed without it.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// State is the SQLite state file.
 	State string `yaml:"state"`
 	// Token authorizes the API's write operations; TokenFile holds it instead.
@@ -73,6 +83,25 @@ type UIConfig struct {
 	// ReadRequiresToken makes the API's reads (and /metrics) need the
 	// token too. Unset, it is true when listen is not a loopback address.
 	ReadRequiresToken *bool `yaml:"read_requires_token"`
+}
+
+// HTTPAllowedHosts are the Host names serve answers besides its listen
+// address and loopback: allowed_hosts and coordination.advertise's host.
+func (c *Config) HTTPAllowedHosts() []string {
+	hosts := append([]string(nil), c.AllowedHosts...)
+	if u, err := url.Parse(c.Coordination.Advertise); err == nil && u.Host != "" {
+		hosts = append(hosts, u.Host)
+	}
+	return hosts
+}
+
+// validHostName checks an allowed_hosts entry: NAME or NAME:PORT.
+func validHostName(h string) bool {
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		n, err := strconv.Atoi(port)
+		return host != "" && !strings.ContainsAny(host, "/@ ") && err == nil && n > 0 && n < 65536
+	}
+	return h != "" && !strings.ContainsAny(h, "/@: \t")
 }
 
 // ReadsNeedToken tells whether the API's reads need the token: as
@@ -264,6 +293,7 @@ const (
 
 // Example is a commented configuration, printed by `dbpilot serve --help`.
 const Example = `listen: 127.0.0.1:7070          # HTTP API; keep it on loopback or behind TLS
+# allowed_hosts: [dbpilot.example.com]   # Host names answered besides listen and localhost (421 for others: DNS rebinding)
 state: ~/.dbpilot/state.db       # SQLite: instances, recoveries, audit log
 retention: 2160h                 # audit log, recoveries, resolved alerts kept 90 days (pruned hourly)
 token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600)
@@ -357,6 +387,11 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("listen: %q is not HOST:PORT", c.Listen)
+	}
+	for i, h := range c.AllowedHosts {
+		if !validHostName(h) {
+			return fmt.Errorf("allowed_hosts[%d]: %q is not a NAME or NAME:PORT (no scheme, no path)", i, h)
+		}
 	}
 	if c.State == "" {
 		h, err := dbpilotHome()

@@ -57,6 +57,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{minimal + "detection: {probe_timeout: 2s}\n", "detection.probe_timeout: 2s must be below poll_interval"},
 		{strings.Replace(minimal, "replication: {user: repl, password: rpw}", "", 1), "replication.user: required"},
 		{minimal + "listen: nowhere\n", `listen: "nowhere" is not HOST:PORT`},
+		{minimal + "allowed_hosts: [\"http://db.example\"]\n", `allowed_hosts[0]: "http://db.example" is not a NAME or NAME:PORT`},
+		{minimal + "allowed_hosts: [ok.example, \"db.example:x\"]\n", `allowed_hosts[1]: "db.example:x"`},
 		{minimal + "hooks: {on_timeout: maybe}\n", "hooks.on_timeout"},
 		{minimal + "metrics: {global_variables: some}\n", "metrics.global_variables"},
 		{minimal + "metrics: {idle_counters: zero}\n", "metrics.idle_counters: \"zero\" is neither skip nor write"},
@@ -248,5 +250,16 @@ func TestConfigDurations(t *testing.T) {
 	_, err := LoadConfig(writeConfig(t, minimal+"recovery: {block_period: -10m}\n"))
 	if err == nil || !strings.Contains(err.Error(), "recovery.block_period: -10m0s is not allowed: give a positive duration such as 10m0s") {
 		t.Errorf("block_period -10m: %v", err)
+	}
+}
+
+func TestConfigHTTPAllowedHosts(t *testing.T) {
+	c, err := LoadConfig(writeConfig(t, minimal+"allowed_hosts: [dbpilot.example.com, \"proxy.example:8443\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Coordination.Advertise = "http://serve-a.example:7070"
+	if got := strings.Join(c.HTTPAllowedHosts(), " "); got != "dbpilot.example.com proxy.example:8443 serve-a.example:7070" {
+		t.Errorf("HTTPAllowedHosts = %s", got)
 	}
 }
