@@ -108,6 +108,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzParse -fuzztime 20s ./watchdog/
 	$(GO) test -run XXX -fuzz FuzzReadEvents -fuzztime 20s ./binlog/
 	$(GO) test -run XXX -fuzz FuzzWalk -fuzztime 20s ./pitr/
+	$(GO) test -run XXX -fuzz FuzzCheckCondition -fuzztime 20s ./backup/
 
 clean:
 	rm -rf bin

@@ -812,6 +812,11 @@ func itTestFilters(t *testing.T, src, tgt *itServer) {
 		}
 		itDropDBs(t, tgt, dbs...)
 
+		// Patterns that leave no table: refused, naming them, not an
+		// empty dump.
+		_, err := Dump(ctx, src.key, src.opts, DumpOptions{Out: filepath.Join(t.TempDir(), "x"), Filter: Filter{Include: []string{"f1"}, Exclude: []string{"f1.*"}}})
+		itWantCode(t, "dump with patterns that match no table", err, dbpilot.EINVALID, "no table or view matches --include f1 --exclude 'f1.*'")
+
 		// A pattern without a dot excludes a whole database.
 		m = itDump(t, src, DumpOptions{Threads: 2, ChunkRows: 7, Filter: Filter{Exclude: []string{"f2", "f1"}}})
 		if got := names(m); !slices.Equal(got, []string{"f3.x"}) {

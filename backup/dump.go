@@ -33,7 +33,7 @@ type DumpOptions struct {
 	ChunkRows int64  // target rows per chunk; default 100000
 	Compress  string // "zstd" (default) or "none"
 	Filter    Filter
-	Where     map[string]string // "db.table" → condition
+	Where     map[string]string // "db.table" → condition, one SQL expression (see ParseWhere)
 	NoData    bool
 	Users     bool
 	// LockWaitTimeout bounds the wait for the consistency lock; default 60 s.
@@ -110,6 +110,11 @@ func (o *DumpOptions) Validate() error {
 	}
 	if o.DesyncInterval == 0 {
 		o.DesyncInterval = defaultDesyncInterval
+	}
+	for name, cond := range o.Where {
+		if err := validWhere(name, cond); err != nil {
+			return err
+		}
 	}
 	return o.Filter.Validate()
 }
@@ -447,7 +452,8 @@ func dump(ctx context.Context, key dbpilot.InstanceKey, connOpts mysql.Options, 
 }
 
 // readSource identifies the server, starts the manifest and reads the
-// catalog of what to dump, refusing an empty selection and a --where on a
+// catalog of what to dump, refusing an empty selection (patterns that leave
+// no table nor view) and a --where on a
 // table that is not dumped.
 func (r *dumpRun) readSource(ctx context.Context, started time.Time) error {
 	srv, _, err := readServer(ctx, r.ctl)
@@ -468,6 +474,12 @@ func (r *dumpRun) readSource(ctx context.Context, started time.Time) error {
 	}
 	if len(cat.tables) == 0 && len(cat.views) == 0 && len(cat.databases) == 0 {
 		return dbpilot.Errorf(dbpilot.ENOTFOUND, "backup: nothing to dump on %s: no database matches the selection", r.key)
+	}
+	// Patterns that leave no table nor view (--include shop --exclude
+	// 'shop.*') would give a dump of empty databases: refused. Databases
+	// named alone (--databases) are dumped even when empty.
+	if len(cat.tables) == 0 && len(cat.views) == 0 && len(opt.Filter.Include)+len(opt.Filter.Exclude) > 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "backup: nothing to dump on %s: no table or view matches %s; check the patterns (db.table, or a database without a dot)", r.key, opt.Filter)
 	}
 	for name := range opt.Where {
 		found := false

@@ -96,6 +96,31 @@ func (f Filter) Validate() error {
 	return nil
 }
 
+// String describes the filters as the flags that set them, e.g.
+// "--databases shop --include shop --exclude 'shop.*'"; "" when there is
+// none.
+func (f Filter) String() string {
+	var parts []string
+	if len(f.Databases) > 0 {
+		parts = append(parts, "--databases "+flagArg(strings.Join(f.Databases, ",")))
+	}
+	for _, p := range f.Include {
+		parts = append(parts, "--include "+flagArg(p))
+	}
+	for _, p := range f.Exclude {
+		parts = append(parts, "--exclude "+flagArg(p))
+	}
+	return strings.Join(parts, " ")
+}
+
+// flagArg quotes a flag's value for a shell when it needs it.
+func flagArg(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,-/@:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // DatabaseSelected reports whether db can hold selected objects.
 func (f Filter) DatabaseSelected(db string) bool {
 	if len(f.Databases) > 0 {
@@ -165,7 +190,10 @@ func match(pattern, name string) bool {
 }
 
 // ParseWhere parses --where values "db.table:condition" into a map keyed by
-// "db.table".
+// "db.table". Each condition must be one SQL expression (see
+// checkCondition): the dump puts it in parentheses after its own chunk
+// conditions, and text that closes them (or a comment or a ';') would
+// select other rows than the condition says.
 func ParseWhere(values []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, v := range values {
@@ -177,7 +205,19 @@ func ParseWhere(values []string) (map[string]string, error) {
 		if _, dup := out[name]; dup {
 			return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: --where given twice for %s", name)
 		}
-		out[name] = strings.TrimSpace(v[i+1:])
+		cond := strings.TrimSpace(v[i+1:])
+		if err := validWhere(name, cond); err != nil {
+			return nil, err
+		}
+		out[name] = cond
 	}
 	return out, nil
+}
+
+// validWhere checks the --where condition of table name.
+func validWhere(name, cond string) error {
+	if err := checkCondition(cond); err != nil {
+		return dbpilot.Errorf(dbpilot.EINVALID, "backup: --where for %s is not one SQL expression: %v; give a condition such as 'a > 5 AND (b = 1 OR c = 2)'", name, err)
+	}
+	return nil
 }

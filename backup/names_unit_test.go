@@ -411,3 +411,20 @@ func TestFilterSlashInNames(t *testing.T) {
 		t.Errorf("--include a* does not select database a/b")
 	}
 }
+
+func TestFilterString(t *testing.T) {
+	tests := []struct {
+		f    Filter
+		want string
+	}{
+		{Filter{}, ""},
+		{Filter{Include: []string{"shop"}, Exclude: []string{"shop.*"}}, "--include shop --exclude 'shop.*'"},
+		{Filter{Databases: []string{"a", "b"}, Include: []string{"a.t?"}}, "--databases a,b --include 'a.t?'"},
+		{Filter{Exclude: []string{"it's"}}, `--exclude 'it'\''s'`},
+	}
+	for _, tc := range tests {
+		if got := tc.f.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}

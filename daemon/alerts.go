@@ -58,6 +58,15 @@ func (d *Daemon) newEvaluator(rules []alert.Rule) *alert.Evaluator {
 
 // suppress holds back alerts of non-primaries while their cluster's primary
 // is down or a recovery runs: the cause is the primary, reported once.
+//
+// It also holds back the alerts of the cluster's primary that come from
+// series of a replica role (labels role replica or intermediate): after a
+// failover, the new primary's collectors write under its old role until
+// the next observation retargets them, and its replication alerts
+// (ReplicationLagHigh, ReplicationIOStopped), pending since the old primary
+// died and past their `for` when the recovery ends, would fire on a server
+// that no longer replicates. Those series end at the collectors' next run
+// under the new role, and the alerts resolve unnotified.
 func (d *Daemon) suppress(labels map[string]string) string {
 	cs, ok := d.clusters[labels["cluster"]]
 	if !ok {
@@ -68,6 +77,9 @@ func (d *Daemon) suppress(labels map[string]string) string {
 	primary := cs.primary
 	cs.mu.Unlock()
 	if labels["instance"] == primary.String() {
+		if role := labels["role"]; role == "replica" || role == "intermediate" {
+			return fmt.Sprintf("%s is now the primary of cluster %s: the alert is of its former %s role", primary, cs.cfg.Name, role)
+		}
 		return ""
 	}
 	switch state {

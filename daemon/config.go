@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +26,14 @@ import (
 type Config struct {
 	// Listen is the HTTP API address.
 	Listen string `yaml:"listen"`
+	// AllowedHosts are the names, besides the listen address and
+	// localhost, 127.0.0.1 and [::1] with its port, that requests may give
+	// as their Host ("name", any port, or "name:port"): serve answers 421
+	// to others, so that a web page whose name was pointed at serve's
+	// address (DNS rebinding) cannot read the API from a browser. Needed
+	// to reach serve by a name (a reverse proxy, a DNS name);
+	// coordination.advertise's host is allowed without it.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// State is the SQLite state file.
 	State string `yaml:"state"`
 	// Token authorizes the API's write operations; TokenFile holds it instead.
@@ -76,6 +86,25 @@ type UIConfig struct {
 	ReadRequiresToken *bool `yaml:"read_requires_token"`
 }
 
+// HTTPAllowedHosts are the Host names serve answers besides its listen
+// address and loopback: allowed_hosts and coordination.advertise's host.
+func (c *Config) HTTPAllowedHosts() []string {
+	hosts := append([]string(nil), c.AllowedHosts...)
+	if u, err := url.Parse(c.Coordination.Advertise); err == nil && u.Host != "" {
+		hosts = append(hosts, u.Host)
+	}
+	return hosts
+}
+
+// validHostName checks an allowed_hosts entry: NAME or NAME:PORT.
+func validHostName(h string) bool {
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		n, err := strconv.Atoi(port)
+		return host != "" && !strings.ContainsAny(host, "/@ ") && err == nil && n > 0 && n < 65536
+	}
+	return h != "" && !strings.ContainsAny(h, "/@: \t")
+}
+
 // ReadsNeedToken tells whether the API's reads need the token: as
 // configured, or when serve listens off-loopback.
 func (c *Config) ReadsNeedToken() bool {
@@ -125,7 +154,8 @@ type DetectionConfig struct {
 // RecoveryConfig tunes recoveries.
 type RecoveryConfig struct {
 	// BlockPeriod: after a recovery, automatic recovery of the cluster is
-	// blocked this long unless acknowledged (anti-flapping).
+	// blocked this long unless acknowledged (anti-flapping). Default 10m;
+	// it cannot be turned off (negative values are refused).
 	BlockPeriod Duration `yaml:"block_period"`
 	// ApplyTimeout bounds waiting for a failover's candidate to apply its
 	// relay log or catch up (a switchover's drain has
@@ -307,13 +337,15 @@ const (
 
 // Example is a commented configuration, printed by `dbpilot serve --help`.
 const Example = `listen: 127.0.0.1:7070          # HTTP API; keep it on loopback or behind TLS
+# allowed_hosts: [dbpilot.example.com]   # Host names answered besides listen and localhost (421 for others: DNS rebinding)
 state: ~/.dbpilot/state.db       # SQLite: instances, recoveries, audit log
 retention: 2160h                 # audit log, recoveries, resolved alerts kept 90 days (pruned hourly)
 token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600)
 ui: {read_requires_token: false} # reads (API, web console data, /metrics) need the token too; default: true off-loopback
 credentials: {user: dbpilot, file: ~/.dbpilot/admin.cnf}   # admin account ([client] user=, password=)
 replication: {user: repl, password: "..."}                  # account replicas use
-poll_interval: 1s                # sub-second allowed
+# durations: omitted or 0 takes the default; negative ones are refused
+poll_interval: 1s                # sub-second allowed (100ms..1m)
 detection: {probe_timeout: 400ms, confirm_timeout: 800ms, liveness_interval: 100ms}
 recovery: {block_period: 10m, apply_timeout: 30s, repoint_verify: 10s, kill_grace: 100ms}
 switchover: {max_lag: 10s, drain_timeout: 5s}   # refuse a candidate that cannot catch up within max_lag; writes blocked at most drain_timeout
@@ -401,6 +433,11 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("listen: %q is not HOST:PORT", c.Listen)
 	}
+	for i, h := range c.AllowedHosts {
+		if !validHostName(h) {
+			return fmt.Errorf("allowed_hosts[%d]: %q is not a NAME or NAME:PORT (no scheme, no path)", i, h)
+		}
+	}
 	if c.State == "" {
 		h, err := dbpilotHome()
 		if err != nil {
@@ -434,17 +471,17 @@ func (c *Config) Validate() error {
 	if c.Replication.User == "" {
 		return errors.New("replication.user: required (the account replicas use in CHANGE MASTER)")
 	}
-	if c.PollInterval == 0 {
-		c.PollInterval = Duration(DefaultPollInterval)
+	if err := setDuration(&c.PollInterval, DefaultPollInterval, "poll_interval"); err != nil {
+		return err
 	}
 	if c.PollInterval.D() < 100*time.Millisecond || c.PollInterval.D() > time.Minute {
 		return fmt.Errorf("poll_interval: %s is outside 100ms..1m", c.PollInterval.D())
 	}
-	if c.Detection.ProbeTimeout == 0 {
-		c.Detection.ProbeTimeout = Duration(max(c.PollInterval.D()*2/5, 100*time.Millisecond))
+	if err := setDuration(&c.Detection.ProbeTimeout, max(c.PollInterval.D()*2/5, 100*time.Millisecond), "detection.probe_timeout"); err != nil {
+		return err
 	}
-	if c.Detection.ConfirmTimeout == 0 {
-		c.Detection.ConfirmTimeout = Duration(2 * c.Detection.ProbeTimeout.D())
+	if err := setDuration(&c.Detection.ConfirmTimeout, 2*c.Detection.ProbeTimeout.D(), "detection.confirm_timeout"); err != nil {
+		return err
 	}
 	switch l := c.Detection.LivenessInterval.D(); {
 	case l == 0:
@@ -457,23 +494,23 @@ func (c *Config) Validate() error {
 	if c.Detection.ProbeTimeout.D() >= c.PollInterval.D() && c.PollInterval.D() > 0 {
 		return fmt.Errorf("detection.probe_timeout: %s must be below poll_interval %s", c.Detection.ProbeTimeout.D(), c.PollInterval.D())
 	}
-	if c.Recovery.BlockPeriod == 0 {
-		c.Recovery.BlockPeriod = Duration(DefaultBlockPeriod)
-	}
-	if c.Recovery.ApplyTimeout == 0 {
-		c.Recovery.ApplyTimeout = Duration(30 * time.Second)
-	}
-	if c.Recovery.RepointVerify == 0 {
-		c.Recovery.RepointVerify = Duration(10 * time.Second)
-	}
-	if c.Recovery.KillGrace == 0 {
-		c.Recovery.KillGrace = Duration(100 * time.Millisecond)
+	for _, d := range []struct {
+		v   *Duration
+		def time.Duration
+		key string
+	}{
+		{&c.Recovery.BlockPeriod, DefaultBlockPeriod, "recovery.block_period"},
+		{&c.Recovery.ApplyTimeout, 30 * time.Second, "recovery.apply_timeout"},
+		{&c.Recovery.RepointVerify, 10 * time.Second, "recovery.repoint_verify"},
+		{&c.Recovery.KillGrace, 100 * time.Millisecond, "recovery.kill_grace"},
+		{&c.ForgetAfter, time.Hour, "forget_after"},
+	} {
+		if err := setDuration(d.v, d.def, d.key); err != nil {
+			return err
+		}
 	}
 	if err := c.Switchover.validate(c.Recovery.KillGrace.D()); err != nil {
 		return err
-	}
-	if c.ForgetAfter == 0 {
-		c.ForgetAfter = Duration(time.Hour)
 	}
 	if c.Retention == 0 {
 		c.Retention = Duration(DefaultRetention)
@@ -529,8 +566,8 @@ func (c *Config) Validate() error {
 	if c.Alerts.Interval.D() < 100*time.Millisecond {
 		return fmt.Errorf("alerts.interval: %s is below 100ms", c.Alerts.Interval.D())
 	}
-	if c.Alerts.WebhookTimeout == 0 {
-		c.Alerts.WebhookTimeout = Duration(5 * time.Second)
+	if err := setDuration(&c.Alerts.WebhookTimeout, 5*time.Second, "alerts.webhook_timeout"); err != nil {
+		return err
 	}
 	if c.Alerts.Webhook != "" && !strings.HasPrefix(c.Alerts.Webhook, "http://") && !strings.HasPrefix(c.Alerts.Webhook, "https://") {
 		return fmt.Errorf("alerts.webhook: %q is not an http(s) URL", c.Alerts.Webhook)
@@ -596,8 +633,8 @@ func (c *Config) Validate() error {
 }
 
 func (h *HooksConfig) validate(where string) error {
-	if h.Timeout == 0 {
-		h.Timeout = Duration(30 * time.Second)
+	if err := setDuration(&h.Timeout, 30*time.Second, where+".timeout"); err != nil {
+		return err
 	}
 	switch h.OnTimeout {
 	case "":
@@ -690,6 +727,23 @@ func readSecretFile(path string) (string, error) {
 		return "", fmt.Errorf("%s is empty", path)
 	}
 	return s, nil
+}
+
+// setDuration applies def to a duration left unset (or 0) and refuses a
+// negative one, and "off", which these settings do not have: a negative
+// block period, say, would turn anti-flapping off.
+func setDuration(d *Duration, def time.Duration, key string) error {
+	switch {
+	case *d == 0:
+		*d = Duration(def)
+	case *d < 0:
+		v := d.D().String()
+		if *d == -1 {
+			v = "off"
+		}
+		return fmt.Errorf("%s: %s is not allowed: give a positive duration such as %s (0 or unset: the default, %s)", key, v, def, def)
+	}
+	return nil
 }
 
 // choice checks a setting that is def (the default, set when empty) or

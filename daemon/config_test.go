@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{minimal + "detection: {probe_timeout: 2s}\n", "detection.probe_timeout: 2s must be below poll_interval"},
 		{strings.Replace(minimal, "replication: {user: repl, password: rpw}", "", 1), "replication.user: required"},
 		{minimal + "listen: nowhere\n", `listen: "nowhere" is not HOST:PORT`},
+		{minimal + "allowed_hosts: [\"http://db.example\"]\n", `allowed_hosts[0]: "http://db.example" is not a NAME or NAME:PORT`},
+		{minimal + "allowed_hosts: [ok.example, \"db.example:x\"]\n", `allowed_hosts[1]: "db.example:x"`},
 		{minimal + "hooks: {on_timeout: maybe}\n", "hooks.on_timeout"},
 		{minimal + "metrics: {global_variables: some}\n", "metrics.global_variables"},
 		{minimal + "metrics: {idle_counters: zero}\n", "metrics.idle_counters: \"zero\" is neither skip nor write"},
@@ -215,5 +218,72 @@ clusters:
 `))
 	if err == nil || !strings.Contains(err.Error(), `clusters[1].seeds[1]: 127.0.0.1:3306 is also a seed of cluster "a"`) {
 		t.Fatalf("LoadConfig: %v", err)
+	}
+}
+
+// TestConfigDurations: each timeout and period takes its default when
+// omitted or 0 and refuses a negative value (and "off"), naming the setting.
+func TestConfigDurations(t *testing.T) {
+	tests := []struct {
+		key  string // YAML path
+		yaml string // the setting, as a YAML line with %s for the value
+		get  func(c *Config) time.Duration
+		def  time.Duration
+	}{
+		{"poll_interval", "poll_interval: %s", func(c *Config) time.Duration { return c.PollInterval.D() }, time.Second},
+		{"detection.probe_timeout", "detection: {probe_timeout: %s}", func(c *Config) time.Duration { return c.Detection.ProbeTimeout.D() }, 400 * time.Millisecond},
+		{"detection.confirm_timeout", "detection: {confirm_timeout: %s}", func(c *Config) time.Duration { return c.Detection.ConfirmTimeout.D() }, 800 * time.Millisecond},
+		{"recovery.block_period", "recovery: {block_period: %s}", func(c *Config) time.Duration { return c.Recovery.BlockPeriod.D() }, 10 * time.Minute},
+		{"recovery.apply_timeout", "recovery: {apply_timeout: %s}", func(c *Config) time.Duration { return c.Recovery.ApplyTimeout.D() }, 30 * time.Second},
+		{"recovery.repoint_verify", "recovery: {repoint_verify: %s}", func(c *Config) time.Duration { return c.Recovery.RepointVerify.D() }, 10 * time.Second},
+		{"recovery.kill_grace", "recovery: {kill_grace: %s}", func(c *Config) time.Duration { return c.Recovery.KillGrace.D() }, 100 * time.Millisecond},
+		{"hooks.timeout", "hooks: {timeout: %s}", func(c *Config) time.Duration { return c.Hooks.Timeout.D() }, 30 * time.Second},
+		{"forget_after", "forget_after: %s", func(c *Config) time.Duration { return c.ForgetAfter.D() }, time.Hour},
+		{"alerts.webhook_timeout", "alerts: {webhook_timeout: %s}", func(c *Config) time.Duration { return c.Alerts.WebhookTimeout.D() }, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			for _, v := range []string{"-10m", "-1ms", "off"} {
+				_, err := LoadConfig(writeConfig(t, minimal+fmt.Sprintf(tt.yaml, v)+"\n"))
+				if err == nil {
+					t.Errorf("%s: %s accepted", tt.key, v)
+					continue
+				}
+				if msg := err.Error(); !strings.Contains(msg, tt.key+": ") || strings.Contains(msg, "\n") {
+					t.Errorf("%s: %s: error %q does not name the setting on one line", tt.key, v, msg)
+				}
+			}
+			for _, v := range []string{"0s", "0"} {
+				c, err := LoadConfig(writeConfig(t, minimal+fmt.Sprintf(tt.yaml, v)+"\n"))
+				if err != nil {
+					t.Errorf("%s: %s: %v", tt.key, v, err)
+					continue
+				}
+				if got := tt.get(c); got != tt.def {
+					t.Errorf("%s: %s gives %s, want the default %s", tt.key, v, got, tt.def)
+				}
+			}
+		})
+	}
+	// A cluster's own hooks too.
+	body := strings.Replace(minimal, "seeds: [127.0.0.1:3306]", "seeds: [127.0.0.1:3306]\n    hooks: {timeout: -5s}", 1)
+	if _, err := LoadConfig(writeConfig(t, body)); err == nil || !strings.Contains(err.Error(), "clusters[0].hooks.timeout: -5s is not allowed") {
+		t.Errorf("clusters[0].hooks.timeout -5s: %v", err)
+	}
+	// The reported case: block_period -10m would have turned anti-flapping off.
+	_, err := LoadConfig(writeConfig(t, minimal+"recovery: {block_period: -10m}\n"))
+	if err == nil || !strings.Contains(err.Error(), "recovery.block_period: -10m0s is not allowed: give a positive duration such as 10m0s") {
+		t.Errorf("block_period -10m: %v", err)
+	}
+}
+
+func TestConfigHTTPAllowedHosts(t *testing.T) {
+	c, err := LoadConfig(writeConfig(t, minimal+"allowed_hosts: [dbpilot.example.com, \"proxy.example:8443\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Coordination.Advertise = "http://serve-a.example:7070"
+	if got := strings.Join(c.HTTPAllowedHosts(), " "); got != "dbpilot.example.com proxy.example:8443 serve-a.example:7070" {
+		t.Errorf("HTTPAllowedHosts = %s", got)
 	}
 }

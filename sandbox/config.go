@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"net"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -205,9 +206,52 @@ func parseOptions(options []string) ([][2]string, error) {
 		if !ok || k == "" || strings.ContainsAny(k, " \t\n[]=") || strings.ContainsAny(v, "\n") {
 			return nil, dbpilot.Errorf(dbpilot.EINVALID, "sandbox: invalid --option %q: want KEY=VALUE, e.g. --option innodb_buffer_pool_size=64M", o)
 		}
-		out = append(out, [2]string{strings.ReplaceAll(k, "-", "_"), strings.TrimSpace(v)})
+		k, v = strings.ReplaceAll(k, "-", "_"), strings.TrimSpace(v)
+		if name, ok := listenOption(k); ok && !loopbackAddresses(v) {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "sandbox: --option %s=%s would make the sandbox listen beyond loopback: its %s must be 127.0.0.1, ::1 or localhost", k, v, name)
+		}
+		out = append(out, [2]string{k, v})
 	}
 	return out, nil
+}
+
+// listenAddressOptions are the server options (underscore spelling) that
+// choose addresses a node listens on: a sandbox listens on loopback only.
+var listenAddressOptions = []string{"bind_address", "admin_address", "mysqlx_bind_address",
+	"wsrep_node_address", "wsrep_node_incoming_address", "wsrep_sst_receive_address"}
+
+// listenOption reports whether key (dashes already underscores) sets one of
+// listenAddressOptions: its name, with the loose_ prefix, or a unique
+// prefix of it as the server accepts (bind for bind_address).
+func listenOption(key string) (string, bool) {
+	k := strings.TrimPrefix(strings.ToLower(key), "loose_")
+	for _, name := range listenAddressOptions {
+		if k == name || len(k) >= 4 && strings.HasPrefix(name, k) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// loopbackAddresses reports whether every address of a listen option's
+// value (a comma-separated list of HOST, HOST:PORT, [V6]:PORT, optionally
+// tcp://) is a loopback one.
+func loopbackAddresses(v string) bool {
+	for _, a := range strings.Split(v, ",") {
+		a = strings.TrimPrefix(strings.TrimSpace(a), "tcp://")
+		host := a
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if strings.EqualFold(host, "localhost") {
+			continue
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeOptions overrides keys of base present in extra (dash and underscore

@@ -189,6 +189,36 @@ func TestParseOptions(t *testing.T) {
 	}
 }
 
+// TestParseOptionsLoopbackOnly: a sandbox listens on loopback only; an
+// option that would move it elsewhere is refused with one line.
+func TestParseOptionsLoopbackOnly(t *testing.T) {
+	for _, bad := range []string{
+		"bind_address=0.0.0.0", "bind-address=0.0.0.0", "Bind-Address = ::", "bind_address=*",
+		"bind_address=10.1.2.3", "bind_address=127.0.0.1,0.0.0.0", "bind_address=", "bind_address=db1.example.com",
+		"loose-bind-address=0.0.0.0", "bind=0.0.0.0", "bind_addr=0.0.0.0",
+		"admin_address=0.0.0.0", "mysqlx_bind_address=*", "wsrep_node_address=192.168.1.5:4567",
+		"wsrep_sst_receive_address=0.0.0.0",
+	} {
+		_, err := parseOptions([]string{bad})
+		if err == nil {
+			t.Errorf("parseOptions(%q) accepted it", bad)
+			continue
+		}
+		if msg := err.Error(); dbpilot.ErrorCode(err) != dbpilot.EINVALID || !strings.Contains(msg, "would make the sandbox listen beyond loopback") || strings.Contains(msg, "\n") {
+			t.Errorf("parseOptions(%q): %v", bad, err)
+		}
+	}
+	for _, good := range []string{
+		"bind_address=127.0.0.1", "bind-address=localhost", "bind_address=::1", "bind_address=127.0.0.2",
+		"bind_address=127.0.0.1,::1", "wsrep_node_address=127.0.0.1:4567", "wsrep_sst_receive_address=tcp://[::1]:4444",
+		"binlog_format=ROW", "binlog_cache_size=1M", "bin=x", // not a listen option (prefixes of others)
+	} {
+		if _, err := parseOptions([]string{good}); err != nil {
+			t.Errorf("parseOptions(%q): %v", good, err)
+		}
+	}
+}
+
 func TestLayout(t *testing.T) {
 	d, _ := testDescriptor(TopologyRing, dbpilot.FlavorMariaDB, "10.11.6", 3, false)
 	if d.Nodes[0].Sources[0].Node != "node3" || d.Nodes[1].Sources[0].Node != "node1" || d.Nodes[2].DomainID != 3 {

@@ -98,7 +98,10 @@ dump.incomplete and no manifest: restore and verify refuse it.
 
 Filters: --databases a,b; --include/--exclude db.table patterns with * and ?
 (a pattern without a dot names databases; repeatable); --where
-'db.table:condition' (repeatable). System databases (mysql, sys,
+'db.table:condition' (repeatable): the condition must be one SQL expression
+(balanced parentheses outside strings and quoted identifiers, no ';' and no
+comment), or it is refused with exit status 2. Patterns that leave no table
+nor view are refused (exit status 2), not dumped as empty databases. System databases (mysql, sys,
 information_schema, performance_schema) are dumped only when named in
 --databases. --users adds accounts and grants.
 
@@ -158,7 +161,7 @@ desynced by someone else, is refused.` + exitHelp,
 	f.StringSliceVar(&opt.Filter.Databases, "databases", nil, "only these databases (comma-separated)")
 	f.StringArrayVar(&opt.Filter.Include, "include", nil, "only tables matching db.table pattern (* and ?; repeatable)")
 	f.StringArrayVar(&opt.Filter.Exclude, "exclude", nil, "skip tables matching db.table pattern (repeatable)")
-	f.StringArrayVar(&where, "where", nil, "dump only rows of db.table matching a condition: 'db.table:condition' (repeatable)")
+	f.StringArrayVar(&where, "where", nil, "dump only rows of db.table matching a condition, one SQL expression: 'db.table:condition' (repeatable)")
 	f.BoolVar(&opt.NoData, "no-data", false, "schema only")
 	f.BoolVar(&opt.Users, "users", false, "also dump accounts and grants (not the server's system accounts or root)")
 	f.DurationVar(&opt.LockWaitTimeout, "lock-wait-timeout", 60*time.Second, "give up when the consistency lock cannot be taken in this time")

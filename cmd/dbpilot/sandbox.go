@@ -67,6 +67,11 @@ a 1 s connect retry and heartbeat, and slave_net_timeout=4 so a dead source is
 noticed within seconds. Accounts are created with binary logging off, so a new
 sandbox has no errant transactions.
 
+--option KEY=VALUE adds a server option to every node; one that would make a
+node listen beyond loopback (bind_address, admin_address, mysqlx_bind_address,
+the wsrep addresses, set to anything but 127.0.0.1, ::1 or localhost) is
+refused (exit status 2): a sandbox's accounts are not made for a network.
+
 Server binaries (mariadbd, then mysqld) are looked for under --basedir, or on
 PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 		Example: `  dbpilot sandbox deploy demo --topology replication --nodes 3 --semi-sync
@@ -77,6 +82,11 @@ PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec.Name = args[0]
+			// spec.Nodes 0 asks for the topology's default: only when the
+			// flag is left out, never for an explicit --nodes 0.
+			if cmd.Flags().Changed("nodes") && spec.Nodes < 1 {
+				return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: --nodes %d: give at least 1 node, or leave --nodes out for the topology's default (1 for single, 3 otherwise)", spec.Nodes)
+			}
 			spec.Log = func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
 			d, err := sandbox.Deploy(cmd.Context(), spec)
 			if err != nil {
@@ -90,11 +100,11 @@ PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 	f.StringVar(&spec.Topology, "topology", sandbox.TopologyReplication, "single, replication, ring, multi-source, galera or galera+replica")
 	f.StringVar(&spec.SST, "sst", "", "galera: state transfer method of joining nodes, rsync or mariabackup (default rsync)")
 	f.StringVar(&spec.GaleraProvider, "galera-provider", "", "galera: path of libgalera_smm.so (default: found in /usr/lib/galera and similar)")
-	f.IntVar(&spec.Nodes, "nodes", 0, "number of nodes (default: 1 for single, 3 otherwise)")
+	f.IntVar(&spec.Nodes, "nodes", 0, "number of nodes, 1 or more (default when left out: 1 for single, 3 otherwise)")
 	f.BoolVar(&spec.SemiSync, "semi-sync", false, "enable semi-synchronous replication on every node")
 	f.StringVar(&spec.Basedir, "basedir", "", "directory holding the server binaries (bin/, sbin/); default: search PATH")
 	f.IntVar(&spec.PortBase, "port-base", 0, "node N listens on port-base+N (default: a free block in 20001-29999)")
-	f.StringArrayVar(&spec.Options, "option", nil, "extra server option KEY=VALUE for every node (repeatable)")
+	f.StringArrayVar(&spec.Options, "option", nil, "extra server option KEY=VALUE for every node (repeatable); addresses (bind_address, ...) must stay on loopback")
 	f.BoolVar(&spec.Force, "force", false, "replace an existing sandbox of the same name")
 	return cmd
 }

@@ -175,7 +175,14 @@ A configuration file looks like:
 			if err != nil {
 				return dbpilot.WrapError(dbpilot.ECONFLICT, err, "serve: listen on %s", cfg.Listen)
 			}
-			srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+			// Requests must name serve's own address (or localhost, or an
+			// allowed host): a DNS-rebinding page gets 421.
+			hosts, err := httpapi.NewHostPolicy(boundAddr(cfg.Listen, ln.Addr()), cfg.HTTPAllowedHosts())
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			srv := &http.Server{Handler: hosts.Guard(api), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 			// Shutdown waits for handlers: end the console's event streams.
 			srv.RegisterOnShutdown(apiServer.StopStreams)
 			errc := make(chan error, 2)
@@ -268,6 +275,17 @@ func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.H
 	}
 	mux.Handle("/", ui)
 	return mux, api, nil
+}
+
+// boundAddr is the configured listen host with the port actually bound
+// (listen: 127.0.0.1:0 picks one).
+func boundAddr(listen string, bound net.Addr) string {
+	host, _, _ := net.SplitHostPort(listen)
+	_, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return listen
+	}
+	return net.JoinHostPort(host, port)
 }
 
 func logLevel(verbose bool) slog.Level {

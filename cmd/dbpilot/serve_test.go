@@ -110,6 +110,27 @@ func TestServeEndToEnd(t *testing.T) {
 	if code, body := get("/api/clusters/nosuch"); code != 404 || !strings.Contains(body, `no cluster named \"nosuch\"`) {
 		t.Errorf("unknown cluster: %d %s", code, body)
 	}
+	// DNS rebinding: a request naming another host is refused (421) on
+	// every path; localhost with serve's port is served.
+	port := url[strings.LastIndex(url, ":")+1:]
+	for host, want := range map[string]int{"rebind.example:" + port: 421, "localhost:" + port: 200} {
+		for _, path := range []string{"/api/clusters", "/metrics", "/"} {
+			req, _ := http.NewRequest("GET", url+path, nil)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s with Host %s: %d, want %d: %s", path, host, resp.StatusCode, want, b)
+			}
+			if want == 421 && !strings.Contains(string(b), "add it to allowed_hosts") {
+				t.Errorf("GET %s with Host %s: %s", path, host, b)
+			}
+		}
+	}
 	resp, err := http.Post(url+"/api/clusters/"+d.Name+"/failover", "application/json", strings.NewReader(`{"dry_run":true}`))
 	if err != nil {
 		t.Fatal(err)
