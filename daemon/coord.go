@@ -436,7 +436,11 @@ func (d *Daemon) finishPromoted(ctx context.Context, cs *clusterState, fence *db
 		err = firstErr
 	}
 	d.endRecovery(ctx, rec, err)
-	d.sharedUpdate(ctx, fence, sr, rec, "finished-by-"+fence.Member)
+	member := "restarted"
+	if fence != nil {
+		member = fence.Member
+	}
+	d.sharedUpdate(ctx, fence, sr, rec, "finished-by-"+member)
 	if err != nil {
 		return
 	}
@@ -450,7 +454,12 @@ func (d *Daemon) finishPromoted(ctx context.Context, cs *clusterState, fence *db
 	cs.touch()
 	cs.mu.Unlock()
 	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: cand.Key, Event: dbpilot.AuditRecovered,
-		Message: fmt.Sprintf("%s promoted in place of %s (finished by serve %s)", cand.Key, sr.OldPrimary, fence.Member)})
+		Message: fmt.Sprintf("%s promoted in place of %s (finished by serve %s)", cand.Key, sr.OldPrimary, member)})
+	if rec.Kind == dbpilot.RecoveryFailoverAuto || rec.Kind == dbpilot.RecoveryFailoverManual {
+		// The serve that promoted it stopped before its post hooks.
+		hooks := d.cfg.HooksFor(cs.cfg)
+		d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
+	}
 }
 
 // CoordinationStatus is what GET /api/coordination shows.

@@ -76,6 +76,9 @@ func (d *Daemon) resumeLocal(ctx context.Context, cs *clusterState) bool {
 		}
 	}
 	if rec == nil {
+		if len(recs) > 0 {
+			d.postHooksLeft(ctx, cs, recs[0])
+		}
 		return false
 	}
 	if !cs.op.TryLock() {
@@ -129,6 +132,30 @@ func (d *Daemon) resumeLocal(ctx context.Context, cs *clusterState) bool {
 		d.endRecovery(ctx, rec, fmt.Errorf("%s interrupted: serve stopped during it; check the cluster (dbpilot topology) and run it again if needed", rec.Kind))
 		return true
 	}
+}
+
+// postHooksLeft runs the post hooks of the cluster's last failover when
+// the serve that ran it ended it and stopped before they started (a VIP
+// never moved is worse than one moved late). Hooks already started are not
+// run again.
+func (d *Daemon) postHooksLeft(ctx context.Context, cs *clusterState, rec *dbpilot.Recovery) {
+	if rec.Kind != dbpilot.RecoveryFailoverAuto && rec.Kind != dbpilot.RecoveryFailoverManual {
+		return
+	}
+	if d.now().Sub(rec.Ended) > d.cfg.Recovery.BlockPeriod.D() {
+		return // long ago: not this serve's business any more
+	}
+	hooks := d.cfg.HooksFor(cs.cfg)
+	phase, cmds := "post-failover", hooks.PostFailover
+	if !rec.Success {
+		phase, cmds = "post-unsuccessful-failover", hooks.PostUnsuccessfulFailover
+	}
+	if len(cmds) == 0 || d.hooksStarted(ctx, cs.cfg.Name, rec.ID, phase) {
+		return
+	}
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, RecoveryID: rec.ID, Event: dbpilot.AuditResume,
+		Message: fmt.Sprintf("recovery #%d ended but the serve that ran it stopped before its %s hooks: running them now", rec.ID, phase)})
+	d.runHooks(ctx, cs, rec, phase, cmds, hooks)
 }
 
 // FaultEnv names the environment variable of the fault-injection switch:
