@@ -47,6 +47,9 @@ type Recovery struct {
 	DetectedAt time.Time `json:"detected_at,omitzero"`
 	Started    time.Time `json:"started"`
 	Ended      time.Time `json:"ended,omitzero"`
+	// WritesOpen is when the new primary became writable: from DetectedAt
+	// to it is what clients saw of the failure (detection included).
+	WritesOpen time.Time `json:"writes_open,omitzero"`
 	Success    bool      `json:"success"`
 	Error      string    `json:"error,omitempty"`
 	// Plan is the human-readable plan with the reason for each decision.

@@ -36,6 +36,10 @@ type Daemon struct {
 	clusters map[string]*clusterState
 	order    []string
 	owners   owners // which cluster each observed server belongs to
+	// bg owns goroutines a recovery leaves running (watchOldPrimary),
+	// under bgCtx (Run's context); Run waits for them.
+	bg    sync.WaitGroup
+	bgCtx context.Context
 	hooks    *hookGroups
 
 	// Monitoring (serve only): collectors feed metrics; alerts evaluate them.
@@ -267,6 +271,8 @@ func (d *Daemon) Close() error {
 // it started (watch loops, liveness sessions, alert evaluation, collectors)
 // has stopped.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.bgCtx = ctx
+	defer d.bg.Wait()
 	d.running.Store(true)
 	d.killLeftoverHooks(ctx)
 	d.reloadKnown(ctx)

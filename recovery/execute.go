@@ -316,7 +316,7 @@ func (r *execRun) makeWritable(ctx context.Context, key dbpilot.InstanceKey, why
 		return time.Time{}, err
 	}
 	writable := time.Now()
-	r.rec.NewPrimary = key
+	r.rec.NewPrimary, r.rec.WritesOpen = key, writable
 	r.audit(ctx, key, dbpilot.AuditPromote, fmt.Sprintf("%s promoted (%s): replication removed, writable", key, why),
 		map[string]string{"semi_sync": strconv.FormatBool(r.opt.SemiSync)})
 	return writable, nil
