@@ -37,7 +37,7 @@ var ProblemKinds = []ProblemKind{
 	{dbpilot.ProblemNoBinlog, 20, "alert"},
 	{dbpilot.ProblemNoGTID, 21, "alert"},
 	{dbpilot.ProblemSlowFailureDetection, 22, "alert"},
-	{dbpilot.ProblemSemiSyncPrimaryOnReplica, 23, "alert; a failover or switchover turns the candidate's primary side off until it has replicas"},
+	{dbpilot.ProblemSemiSyncPrimaryOnReplica, 23, "alert; a failover or switchover turns the primary side off on the servers it moves, first, and back on after"},
 }
 
 // Priority returns the priority of a problem code (ProblemKinds), or a number
