@@ -17,8 +17,8 @@ import (
 // own makes each transaction it writes to its binary log (its applier's too,
 // with log_slave_updates) wait rpl_semi_sync_master_timeout for an
 // acknowledgement nobody sends, from the moment the side is turned on until
-// the first timeout makes it fall back to asynchronous (MariaDB and MySQL
-// with rpl_semi_sync_master_wait_no_slave=ON, the default). In a recovery
+// the first timeout makes it fall back to asynchronous (with
+// rpl_semi_sync_master_wait_no_slave=ON, the default). In a recovery
 // that wait would be paid by the candidate applying its relay log and by
 // the STOP SLAVE of every replica moved (it waits for the applier). So a run:
 //
@@ -37,7 +37,7 @@ import (
 //     gives every quieted server its side back at once
 //     (giveBackPrimarySides).
 //
-// Turning the side back on at a replica makes its applier wait one
+// Turning the side back on at a replica makes its applier wait
 // rpl_semi_sync_master_timeout once, as when the DBA turned it on: the
 // writes on the new primary do not wait, since replicas acknowledge from
 // their IO threads, and a later recovery turns the side off first.
