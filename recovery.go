@@ -101,7 +101,7 @@ const (
 	AuditCatchUp       = "catch-up"        // a candidate fetched what others received
 	AuditPromote       = "promote"         // a candidate became writable, replication removed
 	AuditRepoint       = "repoint"         // a replica now replicates from the new primary
-	AuditSemiSync      = "semi-sync"       // a candidate's semi-sync primary side turned off until it has replicas
+	AuditSemiSync      = "semi-sync"       // a semi-sync primary side turned off during a recovery, or on again after it
 	AuditLost          = "lost"            // a replica cannot follow the new primary
 	AuditReadOnly      = "read-only"       // switchover: the old primary refuses writes
 	AuditKill          = "kill"            // switchover: client connections ended

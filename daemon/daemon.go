@@ -40,7 +40,7 @@ type Daemon struct {
 	// under bgCtx (Run's context); Run waits for them.
 	bg    sync.WaitGroup
 	bgCtx context.Context
-	hooks    *hookGroups
+	hooks *hookGroups
 
 	// Monitoring (serve only): collectors feed metrics; alerts evaluate them.
 	metrics    MetricsBackend

@@ -174,9 +174,9 @@ func (d *DB) Recoveries(ctx context.Context, f dbpilot.RecoveryFilter) ([]*dbpil
 
 func scanRecovery(rows *sql.Rows) (*dbpilot.Recovery, error) {
 	var (
-		r                                 dbpilot.Recovery
+		r                                       dbpilot.Recovery
 		detected, started, ended, ackedAt, open sql.NullInt64
-		lost                              sql.NullString
+		lost                                    sql.NullString
 	)
 	err := rows.Scan(&r.ID, &r.Cluster, &r.Kind, &r.OldPrimary.Host, &r.OldPrimary.Port, &r.NewPrimary.Host, &r.NewPrimary.Port,
 		&detected, &started, &ended, &r.Success, &r.Error, &r.Plan, &lost,
