@@ -66,6 +66,7 @@ func TestBadInput(t *testing.T) {
 		{"gtid errant found", []string{"gtid", "errant", "0-1-10,0-2-3", "0-1-12"}, 1, ""},
 		{"gtid errant none", []string{"gtid", "errant", "0-1-10", "0-1-12"}, 0, ""},
 		{"bad threshold", []string{"analyze", "127.0.0.1:3306", "--lag-threshold", "0s"}, 2, "--lag-threshold"},
+		{"bad duration", []string{"inspect", "127.0.0.1:3306", "--connect-timeout", "1x"}, 2, `"1x" is not a duration: give seconds`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
