@@ -87,15 +87,24 @@ could not be moved.` + exitHelp,
 			if err != nil {
 				return err
 			}
-			var replicas []dbpilot.InstanceKey
+			var (
+				replicas []dbpilot.InstanceKey
+				down     *dbpilot.Instance // the source, when it did not answer
+			)
 			for _, c := range all {
 				for _, i := range c.Instances {
 					if i.Channel(source) != nil && !i.Key.Equal(target) && re.MatchString(i.Key.String()) {
 						replicas = append(replicas, i.Key)
 					}
+					if i.Key.Equal(source) && !i.Reachable && i.LastError != "" {
+						down = i
+					}
 				}
 			}
 			if len(replicas) == 0 {
+				if down != nil {
+					return dbpilot.Errorf(dbpilot.EUNAVAIL, "relocate-replicas: source %s does not answer: %s", source, down.LastError)
+				}
 				return dbpilot.Errorf(dbpilot.ENOTFOUND, "no replica of %s matches %q", source, pattern)
 			}
 			failed := 0
