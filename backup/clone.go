@@ -35,7 +35,7 @@ type CloneOptions struct {
 	// its own transactions, errant ones included, are discarded); the
 	// restore replaces the tables it has (DropExisting). Not with a
 	// Filter.
-	Replace bool
+	Replace     bool
 	Progress    io.Writer
 	ProgressTTY bool
 	Tool        string
