@@ -138,6 +138,12 @@ type ClusterService interface {
 	Switchover(ctx context.Context, cluster string, opt OperationOptions) (*Recovery, error)
 	// Relocate moves replica below opt.To.
 	Relocate(ctx context.Context, replica InstanceKey, opt OperationOptions) (*Recovery, error)
+	// Rejoin attaches instance, a server of cluster outside its
+	// replication tree (a fenced old primary), below the cluster's primary
+	// as a read_only replica with GTID positioning. It refuses (ECONFLICT,
+	// naming them) a server with errant transactions unless opt.Reclone,
+	// which re-provisions it from a replica first. opt.To is ignored.
+	Rejoin(ctx context.Context, cluster string, instance InstanceKey, opt OperationOptions) (*Recovery, error)
 	// Ack acknowledges a cluster's recoveries, unblocking automatic recovery.
 	Ack(ctx context.Context, cluster, by, comment string) (int, error)
 }
