@@ -25,9 +25,6 @@ type Daemon struct {
 	store   dbpilot.StateStore
 	probe   Prober                        // monitoring: short timeouts, one connection per instance
 	ctl     dbpilot.ReplicationController // every topology change goes through it
-	// recloner re-provisions a server for 'dbpilot rejoin --reclone' (nil:
-	// refused).
-	recloner dbpilot.Recloner
 	live    Liveness                      // nil: no liveness sessions
 	now     func() time.Time
 	log     *slog.Logger
@@ -35,6 +32,10 @@ type Daemon struct {
 	started time.Time
 	running atomic.Bool // the watch loops run (serve); service calls then read their state
 	closers []io.Closer // what Close releases besides probe and ctl (set by the wiring)
+
+	// recloner re-provisions a server for 'dbpilot rejoin --reclone' (nil:
+	// refused).
+	recloner dbpilot.Recloner
 
 	clusters map[string]*clusterState
 	order    []string
