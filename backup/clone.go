@@ -104,7 +104,12 @@ func Clone(ctx context.Context, from dbpilot.InstanceKey, fromOpts mysql.Options
 	}
 	res.Dump = m
 	if opt.Replace {
-		if res.Dropped, err = replaceTarget(ctx, to, toOpts, m); err != nil {
+		var readOnlyBack func()
+		res.Dropped, readOnlyBack, err = replaceTarget(ctx, to, toOpts, m)
+		if readOnlyBack != nil {
+			defer readOnlyBack()
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -154,46 +159,62 @@ func Clone(ctx context.Context, from dbpilot.InstanceKey, fromOpts mysql.Options
 // replaceTarget drops the target's databases that the dump m does not
 // hold (system ones excepted) and resets its binary log and GTID state
 // (RESET MASTER), without writing its binary log. It returns the databases
-// dropped.
-func replaceTarget(ctx context.Context, key dbpilot.InstanceKey, opts mysql.Options, m *Manifest) ([]string, error) {
+// dropped and, on a MySQL server left super_read_only (a fenced old
+// primary: read_only stays on, but the restore's SUPER sessions must
+// write), the function that turns super_read_only back on.
+func replaceTarget(ctx context.Context, key dbpilot.InstanceKey, opts mysql.Options, m *Manifest) (dropped []string, readOnlyBack func(), err error) {
 	db, err := mysql.Open(ctx, key, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer db.Close()
 	db.SQL().SetMaxOpenConns(1) // one session: sql_log_bin=0 holds for the drops
-	if err := db.Exec(ctx, "SET SESSION sql_log_bin = 0"); err != nil {
-		return nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s", key)
-	}
-	rows, err := db.Query(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME")
-	if err != nil {
-		return nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: list databases", key)
-	}
-	keep := map[string]bool{}
-	for _, d := range m.Databases {
-		keep[d.Name] = true
-	}
-	var dropped []string
-	for _, row := range rows.Values {
-		name := mysql.Str(row, 0)
-		if name == "" || keep[name] || systemDatabases[strings.ToLower(name)] {
-			continue
-		}
-		if err := db.Exec(ctx, "DROP DATABASE "+QuoteIdent(name)); err != nil {
-			return dropped, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: drop database %s", key, name)
-		}
-		dropped = append(dropped, name)
-	}
 	d := mysql.Dialect{Flavor: m.Server.Flavor, Version: m.Server.Version}
 	if r, err := db.Query(ctx, "SELECT @@version, @@version_comment"); err == nil && len(r.Values) == 1 {
 		if v, err := dbpilot.ParseVersion(mysql.Str(r.Values[0], 0)); err == nil {
 			d = mysql.Dialect{Flavor: mysql.DetectFlavor(mysql.Str(r.Values[0], 0), mysql.Str(r.Values[0], 1)), Version: v}
 		}
 	}
-	if err := db.Exec(ctx, d.ResetBinaryLogSQL()); err != nil {
-		return dropped, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: reset its binary log", key)
+	if !d.MariaDB() {
+		if v, ok, err := db.QueryValue(ctx, "SELECT @@GLOBAL.super_read_only"); err == nil && ok && v == "1" {
+			if err := db.Exec(ctx, "SET GLOBAL super_read_only = OFF"); err != nil {
+				return nil, nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: super_read_only", key)
+			}
+			readOnlyBack = func() {
+				bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				if b, err := mysql.Open(bctx, key, opts); err == nil {
+					_ = b.Exec(bctx, "SET GLOBAL super_read_only = ON")
+					b.Close()
+				}
+			}
+		}
 	}
-	return dropped, nil
+	if err := db.Exec(ctx, "SET SESSION sql_log_bin = 0"); err != nil {
+		return nil, readOnlyBack, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s", key)
+	}
+	rows, err := db.Query(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME")
+	if err != nil {
+		return nil, readOnlyBack, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: list databases", key)
+	}
+	keep := map[string]bool{}
+	for _, d := range m.Databases {
+		keep[d.Name] = true
+	}
+	for _, row := range rows.Values {
+		name := mysql.Str(row, 0)
+		if name == "" || keep[name] || systemDatabases[strings.ToLower(name)] {
+			continue
+		}
+		if err := db.Exec(ctx, "DROP DATABASE "+QuoteIdent(name)); err != nil {
+			return dropped, readOnlyBack, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: drop database %s", key, name)
+		}
+		dropped = append(dropped, name)
+	}
+	if err := db.Exec(ctx, d.ResetBinaryLogSQL()); err != nil {
+		return dropped, readOnlyBack, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: reset its binary log", key)
+	}
+	return dropped, readOnlyBack, nil
 }
 
 // checkCloneTarget refuses a target that already replicates.
