@@ -186,3 +186,17 @@ func TestRejoinErrantReclone(t *testing.T) {
 		t.Errorf("node1 has %s rows, the primary %s", got, want)
 	}
 }
+
+// TestAutoRejoin: with rejoin: true, the old primary that returns with no
+// errant transactions is attached by serve itself, recorded as a recovery
+// of kind rejoin, and no longer fenced.
+func TestAutoRejoin(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3})
+	f := startDaemon(t, d, func(c *daemon.Config) { c.Clusters[0].Rejoin = true }, daemon.Wiring{})
+	newP, _ := failOverAndReturn(t, f, 5)
+	rec := f.waitRecovery(2, 20*time.Second)
+	if !rec.Success || rec.Kind != dbpilot.RecoveryRejoin || rec.OldPrimary != f.key("node1") || rec.NewPrimary != f.key(newP) {
+		t.Fatalf("automatic rejoin: %+v\n%s", rec, f.auditText())
+	}
+	f.waitRejoined("node1", newP)
+}
