@@ -15,6 +15,12 @@ type Cluster struct {
 	Instances []*Instance   `json:"instances"`
 	// Galera summarizes the Galera group; nil for a replication topology.
 	Galera *GaleraGroup `json:"galera,omitempty"`
+	// Detached are servers seen beside the cluster but outside its
+	// replication tree (a former primary after a failover), and Fenced
+	// what is known of its former primaries among them (serve's status, or
+	// topology.Detach from their GTIDs).
+	Detached []*Instance      `json:"detached,omitempty"`
+	Fenced   []FencedInstance `json:"fenced,omitempty"`
 }
 
 // Instance returns the observed instance with key k, or nil.
@@ -23,6 +29,27 @@ func (c *Cluster) Instance(k InstanceKey) *Instance {
 	for _, i := range c.Instances {
 		if i.Key.Normalized() == k {
 			return i
+		}
+	}
+	return nil
+}
+
+// DetachedInstance returns the detached instance with key k, or nil.
+func (c *Cluster) DetachedInstance(k InstanceKey) *Instance {
+	k = k.Normalized()
+	for _, i := range c.Detached {
+		if i.Key.Normalized() == k {
+			return i
+		}
+	}
+	return nil
+}
+
+// FencedInstance returns what is known of the former primary k, or nil.
+func (c *Cluster) FencedInstance(k InstanceKey) *FencedInstance {
+	for n := range c.Fenced {
+		if c.Fenced[n].Key.Equal(k) {
+			return &c.Fenced[n]
 		}
 	}
 	return nil

@@ -98,3 +98,26 @@ func LockWaitState(state string) bool {
 	}
 	return strings.HasSuffix(s, " lock") || strings.Contains(s, " lock ") || strings.HasPrefix(s, "waiting for table flush")
 }
+
+// Recloner re-provisions a server from another of its cluster: target's
+// databases are replaced by a consistent copy of source's, its binary log
+// and GTID state are reset (its own transactions, errant ones included,
+// are discarded), and it replicates from source from the copy's GTID
+// position. The backup package's clone does it (wired by daemon.Wire); the
+// recovery executor uses it for 'dbpilot rejoin --reclone'. Target must
+// not replicate (ResetReplicaAll first).
+type Recloner interface {
+	Reclone(ctx context.Context, source, target InstanceKey) (*RecloneResult, error)
+}
+
+// RecloneResult sums up a Reclone.
+type RecloneResult struct {
+	// Position is the GTID position of the copy, where target started
+	// replicating from source.
+	Position string `json:"position"`
+	Tables   int    `json:"tables"`
+	Rows     int64  `json:"rows"`
+	// Dropped are target's databases that source does not have, dropped
+	// so that target holds what source holds and nothing else.
+	Dropped []string `json:"dropped,omitempty"`
+}

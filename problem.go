@@ -31,6 +31,12 @@ const (
 	// ProblemClusterOverlap: a server discovered in two configured
 	// clusters; automatic recovery is suspended for both.
 	ProblemClusterOverlap ProblemCode = "ClusterOverlap"
+	// ProblemFencedOldPrimary: a former primary that answers again after a
+	// failover, read_only (fenced) and outside the cluster; warning, or
+	// critical when it has errant transactions (Detail["errant"]: the GTIDs
+	// it has that the cluster's primary lacks). 'dbpilot rejoin' attaches
+	// it below the primary, with --reclone when it has errant transactions.
+	ProblemFencedOldPrimary ProblemCode = "FencedOldPrimary"
 
 	// Galera.
 	ProblemNonPrimaryComponent ProblemCode = "NonPrimaryComponent"

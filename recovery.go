@@ -32,10 +32,14 @@ const (
 	RecoveryFailoverManual = "failover-manual"
 	RecoverySwitchover     = "switchover"
 	RecoveryRelocate       = "relocate"
+	// RecoveryRejoin attaches a detached server (a fenced old primary)
+	// below the cluster's primary: OldPrimary is the server attached,
+	// NewPrimary the primary it replicates from.
+	RecoveryRejoin = "rejoin"
 )
 
 // Recovery is one topology change dbpilot made or tried: an automatic or
-// manual failover, or a switchover.
+// manual failover, a switchover, a relocation or a rejoin.
 type Recovery struct {
 	ID         int64       `json:"id"`
 	Cluster    string      `json:"cluster"`
@@ -87,9 +91,10 @@ const (
 	AuditRecovered       = "recovered"        // a failover ended with a new primary
 	AuditFence           = "fence"            // a returning old primary was fenced, or a finding about it
 	AuditRejoin          = "rejoin"           // an old primary became a replica of the new one
+	AuditReclone         = "reclone"          // a server about to be re-provisioned from another: the errant GTIDs it discards, then the copy
 	AuditForget          = "forget"           // an instance not seen for long left the cluster
 	AuditAck             = "ack"              // recoveries acknowledged
-	AuditOperation       = "operation"        // a person's request (failover, switchover, relocate, ack) and its outcome, refusals included
+	AuditOperation       = "operation"        // a person's request (failover, switchover, relocate, rejoin, ack) and its outcome, refusals included
 	AuditForced          = "forced"           // a person forced a failover of a primary not confirmed dead
 	AuditResume          = "resume"           // a recovery left running by a serve that stopped is closed by the next one
 	AuditCoordination    = "coordination"     // serves' coordination: a recovery taken over, a leadership lost, a forced action

@@ -25,8 +25,13 @@ type ClusterStatus struct {
 	// Detached are instances discovery still sees but that are outside
 	// the cluster: an old primary after a failover (dead, or fenced and
 	// read_only when it returns), a seed that does not replicate.
-	Detached   []*Instance `json:"detached,omitempty"`
-	ObservedAt time.Time   `json:"observed_at"`
+	Detached []*Instance `json:"detached,omitempty"`
+	// Fenced are the cluster's former primaries that serve keeps out of
+	// it after a failover (among Detached when they answer): read_only
+	// when they return, until 'dbpilot rejoin' attaches them below the
+	// primary.
+	Fenced     []FencedInstance `json:"fenced,omitempty"`
+	ObservedAt time.Time        `json:"observed_at"`
 	// BlockedUntil is set while automatic recovery is blocked by a recent
 	// unacknowledged recovery (anti-flapping).
 	BlockedUntil time.Time `json:"blocked_until,omitzero"`
@@ -35,6 +40,30 @@ type ClusterStatus struct {
 	// PromotionRules are the configured rules by HOST:PORT; an instance not
 	// listed is neutral.
 	PromotionRules map[string]PromotionRule `json:"promotion_rules,omitempty"`
+}
+
+// FencedInstance is a former primary kept out of its cluster after a
+// failover: serve sets it read_only (fences it) when it answers again,
+// and it stays detached until 'dbpilot rejoin' attaches it below the
+// cluster's primary.
+type FencedInstance struct {
+	Key InstanceKey `json:"key"`
+	// Reachable and ReadOnly are as last observed: a former primary that
+	// does not answer is fenced when it does; one that answers writable
+	// is fenced at once (MultipleWritable until then).
+	Reachable bool `json:"reachable"`
+	ReadOnly  bool `json:"read_only"`
+	// Primary is the cluster's primary it was compared with.
+	Primary InstanceKey `json:"primary,omitzero"`
+	// Compared is set when both answered and their GTIDs were compared;
+	// Errant then lists the GTIDs it has that Primary lacks ("" when it
+	// has none: it can rejoin as it is).
+	Compared bool   `json:"compared"`
+	Errant   string `json:"errant,omitempty"`
+	// Since is when the failover that replaced it ended, RecoveryID that
+	// failover's (zero when unknown).
+	Since      time.Time `json:"since,omitzero"`
+	RecoveryID int64     `json:"recovery_id,omitempty"`
 }
 
 // Health is serve's own state.
@@ -72,6 +101,12 @@ type OperationOptions struct {
 	// candidate applies its last transactions before the switchover is
 	// rolled back. Zero: the setting.
 	DrainTimeout time.Duration `json:"drain_timeout_ns,omitempty"`
+	// Reclone makes a rejoin re-provision the server from a replica of
+	// the cluster (dump and restore: its data, binary log and errant
+	// transactions discarded, the errant GTIDs recorded in the audit)
+	// before attaching it; without it a server with errant transactions is
+	// refused.
+	Reclone bool `json:"reclone,omitempty"`
 }
 
 // ClusterWatcher is implemented by a ClusterService that can say when a
@@ -103,6 +138,12 @@ type ClusterService interface {
 	Switchover(ctx context.Context, cluster string, opt OperationOptions) (*Recovery, error)
 	// Relocate moves replica below opt.To.
 	Relocate(ctx context.Context, replica InstanceKey, opt OperationOptions) (*Recovery, error)
+	// Rejoin attaches instance, a server of cluster outside its
+	// replication tree (a fenced old primary), below the cluster's primary
+	// as a read_only replica with GTID positioning. It refuses (ECONFLICT,
+	// naming them) a server with errant transactions unless opt.Reclone,
+	// which re-provisions it from a replica first. opt.To is ignored.
+	Rejoin(ctx context.Context, cluster string, instance InstanceKey, opt OperationOptions) (*Recovery, error)
 	// Ack acknowledges a cluster's recoveries, unblocking automatic recovery.
 	Ack(ctx context.Context, cluster, by, comment string) (int, error)
 }

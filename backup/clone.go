@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -27,6 +28,14 @@ type CloneOptions struct {
 	Repl      mysql.Credentials
 	// ReplicaWait bounds the wait for replication to run; default 30 s.
 	ReplicaWait time.Duration
+	// Replace makes the target a copy of the source and nothing else (a
+	// server re-provisioned in place: 'dbpilot rejoin --reclone'): before
+	// the restore its databases the dump does not hold are dropped
+	// (CloneResult.Dropped) and its binary log is reset (RESET MASTER:
+	// its own transactions, errant ones included, are discarded); the
+	// restore replaces the tables it has (DropExisting). Not with a
+	// Filter.
+	Replace     bool
 	Progress    io.Writer
 	ProgressTTY bool
 	Tool        string
@@ -42,6 +51,8 @@ type CloneResult struct {
 	// Errant lists transactions the target has that the source lacks
 	// (always empty for a good clone).
 	Errant string `json:"errant,omitempty"`
+	// Dropped are the target's databases Replace dropped.
+	Dropped []string `json:"dropped,omitempty"`
 }
 
 // Clone copies the source's databases to the target (dump, then restore
@@ -59,6 +70,12 @@ func Clone(ctx context.Context, from dbpilot.InstanceKey, fromOpts mysql.Options
 	}
 	if opt.ReplicaWait <= 0 {
 		opt.ReplicaWait = 30 * time.Second
+	}
+	if opt.Replace {
+		if f := opt.Filter; len(f.Databases) > 0 || len(f.Include) > 0 || len(f.Exclude) > 0 {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "backup: clone: replacing the target (%s) copies every database: give no filter (%s)", to, f)
+		}
+		opt.DropExisting = true
 	}
 	dir := opt.Dir
 	temp := dir == ""
@@ -86,6 +103,16 @@ func Clone(ctx context.Context, from dbpilot.InstanceKey, fromOpts mysql.Options
 		return nil, err
 	}
 	res.Dump = m
+	if opt.Replace {
+		var readOnlyBack func()
+		res.Dropped, readOnlyBack, err = replaceTarget(ctx, to, toOpts, m)
+		if readOnlyBack != nil {
+			defer readOnlyBack()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	rr, err := Restore(ctx, to, toOpts, RestoreOptions{Dir: dir, Threads: opt.Threads, DropExisting: opt.DropExisting,
 		SetGTIDPosition: opt.Replicate, NoBinlog: true, Progress: opt.Progress, ProgressTTY: opt.ProgressTTY})
 	if err != nil {
@@ -127,6 +154,67 @@ func Clone(ctx context.Context, from dbpilot.InstanceKey, fromOpts mysql.Options
 		return res, dbpilot.Errorf(dbpilot.ECONFLICT, "backup: clone: %s replicates but has transactions %s lacks: %s", to, from, res.Errant)
 	}
 	return res, nil
+}
+
+// replaceTarget drops the target's databases that the dump m does not
+// hold (system ones excepted) and resets its binary log and GTID state
+// (RESET MASTER), without writing its binary log. It returns the databases
+// dropped and, on a MySQL server left super_read_only (a fenced old
+// primary: read_only stays on, but the restore's SUPER sessions must
+// write), the function that turns super_read_only back on.
+func replaceTarget(ctx context.Context, key dbpilot.InstanceKey, opts mysql.Options, m *Manifest) (dropped []string, readOnlyBack func(), err error) {
+	db, err := mysql.Open(ctx, key, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer db.Close()
+	db.SQL().SetMaxOpenConns(1) // one session: sql_log_bin=0 holds for the drops
+	d := mysql.Dialect{Flavor: m.Server.Flavor, Version: m.Server.Version}
+	if r, err := db.Query(ctx, "SELECT @@version, @@version_comment"); err == nil && len(r.Values) == 1 {
+		if v, err := dbpilot.ParseVersion(mysql.Str(r.Values[0], 0)); err == nil {
+			d = mysql.Dialect{Flavor: mysql.DetectFlavor(mysql.Str(r.Values[0], 0), mysql.Str(r.Values[0], 1)), Version: v}
+		}
+	}
+	if !d.MariaDB() {
+		if v, ok, err := db.QueryValue(ctx, "SELECT @@GLOBAL.super_read_only"); err == nil && ok && v == "1" {
+			if err := db.Exec(ctx, "SET GLOBAL super_read_only = OFF"); err != nil {
+				return nil, nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: super_read_only", key)
+			}
+			readOnlyBack = func() {
+				bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				if b, err := mysql.Open(bctx, key, opts); err == nil {
+					_ = b.Exec(bctx, "SET GLOBAL super_read_only = ON")
+					b.Close()
+				}
+			}
+		}
+	}
+	if err := db.Exec(ctx, "SET SESSION sql_log_bin = 0"); err != nil {
+		return nil, readOnlyBack, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s", key)
+	}
+	rows, err := db.Query(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME")
+	if err != nil {
+		return nil, readOnlyBack, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: list databases", key)
+	}
+	keep := map[string]bool{}
+	for _, d := range m.Databases {
+		keep[d.Name] = true
+	}
+	for _, row := range rows.Values {
+		name := mysql.Str(row, 0)
+		if name == "" || keep[name] || systemDatabases[strings.ToLower(name)] {
+			continue
+		}
+		if err := db.Exec(ctx, "DROP DATABASE "+QuoteIdent(name)); err != nil {
+			return dropped, readOnlyBack, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: drop database %s", key, name)
+		}
+		dropped = append(dropped, name)
+	}
+	if err := db.Exec(ctx, d.ResetBinaryLogSQL()); err != nil {
+		return dropped, readOnlyBack, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "backup: clone: replace %s: reset its binary log", key)
+	}
+	return dropped, readOnlyBack, nil
 }
 
 // checkCloneTarget refuses a target that already replicates.

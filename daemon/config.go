@@ -34,7 +34,8 @@ type Config struct {
 	// to reach serve by a name (a reverse proxy, a DNS name);
 	// coordination.advertise's host is allowed without it.
 	AllowedHosts []string `yaml:"allowed_hosts"`
-	// State is the SQLite state file.
+	// State is the SQLite state file. A running serve writes the URL of
+	// its API beside it (AddrFile).
 	State string `yaml:"state"`
 	// Token authorizes the API's write operations; TokenFile holds it instead.
 	Token     string `yaml:"token"`
@@ -286,7 +287,8 @@ type ClusterConfig struct {
 	// AutoFailover lets serve recover a dead primary by itself.
 	AutoFailover bool `yaml:"auto_failover"`
 	// Rejoin lets serve make a returning old primary with no errant
-	// transactions a replica of the new primary.
+	// transactions a replica of the new primary by itself; off, it stays
+	// fenced (read_only, outside the cluster) until 'dbpilot rejoin'.
 	Rejoin bool `yaml:"rejoin"`
 	// SemiSync enables the semi-sync primary side on a promoted replica and
 	// the replica side on the replicas moved under it. A promoted replica
@@ -388,7 +390,7 @@ clusters:
   - name: main
     seeds: [db1:3306, db2:3306]
     auto_failover: true
-    rejoin: false
+    rejoin: false                # true: a returning old primary without errant transactions rejoins by itself (else: dbpilot rejoin)
     semi_sync: true              # the new primary gets the semi-sync primary side (kept anyway where the servers had it on)
     promotion_rules: {db3:3306: must_not}
 `
@@ -761,4 +763,15 @@ func choice(v *string, key, def, other string) error {
 		return fmt.Errorf("%s: %q is neither %s nor %s", key, *v, def, other)
 	}
 	return nil
+}
+
+// AddrFile is where a running serve writes the URL its API answers on,
+// beside the state file (STATE.addr): a command refused because that serve
+// owns the state names it ("act through it with --server URL"), whatever
+// --listen serve was given. "" for a state that is not a file.
+func (c *Config) AddrFile() string {
+	if c.State == "" || strings.HasPrefix(c.State, ":") {
+		return ""
+	}
+	return c.State + ".addr"
 }

@@ -33,6 +33,10 @@ type Daemon struct {
 	running atomic.Bool // the watch loops run (serve); service calls then read their state
 	closers []io.Closer // what Close releases besides probe and ctl (set by the wiring)
 
+	// recloner re-provisions a server for 'dbpilot rejoin --reclone' (nil:
+	// refused).
+	recloner dbpilot.Recloner
+
 	clusters map[string]*clusterState
 	order    []string
 	owners   owners  // which cluster each observed server belongs to
@@ -129,6 +133,9 @@ type Options struct {
 	// Controller makes every topology change (failover, switchover,
 	// relocate, fencing, rejoin) and reads servers afresh before one.
 	Controller dbpilot.ReplicationController
+	// Recloner re-provisions a server from another of its cluster for a
+	// rejoin with reclone (nil: such a rejoin is refused).
+	Recloner dbpilot.Recloner
 	// Liveness, when set and detection.liveness_interval is positive, keeps
 	// a session on each primary between polls to notice its death at once.
 	Liveness Liveness
@@ -199,6 +206,7 @@ func New(cfg *Config, opt Options) *Daemon {
 		store:    opt.Store,
 		probe:    opt.Inspector,
 		ctl:      opt.Controller,
+		recloner: opt.Recloner,
 		live:     opt.Liveness,
 		now:      opt.Now,
 		log:      opt.Logger,
@@ -464,29 +472,47 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// restoreFences re-arms fencing of old primaries from recent recoveries.
+// restoreFences re-arms fencing of old primaries from recent recoveries
+// (restoreFence, for every cluster).
 func (d *Daemon) restoreFences(ctx context.Context) {
+	for _, name := range d.order {
+		d.restoreFence(ctx, d.clusters[name])
+	}
+}
+
+// restoreFence takes the cluster's primary from its newest successful
+// failover or switchover, and re-arms fencing of the old primaries that
+// failovers of the last 24 hours replaced and no later rejoin attached.
+func (d *Daemon) restoreFence(ctx context.Context, cs *clusterState) {
 	if d.store == nil {
 		return
 	}
-	for _, cs := range d.clusters {
-		recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: 20})
-		if err != nil {
-			d.log.Warn("read recoveries", "cluster", cs.cfg.Name, "err", err)
+	recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: 20})
+	if err != nil {
+		d.log.Warn("read recoveries", "cluster", cs.cfg.Name, "err", err)
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	primarySet := false
+	rejoined := map[dbpilot.InstanceKey]bool{}
+	for _, r := range recs { // newest first
+		if !r.Success {
 			continue
 		}
-		cs.mu.Lock()
-		for i, r := range recs {
-			if i == 0 && r.Success && !r.NewPrimary.IsZero() {
-				cs.setPrimary(r.NewPrimary)
-				cs.known = appendKey(cs.known, r.NewPrimary)
-			}
-			if r.Success && r.Kind != dbpilot.RecoverySwitchover && d.now().Sub(r.Ended) < 24*time.Hour {
-				cs.fenced[r.OldPrimary] = true
-				cs.known = appendKey(cs.known, r.OldPrimary)
-			}
+		failover := r.Kind == dbpilot.RecoveryFailoverAuto || r.Kind == dbpilot.RecoveryFailoverManual
+		if !primarySet && (failover || r.Kind == dbpilot.RecoverySwitchover) && !r.NewPrimary.IsZero() {
+			primarySet = true
+			cs.setPrimary(r.NewPrimary)
+			cs.known = appendKey(cs.known, r.NewPrimary)
 		}
-		cs.mu.Unlock()
+		if r.Kind == dbpilot.RecoveryRejoin {
+			rejoined[r.OldPrimary.Normalized()] = true
+		}
+		if failover && !rejoined[r.OldPrimary.Normalized()] && d.now().Sub(r.Ended) < 24*time.Hour {
+			cs.fenced[r.OldPrimary] = true
+			cs.known = appendKey(cs.known, r.OldPrimary)
+		}
 	}
 }
 
@@ -565,6 +591,10 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	}
 	cur := cs.primary
 	prev := cs.instances
+	toFence := make(map[dbpilot.InstanceKey]bool, len(cs.fenced))
+	for k := range cs.fenced {
+		toFence[k.Normalized()] = true
+	}
 	cs.mu.Unlock()
 
 	bound := d.cfg.PollInterval.D()
@@ -623,8 +653,17 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	if primary != nil {
 		pk = primary.Key
 	}
+	// The old primaries to fence among the detached: fenced (read_only)
+	// when they answer, with the GTIDs they have that the primary lacks.
+	var fenced []dbpilot.FencedInstance
+	for _, i := range detached {
+		if toFence[i.Key.Normalized()] {
+			fenced = append(fenced, topology.FencedOf(i, primary))
+		}
+	}
 	if len(members) > 0 {
 		problems = append(problems, topology.DetachedWritable(pk, members, detached)...)
+		problems = append(problems, topology.FencedProblems(fenced)...)
 	}
 	overlap := overlapProblems(cs.cfg.Name, d.owners.claim(cs.cfg.Name, members))
 	problems = append(problems, overlap...)
@@ -649,6 +688,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	cs.overlap = overlap
 	cs.status.Instances = members
 	cs.status.Detached = detached
+	cs.status.Fenced = fenced
 	cs.status.Problems = problems
 	if problems == nil {
 		cs.status.Problems = []dbpilot.Problem{}
@@ -966,17 +1006,25 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 }
 
 // blockedUntil returns when automatic recovery of the cluster is allowed
-// again, or zero when it is not blocked.
+// again, or zero when it is not blocked: block_period after the newest
+// failover not acknowledged. A switchover after it lifts the block;
+// relocations and rejoins neither block nor lift it.
 func (d *Daemon) blockedUntil(ctx context.Context, cs *clusterState) time.Time {
 	if d.store == nil {
 		return time.Time{}
 	}
-	recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: 1})
-	if err != nil || len(recs) == 0 {
+	recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: 20})
+	if err != nil {
 		return time.Time{}
 	}
-	r := recs[0]
-	if r.Acked || r.Kind == dbpilot.RecoverySwitchover || r.Kind == dbpilot.RecoveryRelocate {
+	var r *dbpilot.Recovery
+	for _, x := range recs {
+		if x.Kind != dbpilot.RecoveryRelocate && x.Kind != dbpilot.RecoveryRejoin {
+			r = x
+			break
+		}
+	}
+	if r == nil || r.Acked || r.Kind == dbpilot.RecoverySwitchover {
 		return time.Time{}
 	}
 	end := r.Ended

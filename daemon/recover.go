@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/gtid"
 	"github.com/dbpilot/dbpilot/recovery"
+	"github.com/dbpilot/dbpilot/topology"
 )
 
 // maxCandidates is how many candidates a failover tries when the chosen one
@@ -20,7 +20,7 @@ const maxCandidates = 3
 // executor returns the recovery executor acting through the controller
 // for fence (see controller).
 func (d *Daemon) executor(fence *dbpilot.Fence) *recovery.Executor {
-	return &recovery.Executor{Ctl: d.controller(fence), Audit: auditor{d}, Opt: recovery.Options{
+	return &recovery.Executor{Ctl: d.controller(fence), Audit: auditor{d}, Recloner: d.recloner, Opt: recovery.Options{
 		ApplyTimeout:  d.cfg.Recovery.ApplyTimeout.D(),
 		RepointVerify: d.cfg.Recovery.RepointVerify.D(),
 		KillGrace:     d.cfg.Recovery.KillGrace.D(),
@@ -332,7 +332,7 @@ func withoutFenced(ps []dbpilot.Problem, fenced []*dbpilot.Instance) []dbpilot.P
 // fence watches old primaries (fenceReturning made them read_only): the
 // errant transactions of one that is back (GTIDs the new primary lacks)
 // are reported, and with rejoin it becomes a replica of the new primary
-// when it has none. Only the leader rejoins.
+// when it has none (autoRejoin). Only the leader rejoins.
 func (d *Daemon) fence(ctx context.Context, cs *clusterState, fence *dbpilot.Fence) {
 	cs.mu.Lock()
 	var back []*dbpilot.Instance
@@ -349,34 +349,86 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState, fence *dbpilot.Fen
 		}
 	}
 	cs.mu.Unlock()
-	ctl := d.controller(fence)
 	for _, old := range back {
 		if newPrimary == nil || !newPrimary.Reachable {
 			continue
 		}
-		errant, err := errantAgainst(old, newPrimary)
+		errant, err := topology.Errant(old, newPrimary)
 		if err != nil {
 			d.log.Warn("fence: compare GTIDs", "instance", old.Key.String(), "err", err)
 			continue
 		}
 		if errant != "" {
-			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has errant transactions the new primary %s lacks: %s; it stays read_only and out of the cluster", old.Key, newPrimary.Key, errant),
+			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has errant transactions the new primary %s lacks: %s; it stays read_only and out of the cluster ('dbpilot rejoin %s --reclone' re-provisions and attaches it)", old.Key, newPrimary.Key, errant, old.Key),
 				map[string]string{"errant": errant})
 			continue
 		}
 		if !cs.cfg.Rejoin {
-			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has no errant transactions; rejoin is off, so it stays read_only and detached", old.Key), nil)
+			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has no errant transactions; rejoin is off, so it stays read_only and detached ('dbpilot rejoin %s' attaches it)", old.Key, old.Key), nil)
 			continue
 		}
-		if err := d.rejoin(ctx, ctl, old.Key, newPrimary.Key, cs.cfg.SemiSync); err != nil {
+		if err := d.autoRejoin(ctx, cs, fence, old.Key, newPrimary.Key); err != nil {
 			d.log.Warn("rejoin failed", "instance", old.Key.String(), "err", err)
-			continue
 		}
-		cs.mu.Lock()
-		delete(cs.fenced, old.Key)
-		cs.mu.Unlock()
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: dbpilot.AuditRejoin,
-			Message: fmt.Sprintf("old primary %s has no errant transactions: now a replica of %s", old.Key, newPrimary.Key)})
+	}
+}
+
+// autoRejoin makes the old primary old, with no errant transactions, a
+// replica of primary (the cluster's setting rejoin), recorded as a
+// recovery of kind rejoin. It does nothing while another operation runs.
+func (d *Daemon) autoRejoin(ctx context.Context, cs *clusterState, fence *dbpilot.Fence, old, primary dbpilot.InstanceKey) error {
+	if !cs.op.TryLock() {
+		return nil // the next tick
+	}
+	defer cs.op.Unlock()
+	rec := &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: dbpilot.RecoveryRejoin, OldPrimary: old, NewPrimary: primary, Started: d.now(),
+		Plan: "automatic (rejoin: true), no errant transactions\n" + recovery.RejoinPlan(old, primary, dbpilot.InstanceKey{}, "", false, cs.cfg.SemiSync)}
+	return d.runRejoin(ctx, cs, fence, rec, recovery.RejoinOptions{})
+}
+
+// runRejoin records rec, attaches rec.OldPrimary below rec.NewPrimary
+// (recovery.Executor.Rejoin) and, when it replicates, takes it out of the
+// fenced set: a normal replica. The caller holds cs.op.
+func (d *Daemon) runRejoin(ctx context.Context, cs *clusterState, fence *dbpilot.Fence, rec *dbpilot.Recovery, opt recovery.RejoinOptions) error {
+	shared, err := d.sharedBegin(ctx, fence, rec, nil)
+	if err != nil {
+		return err
+	}
+	if d.store != nil {
+		if err := d.store.CreateRecovery(ctx, rec); err != nil {
+			return err
+		}
+	}
+	exec := d.executor(fence)
+	exec.Opt.SemiSync = cs.cfg.SemiSync
+	err = exec.Rejoin(ctx, rec.OldPrimary, rec.NewPrimary, opt, rec)
+	if err == nil {
+		d.unfence(cs, rec.OldPrimary)
+	}
+	d.endRecovery(ctx, rec, err)
+	d.sharedUpdate(ctx, fence, shared, rec, "")
+	if err == nil {
+		// Observe now: watchers see it in the tree, no longer fenced.
+		if _, _, oerr := d.observe(ctx, cs); oerr != nil {
+			cs.notify()
+		}
+	}
+	return err
+}
+
+// unfence takes k out of the cluster's old primaries to fence.
+func (d *Daemon) unfence(cs *clusterState, k dbpilot.InstanceKey) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for f := range cs.fenced {
+		if f.Equal(k) {
+			delete(cs.fenced, f)
+		}
+	}
+	for f := range cs.fenceNoted {
+		if f.Equal(k) {
+			delete(cs.fenceNoted, f)
+		}
 	}
 }
 
@@ -389,30 +441,4 @@ func (d *Daemon) fenceNote(ctx context.Context, cs *clusterState, k dbpilot.Inst
 	if !same {
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: dbpilot.AuditFence, Message: msg, Detail: detail})
 	}
-}
-
-func (d *Daemon) rejoin(ctx context.Context, ctl dbpilot.ReplicationController, old, primary dbpilot.InstanceKey, semiSync bool) error {
-	if err := ctl.StopReplica(ctx, old); err != nil {
-		return err
-	}
-	// A replica that does not acknowledge would make every commit on a
-	// semi-sync primary wait for the timeout.
-	if err := ctl.SetSemiSync(ctx, old, false, semiSync); err != nil {
-		return err
-	}
-	if err := ctl.ChangeSource(ctx, old, primary, dbpilot.ChangeSourceOptions{}); err != nil {
-		return err
-	}
-	return ctl.StartReplica(ctx, old)
-}
-
-// errantAgainst returns the GTIDs old has that primary lacks.
-func errantAgainst(old, primary *dbpilot.Instance) (string, error) {
-	if old.Flavor == dbpilot.FlavorMariaDB {
-		return gtid.ErrantMariaDBStrings(old.GTID.BinlogState, primary.GTID.BinlogState)
-	}
-	if old.Flavor.IsMySQLFamily() {
-		return gtid.ErrantMySQLStrings(old.GTID.Executed, primary.GTID.Executed)
-	}
-	return "", errors.New("unknown flavor")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/recovery"
+	"github.com/dbpilot/dbpilot/topology"
 )
 
 var _ dbpilot.ClusterService = (*Daemon)(nil)
@@ -40,6 +41,7 @@ func (d *Daemon) snapshot(ctx context.Context, cs *clusterState) *dbpilot.Cluste
 	st.Instances = append([]*dbpilot.Instance(nil), cs.status.Instances...)
 	st.Problems = append([]dbpilot.Problem(nil), cs.status.Problems...)
 	st.Detached = append([]*dbpilot.Instance(nil), cs.status.Detached...)
+	st.Fenced = append([]dbpilot.FencedInstance(nil), cs.status.Fenced...)
 	cs.mu.Unlock()
 	if st.Instances == nil {
 		st.Instances = []*dbpilot.Instance{}
@@ -55,8 +57,21 @@ func (d *Daemon) snapshot(ctx context.Context, cs *clusterState) *dbpilot.Cluste
 		}
 	}
 	if d.store != nil {
-		if recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: 1}); err == nil && len(recs) > 0 {
+		limit := 1
+		if len(st.Fenced) > 0 {
+			limit = 20 // the failovers that fenced them
+		}
+		if recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: limit}); err == nil && len(recs) > 0 {
 			st.LastRecovery = recs[0]
+			for i := range st.Fenced {
+				f := &st.Fenced[i]
+				for _, r := range recs {
+					if r.Success && (r.Kind == dbpilot.RecoveryFailoverAuto || r.Kind == dbpilot.RecoveryFailoverManual) && r.OldPrimary.Equal(f.Key) {
+						f.Since, f.RecoveryID = r.Ended, r.ID
+						break
+					}
+				}
+			}
 		}
 	}
 	return &st
@@ -297,7 +312,22 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 		}
 	}
 	if cs == nil {
-		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: %s is not part of any watched cluster", replica)
+		// Seen outside a cluster's tree (a fenced old primary): rejoin
+		// attaches it; relocate moves members only.
+		for _, name := range d.order {
+			c := d.clusters[name]
+			c.mu.Lock()
+			for _, i := range c.detached {
+				if i.Key.Equal(replica) {
+					cs = c
+				}
+			}
+			c.mu.Unlock()
+			if cs != nil {
+				return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "relocate: %s is outside cluster %s's replication tree (a fenced old primary, or a server that does not replicate): attach it below the primary with 'dbpilot rejoin %s --cluster %s'", replica, cs.cfg.Name, replica, cs.cfg.Name)
+			}
+		}
+		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: %s is not part of any watched cluster; a server outside a cluster's tree (a fenced old primary) is attached with 'dbpilot rejoin %s'", replica, replica)
 	}
 	fence, fwd, err := d.leadership(ctx, cs, fmt.Sprintf("relocate %s", replica), dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun})
 	if err != nil {
@@ -364,6 +394,112 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 	err = exec.Relocate(ctx, replica, opt.To, rec)
 	d.endRecovery(ctx, rec, err)
 	d.sharedUpdate(ctx, fence, shared, rec, "")
+	return rec, err
+}
+
+// Rejoin attaches a server seen beside the cluster but outside its tree
+// (a fenced old primary) below the cluster's primary as a read_only
+// replica; with opt.Reclone it re-provisions it from a replica first.
+// A server with errant transactions is refused without opt.Reclone.
+func (d *Daemon) Rejoin(ctx context.Context, name string, instance dbpilot.InstanceKey, opt dbpilot.OperationOptions) (rec *dbpilot.Recovery, err error) {
+	what := "rejoin " + instance.String()
+	if opt.Reclone {
+		what += " --reclone"
+	}
+	defer func() { d.auditOperation(ctx, name, what, opt, rec, err) }()
+	if instance.IsZero() {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "rejoin: name the server to attach (HOST:PORT)")
+	}
+	cs, err := d.cluster(name)
+	if err != nil {
+		return nil, err
+	}
+	fence, fwd, err := d.leadership(ctx, cs, what, dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun})
+	if err != nil {
+		return nil, err
+	}
+	if fwd != nil {
+		opt.Forwarded = true
+		return fwd.Rejoin(ctx, name, instance, opt)
+	}
+	if !d.running.Load() {
+		// Acting directly: the old primaries the state remembers are
+		// crawled and known as such, as serve knows them.
+		d.restoreFence(ctx, cs)
+	}
+	if err := lockOp(cs); err != nil {
+		return nil, err
+	}
+	defer cs.op.Unlock()
+	members, primary, err := d.observe(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case primary == nil:
+		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "cluster %s: no primary found: nothing to attach %s to", name, instance)
+	case primary.IsGalera():
+		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "cluster %s is a Galera cluster: a node rejoins by state transfer when it starts; 'dbpilot rejoin' attaches servers to a replication tree", name)
+	case cs.multiPrimary():
+		return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "cluster %s has several writers (ring or multi-source): rejoin is not supported; attach %s by hand", name, instance)
+	case !primary.Reachable:
+		return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: the primary %s is not reachable: nothing to attach %s to; see 'dbpilot failover %s'", name, primary.Key, instance, name)
+	}
+	for _, m := range members {
+		if m.Key.Equal(instance) {
+			src := "it is the primary"
+			if len(m.Channels) > 0 {
+				src = "it replicates from " + m.Channels[0].Source.String()
+			}
+			return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "rejoin: %s is already in cluster %s (%s): nothing to rejoin; to move it use 'dbpilot relocate %s --below HOST:PORT'", instance, name, src, instance)
+		}
+	}
+	cs.mu.Lock()
+	var old *dbpilot.Instance
+	for _, i := range cs.detached {
+		if i.Key.Equal(instance) {
+			old = i
+		}
+	}
+	cs.mu.Unlock()
+	if old == nil {
+		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "rejoin: %s is not seen beside cluster %s: rejoin attaches the cluster's fenced old primaries and the servers discovered outside its tree (see 'dbpilot topology'); check the address, or --cluster", instance, name)
+	}
+	fresh := d.inspectAll(ctx, append(keysOf(members), instance))
+	o, p := fresh[len(fresh)-1], (*dbpilot.Instance)(nil)
+	for _, i := range fresh {
+		if i.Key.Equal(primary.Key) {
+			p = i
+		}
+	}
+	if !o.Reachable {
+		return nil, dbpilot.Errorf(dbpilot.EUNAVAIL, "rejoin: %s is unreachable (%s): start it (serve fences it when it answers), then rejoin it", instance, o.LastError)
+	}
+	errant := ""
+	if e, err := topology.Errant(o, p); err == nil {
+		errant = e
+	}
+	var source dbpilot.InstanceKey
+	if opt.Reclone {
+		if d.recloner == nil {
+			return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "rejoin --reclone: this dbpilot cannot re-provision servers")
+		}
+		source, _ = recovery.RecloneSource(instance, p.Key, fresh)
+	} else if err := recovery.CheckRejoin(o, p); err != nil {
+		return nil, err
+	}
+	rec = &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoveryRejoin, OldPrimary: instance, NewPrimary: p.Key, Started: d.now(),
+		Plan: recovery.RejoinPlan(instance, p.Key, source, errant, opt.Reclone, cs.cfg.SemiSync)}
+	if opt.DryRun {
+		return rec, nil
+	}
+	run := ctx
+	if opt.Reclone {
+		// A copy cut half way (the client gone) would leave the server
+		// half restored: it runs to its end, recorded in the audit.
+		run = context.WithoutCancel(ctx)
+	}
+	err = d.runRejoin(run, cs, fence, rec, recovery.RejoinOptions{Reclone: opt.Reclone, Source: source})
 	return rec, err
 }
 

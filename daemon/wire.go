@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/backup"
 	"github.com/dbpilot/dbpilot/collector"
 	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/mysql"
@@ -32,6 +33,7 @@ import (
 
 // This file is the only place where the daemon meets concrete adapters:
 // mysql (probes, replication control, liveness sessions, credential files),
+// backup (re-provisioning a server for rejoin --reclone),
 // collector (metrics), sqlite (state), metrics (the embedded TSDB),
 // remotewrite (remote-write targets and a remote query API) and sandbox
 // (configuration from a sandbox); watchdog.go's collector reads the
@@ -163,9 +165,11 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 	admin := probe
 	admin.ConnectTimeout = max(admin.ConnectTimeout, time.Second)
 	admin.QueryTimeout = 30 * time.Second
+	repl := mysql.Credentials{User: cfg.Replication.User, Password: cfg.Replication.Password}
 	opt := Options{
 		Inspector:  mysql.NewInspector(probe),
-		Controller: mysql.NewController(admin, mysql.Credentials{User: cfg.Replication.User, Password: cfg.Replication.Password}),
+		Controller: mysql.NewController(admin, repl),
+		Recloner:   recloner{admin: admin, repl: repl, tool: strings.TrimSuffix("dbpilot "+w.Version, " ")},
 		Liveness:   &mysql.Liveness{Options: probe},
 		Store:      w.Store,
 		AlertStore: w.AlertStore,
@@ -202,6 +206,29 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 		}
 	}
 	return d
+}
+
+// recloner re-provisions a server with the backup package's clone
+// (dbpilot.Recloner): a consistent dump of the source restored into the
+// target, which is replaced (databases the source lacks dropped, binary log
+// reset) and replicates from the source at the dump's GTID position.
+type recloner struct {
+	admin mysql.Options
+	repl  mysql.Credentials
+	tool  string
+}
+
+func (c recloner) Reclone(ctx context.Context, source, target dbpilot.InstanceKey) (*dbpilot.RecloneResult, error) {
+	res, err := backup.Clone(ctx, source, c.admin, target, c.admin, backup.CloneOptions{
+		Threads: 4, Replicate: true, Repl: c.repl, Replace: true, Tool: c.tool})
+	if err != nil {
+		return nil, err
+	}
+	out := &dbpilot.RecloneResult{Position: res.Position, Dropped: res.Dropped}
+	if res.Restore != nil {
+		out.Tables, out.Rows = res.Restore.Tables, res.Restore.Rows
+	}
+	return out, nil
 }
 
 // wireRemote starts the remote-write targets and returns the metrics

@@ -24,6 +24,9 @@ const (
 	// DefaultOperationTimeout bounds a failover, switchover, relocation or
 	// ack: a failover may take two minutes.
 	DefaultOperationTimeout = 3 * time.Minute
+	// DefaultRecloneTimeout bounds a rejoin with reclone: a dump and a
+	// restore of the cluster's data.
+	DefaultRecloneTimeout = 6 * time.Hour
 )
 
 // Client calls a dbpilot serve's API. It implements dbpilot.ClusterService,
@@ -39,6 +42,9 @@ type Client struct {
 	HTTP             *http.Client
 	ReadTimeout      time.Duration
 	OperationTimeout time.Duration
+	// RecloneTimeout bounds a rejoin with reclone instead of
+	// OperationTimeout, when longer.
+	RecloneTimeout time.Duration
 	// UserAgent is sent with every request.
 	UserAgent string
 	// Source is sent as X-Dbpilot-Source, for serve's audit log.
@@ -54,6 +60,7 @@ func NewClient(baseURL, token string) *Client {
 		token:            token,
 		ReadTimeout:      DefaultReadTimeout,
 		OperationTimeout: DefaultOperationTimeout,
+		RecloneTimeout:   DefaultRecloneTimeout,
 		UserAgent:        "dbpilot",
 		Source:           dbpilot.SourceCLI,
 		HTTP: &http.Client{
@@ -211,6 +218,24 @@ func (c *Client) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 		req.Below = opt.To.String()
 	}
 	return c.operation(ctx, "/api/relocate", req)
+}
+
+// Rejoin implements dbpilot.ClusterService.
+func (c *Client) Rejoin(ctx context.Context, cluster string, instance dbpilot.InstanceKey, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	if err := checkCluster(cluster); err != nil {
+		return nil, err
+	}
+	req := rejoinRequest{DryRun: opt.DryRun, Reclone: opt.Reclone, Forwarded: opt.Forwarded}
+	if !instance.IsZero() {
+		req.Instance = instance.String()
+	}
+	cc := c
+	if opt.Reclone && !opt.DryRun && c.RecloneTimeout > c.OperationTimeout {
+		copied := *c
+		copied.OperationTimeout = c.RecloneTimeout
+		cc = &copied
+	}
+	return cc.operation(ctx, "/api/clusters/"+url.PathEscape(cluster)+"/rejoin", req)
 }
 
 // durationText is d as a request body carries it; "" for zero (the

@@ -17,6 +17,7 @@
 //	POST /api/clusters/{name}/failover     {"dry_run": bool, "to": "host:port"} → Recovery
 //	POST /api/clusters/{name}/switchover   {"dry_run": bool, "to": "host:port"} → Recovery
 //	POST /api/relocate                     {"replica": "host:port", "below": "host:port", "dry_run": bool} → Recovery
+//	POST /api/clusters/{name}/rejoin       {"instance": "host:port", "dry_run": bool, "reclone": bool} → Recovery
 //	POST /api/clusters/{name}/ack          {"by": "...", "comment": "..."} → {"acked": n}
 //
 // POST requests need "Authorization: Bearer TOKEN"; a server without a token
@@ -79,6 +80,15 @@ type relocateRequest struct {
 	Forwarded bool `json:"forwarded,omitempty"`
 	// MaxLag overrides switchover.max_lag for the target's precheck.
 	MaxLag string `json:"max_lag,omitempty"`
+}
+
+// rejoinRequest is the body of rejoin.
+type rejoinRequest struct {
+	Instance string `json:"instance"`
+	DryRun   bool   `json:"dry_run"`
+	Reclone  bool   `json:"reclone,omitempty"`
+	// Forwarded: see dbpilot.OperationOptions.
+	Forwarded bool `json:"forwarded,omitempty"`
 }
 
 // ackRequest is the body of ack.

@@ -122,6 +122,11 @@ func (f *fakeService) Relocate(ctx context.Context, replica dbpilot.InstanceKey,
 	return f.op(dbpilot.RecoveryRelocate, "", replica, opt)
 }
 
+func (f *fakeService) Rejoin(ctx context.Context, cluster string, instance dbpilot.InstanceKey, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	f.source = dbpilot.SourceOf(ctx)
+	return f.op(dbpilot.RecoveryRejoin, cluster, instance, opt)
+}
+
 func (f *fakeService) Ack(ctx context.Context, cluster, by, comment string) (int, error) {
 	f.record("Ack")
 	f.cluster, f.by, f.commnt = cluster, by, comment
@@ -375,6 +380,20 @@ func TestOperations(t *testing.T) {
 		t.Errorf("relocate: service saw %v %+v; got %+v", e.fake.replica, e.fake.opt, r)
 	}
 
+	old := dbpilot.InstanceKey{Host: "db1", Port: 3306}
+	for _, o := range []dbpilot.OperationOptions{{DryRun: true}, {Reclone: true}, {}} {
+		r, err = e.client.Rejoin(ctx, "odd/name with space", old, o)
+		if err != nil || r.Kind != dbpilot.RecoveryRejoin {
+			t.Fatalf("rejoin %+v: %v %+v", o, err, r)
+		}
+		if e.fake.cluster != "odd/name with space" || e.fake.replica != old || e.fake.opt != o || e.fake.source != dbpilot.SourceCLI {
+			t.Errorf("rejoin %+v: service saw %q %v %+v from %q", o, e.fake.cluster, e.fake.replica, e.fake.opt, e.fake.source)
+		}
+	}
+	if _, err := e.client.Rejoin(ctx, "", old, dbpilot.OperationOptions{}); dbpilot.ErrorCode(err) != dbpilot.EINVALID {
+		t.Errorf("rejoin without a cluster: %v", err)
+	}
+
 	n, err := e.client.Ack(ctx, "main", "alice", "checked the new primary")
 	if err != nil || n != 3 {
 		t.Fatalf("ack: %d %v", n, err)
@@ -399,6 +418,7 @@ func TestAuth(t *testing.T) {
 		{"/api/clusters/main/failover", `{"dry_run":true}`},
 		{"/api/clusters/main/switchover", `{"dry_run":true}`},
 		{"/api/relocate", `{"replica":"db2:3306","below":"db3:3306","dry_run":true}`},
+		{"/api/clusters/main/rejoin", `{"instance":"db1:3306","dry_run":true}`},
 		{"/api/clusters/main/ack", `{"by":"x"}`},
 	}
 
@@ -480,6 +500,9 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/api/relocate", `{"replica":"db2:3306"}`, 400, `missing "below"`},
 		{"POST", "/api/relocate", `{"replica":"db2:x","below":"db3:3306"}`, 400, `invalid "replica"`},
 		{"POST", "/api/relocate", `{"replica":"db2:3306","below":":3306"}`, 400, `invalid "below"`},
+		{"POST", "/api/clusters/main/rejoin", `{"dry_run":true}`, 400, `missing "instance"`},
+		{"POST", "/api/clusters/main/rejoin", `{"instance":"db1:3306","reclone":"yes"}`, 400, `field "reclone" must be a JSON boolean`},
+		{"POST", "/api/clusters/main/rejoin", `{"instance":"db1:3306","recl0ne":true}`, 400, `unknown field "recl0ne"`},
 		{"POST", "/api/clusters/main/ack", `{"by":1}`, 400, `field "by" must be a JSON string`},
 		{"POST", "/api/clusters/main/ack", `{"by":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, 413, "larger than 1048576 bytes"},
 		{"GET", "/api/recoveries?limit=x", "", 400, `invalid limit "x"`},

@@ -70,6 +70,7 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	s.mux.HandleFunc("POST /api/clusters/{name}/failover", s.authorized(s.failover))
 	s.mux.HandleFunc("POST /api/clusters/{name}/switchover", s.authorized(s.switchover))
 	s.mux.HandleFunc("POST /api/relocate", s.authorized(s.relocate))
+	s.mux.HandleFunc("POST /api/clusters/{name}/rejoin", s.authorized(s.rejoin))
 	s.mux.HandleFunc("POST /api/clusters/{name}/ack", s.authorized(s.ack))
 	s.mux.HandleFunc("POST /api/bench/metrics", s.authorized(s.benchMetrics))
 	s.registerAlerts()
@@ -459,6 +460,20 @@ func (s *Server) relocate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, err := s.svc.Relocate(r.Context(), replica, dbpilot.OperationOptions{DryRun: req.DryRun, To: below, Forwarded: req.Forwarded, MaxLag: maxLag})
+	s.writeRecovery(w, rec, err)
+}
+
+func (s *Server) rejoin(w http.ResponseWriter, r *http.Request) {
+	var req rejoinRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	instance, err := parseKey("instance", req.Instance)
+	if err != nil {
+		s.writeError(w, err, nil)
+		return
+	}
+	rec, err := s.svc.Rejoin(r.Context(), r.PathValue("name"), instance, dbpilot.OperationOptions{DryRun: req.DryRun, Reclone: req.Reclone, Forwarded: req.Forwarded})
 	s.writeRecovery(w, rec, err)
 }
 

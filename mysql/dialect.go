@@ -137,6 +137,16 @@ func (d Dialect) BinlogStatusSQL() string { return d.flavor().binlogStatus() }
 // state (see SetGTIDPositionNeedsEmptyState).
 func (d Dialect) SetGTIDPositionSQL(pos string) string { return d.flavor().setGTIDPosition(pos) }
 
+// ResetBinaryLogSQL returns the statement that deletes the server's binary
+// logs and empties its GTID state (MariaDB gtid_binlog_state, MySQL
+// gtid_executed): RESET MASTER; MySQL 8.4+ RESET BINARY LOGS AND GTIDS.
+func (d Dialect) ResetBinaryLogSQL() string {
+	if !d.MariaDB() && d.Version.AtLeast(8, 4, 0) {
+		return "RESET BINARY LOGS AND GTIDS"
+	}
+	return "RESET MASTER"
+}
+
 // SetGTIDPositionNeedsEmptyState reports whether SetGTIDPositionSQL works
 // only on a server whose GTID state is empty (RESET MASTER): MySQL before
 // 8.0, where gtid_purged can be set but not added to.

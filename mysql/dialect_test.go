@@ -103,6 +103,13 @@ func TestDialectBackupStatements(t *testing.T) {
 			if got := d.SetGTIDPositionNeedsEmptyState(); got != w.needsEmpty {
 				t.Errorf("SetGTIDPositionNeedsEmptyState = %v, want %v", got, w.needsEmpty)
 			}
+			reset := "RESET MASTER"
+			if tc.version == "8.4.0" {
+				reset = "RESET BINARY LOGS AND GTIDS"
+			}
+			if got := d.ResetBinaryLogSQL(); got != reset {
+				t.Errorf("ResetBinaryLogSQL = %q, want %q", got, reset)
+			}
 		})
 	}
 }

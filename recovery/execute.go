@@ -74,6 +74,9 @@ type Executor struct {
 	Ctl   dbpilot.ReplicationController
 	Audit dbpilot.Auditor // may be nil
 	Opt   Options
+	// Recloner re-provisions a server for a rejoin with Reclone (nil:
+	// such a rejoin is refused).
+	Recloner dbpilot.Recloner
 }
 
 // execMaxParallel bounds how many replicas are repointed at once.
@@ -88,8 +91,8 @@ type execRun struct {
 	opt     Options
 	rec     *dbpilot.Recovery
 	cluster string
-	verb    string              // "failover", "switchover", "relocate": the start of error messages
-	subject dbpilot.InstanceKey // the candidate, or the replica relocated: the instance of "done" and "failed"
+	verb    string              // "failover", "switchover", "relocate", "rejoin": the start of error messages
+	subject dbpilot.InstanceKey // the candidate, or the replica relocated or rejoined: the instance of "done" and "failed"
 
 	// candSemi is the candidate's semi-sync state before the run changed it.
 	candSemi dbpilot.SemiSyncState
@@ -169,7 +172,7 @@ func (r *execRun) finish(ctx context.Context, err error, detail map[string]strin
 	r.rec.Success = true
 	r.rec.Error = ""
 	msg := r.verb + " done"
-	if !r.rec.NewPrimary.IsZero() && r.verb != "relocate" {
+	if !r.rec.NewPrimary.IsZero() && r.verb != "relocate" && r.verb != "rejoin" {
 		msg += ": " + r.rec.NewPrimary.String() + " is the primary"
 	}
 	if n := len(r.rec.LostReplicas); n > 0 {

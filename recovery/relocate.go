@@ -27,12 +27,18 @@ import (
 // A replica already replicating from target can move there: nil.
 // The error is a *dbpilot.Error: EINVALID, EUNAVAIL, EUNSUPPORTED or ECONFLICT.
 func CheckRelocate(replica, target *dbpilot.Instance, instances []*dbpilot.Instance) error {
+	return checkBelow("relocate", replica, target, instances)
+}
+
+// checkBelow is CheckRelocate for an operation named verb ("relocate",
+// "rejoin"), which starts its messages.
+func checkBelow(verb string, replica, target *dbpilot.Instance, instances []*dbpilot.Instance) error {
 	if replica == nil || target == nil {
-		return dbpilot.Errorf(dbpilot.EINVALID, "relocate: replica and target are both needed")
+		return dbpilot.Errorf(dbpilot.EINVALID, "%s: replica and target are both needed", verb)
 	}
 	rk, tk := replica.Key, target.Key
 	fail := func(code, format string, args ...any) error {
-		return dbpilot.Errorf(code, "cannot relocate %s below %s: %s", rk, tk, fmt.Sprintf(format, args...))
+		return dbpilot.Errorf(code, "cannot %s %s below %s: %s", verb, rk, tk, fmt.Sprintf(format, args...))
 	}
 	if rk.Equal(tk) {
 		return fail(dbpilot.EINVALID, "a server cannot replicate from itself")

@@ -659,11 +659,11 @@ type ClusterHealth struct {
 }
 
 // Summarize returns the health of cluster c: the problems (of those given)
-// on its instances, in their given order.
+// on its instances and its detached servers, in their given order.
 func Summarize(c *dbpilot.Cluster, problems []dbpilot.Problem) ClusterHealth {
 	h := ClusterHealth{Name: c.Name, Primaries: c.Primaries, Instances: len(c.Instances), Healthy: true, Problems: []dbpilot.Problem{}, Galera: c.Galera}
 	for _, p := range problems {
-		if c.Instance(p.Instance) == nil {
+		if !holds(c, p.Instance) {
 			continue
 		}
 		h.Problems = append(h.Problems, p)
@@ -672,4 +672,9 @@ func Summarize(c *dbpilot.Cluster, problems []dbpilot.Problem) ClusterHealth {
 		}
 	}
 	return h
+}
+
+// holds reports whether k is one of c's instances or detached servers.
+func holds(c *dbpilot.Cluster, k dbpilot.InstanceKey) bool {
+	return c.Instance(k) != nil || c.DetachedInstance(k) != nil
 }

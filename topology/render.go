@@ -42,6 +42,12 @@ import (
 // Primary component's size of the cluster's members), then each node, by
 // key, as "= HOST:PORT" with galeraStatus's bracket, its asynchronous
 // replicas drawn under it as in a tree.
+//
+// Below the tree, each detached server of the cluster (Cluster.Detached:
+// seen beside it, outside its replication tree) is a line "- HOST:PORT"
+// with its bracket and problem codes, then what it is: for a former
+// primary (Cluster.Fenced) FencedText's "former primary, fenced, errant:
+// GTIDS" (or "none"), else "detached".
 func RenderText(w io.Writer, clusters []*dbpilot.Cluster, problems []dbpilot.Problem) error {
 	var b strings.Builder
 	for n, c := range clusters {
@@ -76,7 +82,7 @@ func renderTree(b *strings.Builder, c *dbpilot.Cluster, problems []dbpilot.Probl
 	onPath := make([]bool, len(g.nodes))
 	var walk func(v, depth int, via *edge)
 	walk = func(v, depth int, via *edge) {
-		l := textLine{head: prefix(depth) + g.nodes[v].Key.String(), status: status(g, v, via), unreachable: !g.nodes[v].Reachable}
+		l := textLine{head: prefix(depth) + g.nodes[v].Key.String(), status: status(g.nodes[v], via), unreachable: !g.nodes[v].Reachable}
 		if via == nil && c.Galera != nil && g.isGalera(v) {
 			// A Galera node: one of the group, its replicas under it.
 			depth = 1
@@ -128,6 +134,7 @@ func renderTree(b *strings.Builder, c *dbpilot.Cluster, problems []dbpilot.Probl
 			walk(v, 0, nil)
 		}
 	}
+	lines = append(lines, detachedLines(c, problems)...)
 
 	headW, statusW := 0, 0
 	for _, l := range lines {
@@ -148,6 +155,39 @@ func renderTree(b *strings.Builder, c *dbpilot.Cluster, problems []dbpilot.Probl
 	}
 }
 
+// detachedLines are the lines of c's detached servers, by key, then of
+// former primaries known but not observed.
+func detachedLines(c *dbpilot.Cluster, problems []dbpilot.Problem) []textLine {
+	det := slices.Clone(c.Detached)
+	sortInstances(det)
+	var lines []textLine
+	what := func(k dbpilot.InstanceKey) string {
+		if f := c.FencedInstance(k); f != nil {
+			return FencedText(*f)
+		}
+		return "detached"
+	}
+	for _, in := range det {
+		var mine []dbpilot.Problem
+		for _, p := range problems {
+			if p.Instance.Equal(in.Key) {
+				mine = append(mine, p)
+			}
+		}
+		rest := what(in.Key)
+		if codes := lineCodes(in, mine, nil); codes != "" {
+			rest = codes + " " + rest
+		}
+		lines = append(lines, textLine{head: "- " + in.Key.String(), status: status(in, nil), rest: rest, unreachable: !in.Reachable})
+	}
+	for _, f := range c.Fenced {
+		if c.DetachedInstance(f.Key) == nil {
+			lines = append(lines, textLine{head: "- " + f.Key.String(), status: "[not observed]", rest: what(f.Key), unreachable: true})
+		}
+	}
+	return lines
+}
+
 func prefix(depth int) string {
 	if depth == 0 {
 		return ""
@@ -155,10 +195,9 @@ func prefix(depth int) string {
 	return strings.Repeat("  ", depth-1) + "+ "
 }
 
-// status returns the bracketed state of node v reached through via (nil for
-// a root), followed by the channel name for a named channel.
-func status(g *graph, v int, via *edge) string {
-	in := g.nodes[v]
+// status returns the bracketed state of instance in reached through via
+// (nil for a root), followed by the channel name for a named channel.
+func status(in *dbpilot.Instance, via *edge) string {
 	if !in.Reachable {
 		return "[unreachable: " + in.LastError + "]"
 	}
@@ -304,7 +343,7 @@ func galeraStatus(in *dbpilot.Instance) string {
 
 // Document is the JSON shape RenderJSON writes:
 //
-//	{"clusters": [{"name", "primaries", "healthy", "instances", "edges", "problems"}],
+//	{"clusters": [{"name", "primaries", "healthy", "instances", "edges", "problems", "detached", "fenced"}],
 //	 "other_problems": [...]}
 //
 // Instances are dbpilot.Instance values sorted by key; edges are the
@@ -328,6 +367,11 @@ type ClusterDocument struct {
 	// Galera summarizes a Galera cluster's group (its nodes' own state is
 	// in their instances' galera); absent for a replication topology.
 	Galera *dbpilot.GaleraGroup `json:"galera,omitempty"`
+	// Detached are the servers seen beside the cluster, outside its
+	// tree (sorted by key); Fenced what is known of the former primaries
+	// among them (fenced, errant GTIDs).
+	Detached []*dbpilot.Instance      `json:"detached,omitempty"`
+	Fenced   []dbpilot.FencedInstance `json:"fenced,omitempty"`
 }
 
 // Edge is replication from Source to Replica over one channel, sorted by
@@ -369,6 +413,8 @@ func NewDocument(clusters []*dbpilot.Cluster, problems []dbpilot.Problem) Docume
 		h := Summarize(c, problems)
 		instances := slices.Clone(c.Instances)
 		sortInstances(instances)
+		detached := slices.Clone(c.Detached)
+		sortInstances(detached)
 		d.Clusters = append(d.Clusters, ClusterDocument{
 			Name:      c.Name,
 			Primaries: c.Primaries,
@@ -377,9 +423,11 @@ func NewDocument(clusters []*dbpilot.Cluster, problems []dbpilot.Problem) Docume
 			Edges:     Edges(c),
 			Problems:  h.Problems,
 			Galera:    c.Galera,
+			Detached:  detached,
+			Fenced:    c.Fenced,
 		})
 		for n, p := range problems {
-			if c.Instance(p.Instance) != nil {
+			if holds(c, p.Instance) {
 				placed[n] = true
 			}
 		}

@@ -11,9 +11,10 @@ import (
 func (a *app) analyzeCommand() *cobra.Command {
 	var cf crawlFlags
 	cmd := &cobra.Command{
-		Use:   "analyze HOST:PORT | --sandbox NAME",
+		Use:   "analyze HOST:PORT | --sandbox NAME | --server URL [CLUSTER...]",
 		Short: "Discover a topology and list the problems found, per cluster and per server",
-		Long: `Discover a topology like 'dbpilot topology' and analyze it. Problems:
+		Long: `Discover a topology like 'dbpilot topology' and analyze it (with --server: the
+problems a running serve found in the clusters it watches). Problems:
 
   DeadPrimary            a primary dbpilot cannot read whose reachable replicas
                          all lost it too: serve fails it over
@@ -36,6 +37,12 @@ func (a *app) analyzeCommand() *cobra.Command {
   SlowFailureDetection   heartbeat / slave_net_timeout settings that delay
                          noticing a dead source beyond --max-detection
   NoGTID                 a channel that does not replicate with GTID
+  MultipleWritable       two writable servers in one cluster (a writable old
+                         primary beside the new one, a ring with two writers)
+  FencedOldPrimary       a former primary back after a failover, read_only and
+                         outside the cluster: warning; critical when it has
+                         errant transactions (GTIDs the primary lacks), which
+                         'dbpilot rejoin --reclone' discards
 
 Galera clusters (one group of writers, not a tree):
   NonPrimaryComponent    a node lost quorum (non-Primary): it refuses queries
@@ -52,7 +59,8 @@ Galera clusters (one group of writers, not a tree):
   RecvQueueGrowing       a node's receive queue above gcs.fc_limit's default
                          (16) and growing` + exitHelp,
 		Example: `  dbpilot analyze --sandbox demo
-  dbpilot analyze 10.0.0.5:3306 --lag-threshold 30s --json`,
+  dbpilot analyze 10.0.0.5:3306 --lag-threshold 30s --json
+  dbpilot analyze --server http://127.0.0.1:7070 main`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := cf.crawl(cmd.Context(), args)
 			if err != nil {

@@ -38,7 +38,9 @@ is recovered automatically (auto_failover), choosing the replica that
 received the most in every GTID domain, catching it up from others where
 needed; then an anti-flapping block holds further automatic recoveries until
 'dbpilot ack CLUSTER' or block_period passes. A returning old primary is set
-read_only and its errant transactions reported.
+read_only (fenced) and shown as such with its errant transactions (the
+GTIDs the new primary lacks) until 'dbpilot rejoin' attaches it below the
+new primary (--reclone re-provisions one that has errant transactions).
 
 It also collects metrics from every instance (global status and variables,
 replication with heartbeat lag, InnoDB, processlist, binlog, Galera,
@@ -54,7 +56,7 @@ The web console and the HTTP API (JSON) listen on 127.0.0.1:7070 by default:
   GET  /api/clusters/{name}/events                          (text/event-stream: the status at each change)
   GET  /api/metrics/query?expr=&time= | &start=&end=&step=   (PromQL), /api/metrics/series?match[]=
   GET  /metrics                                             (Prometheus exposition, mysqld_exporter names)
-  POST /api/clusters/{name}/failover|switchover|ack, /api/relocate   (Authorization: Bearer TOKEN)
+  POST /api/clusters/{name}/failover|switchover|rejoin|ack, /api/relocate   (Authorization: Bearer TOKEN)
 Reads need the token too when serve listens off-loopback (ui.read_requires_token).
 
 Only one serve may use a state file: a second one is refused. Several
@@ -182,6 +184,15 @@ A configuration file looks like:
 				ln.Close()
 				return err
 			}
+			// Commands refused because this serve owns the state name
+			// the address it really listens on (--listen included).
+			if f := cfg.AddrFile(); f != "" {
+				if err := os.WriteFile(f, []byte(serveURL(cfg.Listen, ln.Addr())+"\n"), 0o600); err != nil {
+					log.Warn("write the API address beside the state", "file", f, "err", err)
+				} else {
+					defer os.Remove(f)
+				}
+			}
 			srv := &http.Server{Handler: hosts.Guard(api), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 			// Shutdown waits for handlers: end the console's event streams.
 			srv.RegisterOnShutdown(apiServer.StopStreams)
@@ -275,6 +286,19 @@ func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.H
 	}
 	mux.Handle("/", ui)
 	return mux, api, nil
+}
+
+// serveURL is the URL a client on this host reaches the API at: the
+// bound address, with loopback for a wildcard host (listen: 0.0.0.0:7070).
+func serveURL(listen string, bound net.Addr) string {
+	host, port, err := net.SplitHostPort(boundAddr(listen, bound))
+	if err != nil {
+		return "http://" + listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // boundAddr is the configured listen host with the port actually bound

@@ -59,22 +59,46 @@ func (s *serviceFlags) loadConfig() (*daemon.Config, error) {
 	return nil, dbpilot.Errorf(dbpilot.EINVALID, "give --config FILE, --sandbox NAME or --server URL")
 }
 
+// client returns the client of the serve at --server, with the token of
+// --token, $DBPILOT_TOKEN or the sandbox's.
+func (s *serviceFlags) client() *httpapi.Client {
+	tok := s.token
+	if tok == "" {
+		tok = os.Getenv("DBPILOT_TOKEN")
+	}
+	if tok == "" && s.sandbox != "" {
+		if d, err := sandbox.Load(s.sandbox); err == nil {
+			if b, err := os.ReadFile(daemon.TokenFile(d)); err == nil {
+				tok = strings.TrimSpace(string(b))
+			}
+		}
+	}
+	return httpapi.NewClient(strings.TrimRight(s.server, "/"), tok)
+}
+
+// runningServe names the API of the serve that owns cfg's state: the URL
+// it wrote beside the state (daemon.Config.AddrFile), else the listen of
+// the --config file it was likely started with; for a sandbox without
+// that file no address is known, and none is guessed.
+func (s *serviceFlags) runningServe(cfg *daemon.Config) string {
+	if f := cfg.AddrFile(); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			if u := strings.TrimSpace(string(b)); strings.HasPrefix(u, "http") && !strings.ContainsAny(u, " \n") {
+				return u
+			}
+		}
+	}
+	if s.config != "" && cfg.Listen != "" {
+		return "http://" + cfg.Listen + " (the config's listen; the URL of your serve if it was started with --listen)"
+	}
+	return "URL (the address your serve listens on: it prints it at start)"
+}
+
 // open returns the service and a function releasing it. readOnly opens the
 // state file without taking serve's lock (for listings while serve runs).
 func (s *serviceFlags) open(ctx context.Context, a *app, readOnly bool) (dbpilot.ClusterService, func(), error) {
 	if s.server != "" {
-		tok := s.token
-		if tok == "" {
-			tok = os.Getenv("DBPILOT_TOKEN")
-		}
-		if tok == "" && s.sandbox != "" {
-			if d, err := sandbox.Load(s.sandbox); err == nil {
-				if b, err := os.ReadFile(daemon.TokenFile(d)); err == nil {
-					tok = strings.TrimSpace(string(b))
-				}
-			}
-		}
-		return httpapi.NewClient(strings.TrimRight(s.server, "/"), tok), func() {}, nil
+		return s.client(), func() {}, nil
 	}
 	cfg, err := s.loadConfig()
 	if err != nil {
@@ -83,7 +107,7 @@ func (s *serviceFlags) open(ctx context.Context, a *app, readOnly bool) (dbpilot
 	d, err := daemon.Open(cfg, daemon.Wiring{ReadOnly: readOnly, Logger: a.log, Version: version})
 	if err != nil {
 		if dbpilot.ErrorCode(err) == dbpilot.ECONFLICT {
-			return nil, nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "a dbpilot serve owns this cluster's state: act through it with --server http://%s", cfg.Listen)
+			return nil, nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "a dbpilot serve owns this cluster's state: act through it with --server %s", s.runningServe(cfg))
 		}
 		return nil, nil, err
 	}

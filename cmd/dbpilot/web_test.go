@@ -783,6 +783,37 @@ clusters:
 		p.WaitSelector(`.chart[data-chart="qps"]`, 15*time.Second)
 		p.Screenshot("instance")
 	})
+	step("fenced old primary rejoins", func(t *testing.T) {
+		// The killed primary comes back: serve fences it; the page shows it
+		// fenced with no errant transactions, and rejoins it from its page.
+		if err := sandbox.Start(context.Background(), d, "node2", sandbox.ProcessOptions{KillWithParent: true}); err != nil {
+			t.Fatal(err)
+		}
+		p.Navigate(clusterURL)
+		fenced := fmt.Sprintf(`g.node[data-key=%q][data-fenced="true"][data-errant=""][data-state="ok"]`, n2)
+		p.WaitSelector(fenced, 30*time.Second)
+		if txt := p.Text(nodeSel(n2)); !strings.Contains(txt, "fenced · errant: none") || !strings.Contains(txt, "ro") {
+			t.Errorf("the fenced old primary's box says %q", txt)
+		}
+		p.WaitJS(`Array.from(document.querySelectorAll("ul.problems li")).some((li) => li.textContent.includes("FencedOldPrimary"))`, 10*time.Second)
+		p.Screenshot("fenced")
+		p.Navigate(s.URL + "/instances/" + n2)
+		p.WaitSelector(`p.fenced-line[data-errant=""]`, 15*time.Second)
+		p.Click(`button[data-action="rejoin"]:not([disabled])`)
+		p.WaitSelector("dialog#confirm .plan", 15*time.Second)
+		if plan := p.Text("dialog#confirm .plan"); !strings.Contains(plan, "attach "+n2) {
+			t.Errorf("the rejoin plan says %q", plan)
+		}
+		p.Click(`dialog#confirm button[data-action="confirm"]`)
+		p.WaitSelector("dialog#confirm .result", 30*time.Second)
+		if res := p.Text("dialog#confirm .result"); !strings.Contains(res, "success") || !strings.Contains(res, "rejoin") {
+			t.Errorf("rejoin result: %q", res)
+		}
+		p.Click(`dialog#confirm button[data-action="cancel"]`)
+		p.Navigate(clusterURL)
+		p.WaitJS(fmt.Sprintf(`document.querySelector(%q)?.getAttribute("data-role") === "replica" && !document.querySelector(%q)?.hasAttribute("data-fenced")`, nodeSel(n2), nodeSel(n2)), 15*time.Second)
+		p.Screenshot("rejoined")
+	})
 	step("dark theme", func(t *testing.T) {
 		// The system's dark preference: dark page, text still readable.
 		p.PreferDark(true)

@@ -60,6 +60,15 @@ export function relocateReplicas(src, children, target) {
   })));
 }
 
+/** rejoin attaches a detached server (a fenced old primary) below the cluster's primary; reclone re-provisions it first. */
+export function rejoin(cluster, instance, reclone) {
+  open(`Rejoin ${instance} below the primary of ${cluster}${reclone ? ' (re-provision it: its errant transactions are discarded, and audited)' : ''}`, [{
+    label: instance,
+    dry: () => api.rejoin(cluster, instance, reclone, true),
+    run: () => api.rejoin(cluster, instance, reclone, false),
+  }]);
+}
+
 export function switchover(cluster, to) {
   open(`Switchover of ${cluster}${to ? ` to ${to}` : ' (best candidate)'}`, [{
     label: cluster,

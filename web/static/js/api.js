@@ -172,6 +172,7 @@ export const recoveries = (q, o) => get(`/api/recoveries?${new URLSearchParams(q
 export const recovery = (id, o) => get(`/api/recoveries/${enc(id)}`, o);
 export const audit = (q, o) => get(`/api/audit?${new URLSearchParams(q)}`, o);
 export const relocate = (replica, below, dryRun) => post('/api/relocate', { replica, below, dry_run: dryRun });
+export const rejoin = (name, instance, reclone, dryRun) => post(`/api/clusters/${enc(name)}/rejoin`, { instance, dry_run: dryRun, reclone: !!reclone });
 export const switchover = (name, to, dryRun) => post(`/api/clusters/${enc(name)}/switchover`, to ? { dry_run: dryRun, to } : { dry_run: dryRun });
 export const failover = (name, dryRun) => post(`/api/clusters/${enc(name)}/failover`, { dry_run: dryRun });
 export const ack = (name, comment) => post(`/api/clusters/${enc(name)}/ack`, { by: 'web', comment });

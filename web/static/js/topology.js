@@ -14,6 +14,20 @@ export function formerPrimary(inst, status) {
   return r && r.old_primary && fmtKey(r.old_primary) === fmtKey(inst.key) && fmtKey(r.new_primary) !== fmtKey(inst.key) ? r : null;
 }
 
+/** fencedOf: what serve knows of inst as a fenced former primary (status.fenced), or null. */
+export function fencedOf(inst, status) {
+  const k = fmtKey(inst.key);
+  return (status.fenced || []).find((f) => fmtKey(f.key) === k) || null;
+}
+
+/** fencedText says what a fenced former primary is: "fenced · errant: none" (or the GTIDs), "NOT fenced: writable", "down: fenced when it answers". */
+export function fencedText(f) {
+  if (!f.reachable) return 'former primary, down: fenced when it answers';
+  if (!f.read_only) return 'former primary, NOT fenced: writable';
+  if (!f.compared) return 'fenced · errant: unknown';
+  return `fenced · errant: ${f.errant || 'none'}`;
+}
+
 /** nodeRole: primary | intermediate | replica | detached (seen, outside the cluster) | unknown. */
 export function nodeRole(inst, status, hasChildren, detached = false) {
   const k = fmtKey(inst.key);
@@ -179,6 +193,8 @@ export function Topology({ status, lag }) {
         const kids = children.get(k) || [];
         const role = nodeRole(i, status, kids.length > 0, detachedKeys.has(k));
         const former = role === 'detached' ? formerPrimary(i, status) : null;
+        const fenced = role === 'detached' ? fencedOf(i, status) : null;
+        const what = fenced ? fencedText(fenced) : former ? `former primary (${former.kind} #${former.id})` : 'outside the cluster';
         const state = nodeState(i, status, ps);
         const lg = lag && lag.get(k);
         const semi = SEMI(i.semi_sync || {});
@@ -188,7 +204,8 @@ export function Topology({ status, lag }) {
         if (drag && drag.src === k) cls.push('drag-source');
         if (moving && moving.src === k) cls.push('moving');
         const rule = rules[k];
-        return html`<g key=${k} class=${cls.join(' ')} data-key=${k} data-role=${role} data-state=${state} tabindex="0"
+        if (fenced) cls.push(fenced.errant ? 'fenced errant' : 'fenced');
+        return html`<g key=${k} class=${cls.join(' ')} data-key=${k} data-role=${role} data-state=${state} data-fenced=${fenced ? 'true' : undefined} data-errant=${fenced ? fenced.errant || '' : undefined} tabindex="0"
             style=${`transform: translate(${p.x}px, ${p.y}px)`}
             aria-label=${`${k}, ${role}, ${state}${ps.length ? `, ${ps.length} problem(s)` : ''}`}
             onPointerDown=${down(k, 'one')} onKeyDown=${keydown(k)} onKeyUp=${keyup(k)}
@@ -201,7 +218,7 @@ export function Topology({ status, lag }) {
           <text class="line" x="14" y="38"><tspan class="role">${role}</tspan> · ${shortVersion(i.version) || i.flavor || (i.reachable ? '?' : 'not reachable')}</text>
           <text class="line" x="14" y="55">${i.reachable ? `${i.read_only ? 'ro' : 'RW'} · ${i.log_bin ? i.binlog_format || 'binlog' : 'no binlog'} · ${gtid}` : 'last seen state'}</text>
           <text class="line" x="14" y="72">${semi ? `semi-sync ${semi}${i.semi_sync.primary_enabled ? (i.semi_sync.primary_active ? ' (on)' : ' (fell back)') : ''}` : 'async'}${rule ? ` · promo ${rule}` : ''}</text>
-          <text class="line" x="14" y="89">${role === 'detached' ? (former ? `former primary (${former.kind} #${former.id})` : 'outside the cluster') : channelText(i) || (role === 'primary' ? `${kids.length} replica(s)` : '')}${i.channels && i.channels.length ? html` · lag <tspan class=${`lag lag-${lagLevel(lg)}`}>${fmtLag(lg)}</tspan>` : ''}</text>
+          <text class="line" x="14" y="89">${role === 'detached' ? html`<tspan class=${fenced && fenced.errant ? 'warn-text' : ''}>${what.length > 34 ? what.slice(0, 33) + '…' : what}<title>${what}</title></tspan>` : channelText(i) || (role === 'primary' ? `${kids.length} replica(s)` : '')}${i.channels && i.channels.length ? html` · lag <tspan class=${`lag lag-${lagLevel(lg)}`}>${fmtLag(lg)}</tspan>` : ''}</text>
           ${state !== 'ok' && html`<text class="statemark" x=${BOX.w - 10} y="20" text-anchor="end">${STATE_MARK[state]}</text>`}
           ${ps.slice(0, 2).map((pr, n) => html`<g class=${`pbadge sev-${pr.severity}`} transform=${`translate(${14 + n * 104}, 102)`}>
             <title>${pr.message}</title>

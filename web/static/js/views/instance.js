@@ -5,7 +5,7 @@ import * as actions from '../actions.js';
 import { usePoll, useNow, Link, NotFound, ErrorLine, StateBadge, ProblemBadge, Section, clusterHref, instanceHref } from '../ui.js';
 import { ChartPanel } from '../charts.js';
 import { Alerts, lagMap } from './cluster.js';
-import { nodeRole, nodeState } from '../topology.js';
+import { nodeRole, nodeState, fencedOf, fencedText } from '../topology.js';
 import { key as fmtKey, onOff, durationNs, lag as fmtLag, lagLevel, ago, duration } from '../format.js';
 
 function norm(k) { return k.replace(/^localhost:|^\[::1\]:/i, '127.0.0.1:').toLowerCase(); }
@@ -32,6 +32,7 @@ export function InstanceView({ addr }) {
   const state = nodeState(inst, cluster, problems);
   const lg = st.data.lag.get(k);
   const rule = (cluster.promotion_rules || {})[k];
+  const fenced = detached ? fencedOf(inst, cluster) : null;
 
   return html`<div class="view instance">
     <div class="toolbar">
@@ -39,8 +40,9 @@ export function InstanceView({ addr }) {
       <${StateBadge} state=${state} /> <span class="badge">${role}</span>
       <span class="muted">cluster <${Link} href=${clusterHref(cluster.name)}>${cluster.name}</${Link}> · observed ${ago(inst.observed_at, now)}</span>
     </div>
+    ${fenced && html`<p class=${`fenced-line ${fenced.errant ? 'warn-text' : ''}`} data-errant=${fenced.errant || ''}>former primary of ${cluster.name}, outside it since the failover${fenced.recovery_id ? ` #${fenced.recovery_id}` : ''}: ${fencedText(fenced)}${fenced.errant ? ' — GTIDs the primary lacks; a rejoin re-provisions it (they are discarded, and audited)' : ''}</p>`}
     ${!inst.reachable && html`<p class="error-line">✖ unreachable${inst.last_error ? `: ${inst.last_error}` : ''} — values below are the last observed</p>`}
-    <${InstanceActions} inst=${inst} cluster=${cluster} role=${role} />
+    <${InstanceActions} inst=${inst} cluster=${cluster} role=${role} fenced=${fenced} />
     ${problems.length > 0 && html`<ul class="problems">${problems.map((p) => html`<li><${ProblemBadge} p=${p} /> ${p.message}${p.detail ? html` <span class="muted mono">${Object.entries(p.detail).map(([a, b]) => `${a}=${b}`).join(' ')}</span>` : ''}</li>`)}</ul>`}
     <div class="two-col">
       <${Section} title="Inspect"><${Inspect} i=${inst} rule=${rule} /></${Section}>
@@ -55,12 +57,20 @@ export function InstanceView({ addr }) {
   </div>`;
 }
 
-function InstanceActions({ inst, cluster, role }) {
+function InstanceActions({ inst, cluster, role, fenced }) {
   const k = fmtKey(inst.key);
   const primary = fmtKey(cluster.primary);
   const targets = (cluster.instances || []).map((i) => fmtKey(i.key)).filter((t) => t !== k);
   const [below, setBelow] = useState('');
   const replicaOfPrimary = (inst.channels || []).some((c) => fmtKey(c.source) === primary);
+  if (role === 'detached') {
+    // Outside the tree: rejoin attaches it below the primary (relocate moves members only).
+    const errant = !!(fenced && fenced.errant);
+    return html`<div class="actions" role="group" aria-label="instance actions">
+      <button type="button" data-action="rejoin" disabled=${!inst.reachable || errant} title=${errant ? 'it has errant transactions: rejoin with re-provisioning' : 'attach it below the primary as a read_only replica'} onClick=${() => actions.rejoin(cluster.name, k, false)}>Rejoin…</button>
+      <button type="button" data-action="rejoin-reclone" class=${errant ? '' : 'danger'} disabled=${!inst.reachable} title="re-provision it from a replica (its data and errant transactions discarded, audited), then attach it" onClick=${() => actions.rejoin(cluster.name, k, true)}>Rejoin with re-provisioning…</button>
+    </div>`;
+  }
   return html`<div class="actions" role="group" aria-label="instance actions">
     ${role !== 'primary' && html`<label>Relocate below <select id="relocate-below" value=${below} onChange=${(e) => setBelow(e.target.value)}>
       <option value="">choose a source…</option>
