@@ -144,8 +144,9 @@ type boundedConnector struct {
 func (c boundedConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	deadline, _ := cctx.Deadline()
 	conn, err := c.Connector.Connect(cctx)
-	if err != nil && ctx.Err() == nil && (cctx.Err() != nil || isTimeout(err)) {
+	if err != nil && ctx.Err() == nil && (cctx.Err() != nil || isTimeout(err) && !time.Now().Before(deadline)) {
 		// Our deadline, not the caller's: say which one. (The driver may
 		// report the closed socket, "invalid connection", rather than
 		// the context's end.)
