@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,33 @@ func (a auditor) Audit(ctx context.Context, e dbpilot.AuditEvent) error {
 // on an unresponsive server (a SIGSTOPped primary kept the plan waiting
 // for the 30 s query timeout).
 const inspectAllTimeout = 2 * time.Second
+
+// preHooksStep is the step a shared recovery records before its
+// pre-failover hooks start.
+const preHooksStep = "pre-failover-hooks-started"
+
+// inspectMembers reads the members of a cluster afresh for a failover
+// plan, except its old primary, confirmed dead: it keeps its last
+// observation (unreachable). A hung old primary would cost the plan the
+// whole read bound for an answer it does not give.
+func (d *Daemon) inspectMembers(ctx context.Context, members []*dbpilot.Instance, old dbpilot.InstanceKey) []*dbpilot.Instance {
+	var keys []dbpilot.InstanceKey
+	var dead *dbpilot.Instance
+	for _, m := range members {
+		if m.Key.Equal(old) {
+			cp := *m
+			cp.Reachable = false
+			dead = &cp
+			continue
+		}
+		keys = append(keys, m.Key)
+	}
+	fresh := d.inspectAll(ctx, keys)
+	if dead != nil {
+		fresh = append(fresh, dead)
+	}
+	return fresh
+}
 
 // inspectAll reads every key afresh through the controller, in parallel,
 // each within inspectAllTimeout.
@@ -99,7 +127,7 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 	cs.mu.Unlock()
 	name := cs.cfg.Name
 	rules := recovery.Rules(cs.cfg.rules)
-	fresh := d.inspectAll(ctx, keysOf(members))
+	fresh := d.inspectMembers(ctx, members, old)
 
 	plan, planErr := recovery.PlanFailover(name, old, fresh, rules)
 	rec := &dbpilot.Recovery{Cluster: name, Kind: kind, OldPrimary: old, DetectedAt: detectedAt, Started: d.now()}
@@ -180,13 +208,20 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 	}
 	hooks := d.cfg.HooksFor(cs.cfg)
 	faultPoint("before-hooks")
-	if resumed != nil && len(hooks.PreFailover) > 0 && d.hooksStarted(ctx, name, rec.ID, "pre-failover") {
+	if resumed != nil && len(hooks.PreFailover) > 0 && (slices.Contains(resumed.Steps, preHooksStep) || d.hooksStarted(ctx, name, rec.ID, "pre-failover")) {
 		// The serve that began it ran (or was killed in) these hooks: a
 		// step never runs twice.
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Event: dbpilot.AuditHook,
 			Message: "pre-failover hooks not run again: the serve that began the recovery started them before it stopped"})
-	} else if err := d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks); err != nil {
-		return finish(err)
+	} else {
+		if len(hooks.PreFailover) > 0 {
+			// Shared before they start: another serve that takes the
+			// recovery over does not run them again.
+			d.sharedUpdate(ctx, fence, shared, rec, preHooksStep)
+		}
+		if err := d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks); err != nil {
+			return finish(err)
+		}
 	}
 	// The hooks may have taken long: still the leader?
 	if fence != nil {
@@ -210,7 +245,7 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditCandidateFailed,
 			Message: fmt.Sprintf("candidate %s failed (%v); planning again without it", plan.Candidate, err)})
 		rules = withRule(rules, plan.Candidate, dbpilot.PromoteMustNot)
-		fresh = d.inspectAll(ctx, keysOf(members))
+		fresh = d.inspectMembers(ctx, members, old)
 		next, perr := recovery.PlanFailover(name, old, fresh, rules)
 		if perr != nil {
 			return finish(fmt.Errorf("%w; no other candidate: %v", err, perr))

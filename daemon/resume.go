@@ -280,9 +280,19 @@ func (d *Daemon) watchOldPrimary(cs *clusterState, old dbpilot.InstanceKey) {
 				return // rejoined, or forgotten
 			}
 			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err := d.ctl.SetReadOnly(actx, old, true)
+			// Client sessions first: one waiting for a semi-sync
+			// acknowledgement nobody will send (its replicas moved) would
+			// hold SET GLOBAL read_only back for rpl_semi_sync_master_timeout,
+			// and then tell its client the commit succeeded. Killed, its
+			// client hears of no success; then writes are taken away, and
+			// sessions that connected meanwhile are ended too.
+			n, err := d.ctl.KillClientConnections(actx, old)
 			if err == nil {
-				n, kerr := d.ctl.KillClientConnections(actx, old)
+				err = d.ctl.SetReadOnly(actx, old, true)
+			}
+			if err == nil {
+				n2, kerr := d.ctl.KillClientConnections(actx, old)
+				n += n2
 				cancel()
 				msg := fmt.Sprintf("old primary %s answers again: set read_only at once and ended %d client sessions", old, n)
 				if kerr != nil {
