@@ -20,7 +20,8 @@
 #   verdict                 held: at most one writable, nothing lost and
 #                           the expected outcome; VIOLATED otherwise; "not
 #                           run" with the reason when it could not be staged
-# Each row prints when its scenario ends, and the whole table at the end.
+# Each row prints when its scenario ends, and the whole table at the end;
+# the steps' output goes to a log in the work directory.
 #
 # Usage: bash bench/faults.sh [SCENARIO...]   (default: all; e.g. 1 6 9)
 #        KEEP=1 keeps the work directory (serve logs, observations).
@@ -47,7 +48,7 @@ cleanup() {
 	for p in "$DBPILOT_HOME"/sandboxes/*/; do
 		[ -d "$p" ] && "$DBP" sandbox destroy "$(basename "$p")" >/dev/null 2>&1
 	done
-	if [ "${KEEP:-}" = 1 ]; then echo "faults: work directory kept: $WORK" >&2; else rm -rf "$WORK"; fi
+	if [ "${KEEP:-}" = 1 ]; then echo "faults: work directory kept: $WORK" >&3; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -99,7 +100,8 @@ deploy() { # NAME [--semi-sync]
 }
 
 # serve_up NAME [ENV=V...] [-- ARGS]: start serve on the sandbox (or with
-# the args after --) on a fresh port; URL and SERVE set.
+# the args after --) on a fresh port; URL and SERVE set. Its output goes to
+# serve-NAME$SERVE_TAG.log.
 serve_up() {
 	local s="$1" port
 	shift
@@ -109,9 +111,9 @@ serve_up() {
 	port="$("$FB" freeport)"
 	URL="http://127.0.0.1:$port"
 	if [ $# -gt 0 ]; then
-		bg "serve-$s" env "${envs[@]}" "$DBP" serve "$@" --listen "127.0.0.1:$port"
+		bg "serve-$s${SERVE_TAG:-}" env "${envs[@]}" "$DBP" serve "$@" --listen "127.0.0.1:$port"
 	else
-		bg "serve-$s" env "${envs[@]}" "$DBP" serve --sandbox "$s" --listen "127.0.0.1:$port"
+		bg "serve-$s${SERVE_TAG:-}" env "${envs[@]}" "$DBP" serve --sandbox "$s" --listen "127.0.0.1:$port"
 	fi
 	SERVE=$LAST
 }
@@ -346,7 +348,7 @@ s8() {
 	sqlthread="$("$DBP" sandbox sql $s node2 --json "SHOW SLAVE STATUS" | grep -o '"Slave_SQL_Running": *"[A-Za-z]*"' | grep -o '[A-Za-z]*"$' | tr -d '"')"
 	unobserve
 	report $s --scenario "$TITLE" --expected "$EXPECTED" --expect none --url "$URL" --cluster $s --gap --met=$ok \
-		--note "switchover exit $rc: $(echo "$out" | head -1 | cut -c1-160)" --note "node2 SQL thread running afterwards: ${sqlthread:-?}"
+		--note "switchover exit $rc: $(echo "$out" | head -1 | cut -c1-240)" --note "node2 SQL thread running afterwards: ${sqlthread:-?}"
 }
 
 # etcd_up NAME: one etcd member on loopback; ETCD (pid) and ETCD_URL set.
@@ -368,13 +370,14 @@ etcd_up() {
 two_serves() {
 	local s="$1" id
 	for id in a b; do
-		config $s "$WORK/$s-$id.db" >"$WORK/$s-$id.yaml" || return 1
+		mkdir -p "$WORK/$s-$id" # state, and the metrics store beside it
+		config $s "$WORK/$s-$id/state.db" >"$WORK/$s-$id.yaml" || return 1
 		printf 'coordination: {etcd: {endpoints: [%s], prefix: /faults, lease_ttl: 2s}}\n' "$ETCD_URL" >>"$WORK/$s-$id.yaml"
 		[ -n "${2:-}" ] && printf 'hooks:\n  pre_failover: [%s]\n' "$2" >>"$WORK/$s-$id.yaml"
 	done
-	serve_up $s -- --config "$WORK/$s-b.yaml" --id b
+	SERVE_TAG=-b serve_up $s -- --config "$WORK/$s-b.yaml" --id b
 	URL2=$URL
-	serve_up $s -- --config "$WORK/$s-a.yaml" --id a
+	SERVE_TAG=-a serve_up $s -- --config "$WORK/$s-a.yaml" --id a
 }
 
 s9() {
@@ -392,6 +395,7 @@ s9() {
 	kill -9 "$(pidof_node $s node1)"
 	"$FB" wait-writable --sandbox $s --not node1 --timeout 30s >>"$LOG" 2>&1
 	"$FB" check-replicas --sandbox $s --timeout 10s >>"$LOG" 2>&1
+	"$FB" wait-recovery --url "$URL" --cluster $s --timeout 20s >>"$LOG" 2>&1
 	halt "$ETCD"
 	sleep 1
 	now >"$WORK/$s/restart"
@@ -500,6 +504,9 @@ run() {
 }
 
 ONLY=("$@")
+# The shell's notices of killed background processes, and every step's
+# errors, go to the log; the rows and the table to the terminal.
+exec 3>&2 2>>"$LOG"
 echo "dbpilot fault matrix — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $("$DBP" --version), $(/usr/sbin/mariadbd --version 2>/dev/null | awk '{print $3}')"
 run 1 s1
 run 2 s2

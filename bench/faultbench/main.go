@@ -34,6 +34,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,6 +73,7 @@ func main() {
 		"fenced":            fenced,
 		"switchovers":       switchovers,
 		"port":              port,
+		"wait-recovery":     waitRecovery,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
@@ -383,6 +385,26 @@ func serveReady(url, cluster string, n int, leader bool) string {
 		}
 	}
 	return ""
+}
+
+// waitRecovery waits until serve lists a recovery of the cluster and none
+// is running.
+func waitRecovery(args []string) error {
+	fs := flag.NewFlagSet("wait-recovery", flag.ExitOnError)
+	url := fs.String("url", "", "serve's URL")
+	cluster := fs.String("cluster", "", "cluster")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after")
+	parse(fs, args)
+	end := time.Now().Add(*timeout)
+	for time.Now().Before(end) {
+		var recs []dbpilot.Recovery
+		if getJSON(*url+"/api/recoveries?cluster="+*cluster, &recs) == nil && len(recs) > 0 &&
+			!slices.ContainsFunc(recs, func(r dbpilot.Recovery) bool { return r.Ended.IsZero() }) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("no ended recovery of %s at %s within %s", *cluster, *url, *timeout)
 }
 
 // checkUnreachable checks that serve's API lists the node among the

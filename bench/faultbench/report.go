@@ -171,7 +171,11 @@ func report(args []string) error {
 					st = "open"
 				}
 			}
-			ks = append(ks, fmt.Sprintf("#%d %s %s", r.ID, r.Kind, st))
+			k := fmt.Sprintf("#%d %s %s", r.ID, r.Kind, st)
+			if r.Error != "" {
+				k += " (" + cut(r.Error, 160) + ")"
+			}
+			ks = append(ks, k)
 		}
 		if len(ks) == 0 {
 			return "0 recoveries"
@@ -190,9 +194,11 @@ func report(args []string) error {
 		default:
 			observed = append(observed, fmt.Sprintf("failover %s→%s", firstPrimary, finalPrimary))
 		}
+		// The servers say whether the failover happened; serve's record
+		// must exist, and its state is shown as recorded.
 		if *url != "" {
 			observed = append(observed, recText())
-			if recErr == nil && succeeded == 0 {
+			if recErr == nil && len(recs) == 0 {
 				ok = false
 			}
 		}
@@ -405,6 +411,14 @@ func rowIDs(ctx context.Context, d *sandbox.Descriptor, n *sandbox.Node) (map[in
 		have[id] = true
 	}
 	return have, rows.Err()
+}
+
+// cut shortens s to at most n runes.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 func firstLine(s string) string {
