@@ -299,7 +299,7 @@ s6() {
 	now >"$WORK/$s/cont"
 	kill -CONT "$pid"
 	local fence ok=true
-	fence="$("$FB" fenced --dir "$WORK/$s" --node node1 --since "$WORK/$s/cont" --within 2s --wait 10s)" || ok=false
+	fence="$("$FB" fenced --dir "$WORK/$s" --node node1 --since "$WORK/$s/cont" --event SIGCONT --within 2s --wait 10s)" || ok=false
 	sleep 1
 	unobserve
 	report $s --scenario "$TITLE" --expected "$EXPECTED" --expect failover --faulted node1 --url "$URL" --cluster $s \
@@ -479,6 +479,7 @@ s11b() {
 	local ok=true rep
 	"$FB" wait-writable --sandbox $s --not node1 --timeout 40s >>"$LOG" 2>&1
 	rep="$("$FB" check-replicas --sandbox $s --timeout 20s)" || ok=false
+	"$FB" wait-recovery --url "$URL" --cluster $s --ok --timeout 20s >>"$LOG" 2>&1
 	case "$during" in node2 | node3) ok=false during="promoted $during while etcd was down" ;; *) during="no promotion while etcd was down" ;; esac
 	unobserve
 	report $s --scenario "$TITLE" --expected "$EXPECTED" --expect failover --faulted node1 --url "$URL" --cluster $s --met=$ok \

@@ -394,12 +394,14 @@ func waitRecovery(args []string) error {
 	url := fs.String("url", "", "serve's URL")
 	cluster := fs.String("cluster", "", "cluster")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after")
+	succeeded := fs.Bool("ok", false, "wait for a recovery that succeeded (one that failed may be taken over)")
 	parse(fs, args)
 	end := time.Now().Add(*timeout)
 	for time.Now().Before(end) {
 		var recs []dbpilot.Recovery
 		if getJSON(*url+"/api/recoveries?cluster="+*cluster, &recs) == nil && len(recs) > 0 &&
-			!slices.ContainsFunc(recs, func(r dbpilot.Recovery) bool { return r.Ended.IsZero() }) {
+			!slices.ContainsFunc(recs, func(r dbpilot.Recovery) bool { return r.Ended.IsZero() }) &&
+			(!*succeeded || slices.ContainsFunc(recs, func(r dbpilot.Recovery) bool { return r.Success })) {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)

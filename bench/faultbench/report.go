@@ -558,6 +558,7 @@ func fenced(args []string) error {
 	dir := fs.String("dir", "", "the observation's directory")
 	node := fs.String("node", "node1", "node")
 	since := fs.String("since", "", "file holding the Unix ns the node was started at")
+	event := fs.String("event", "its start", "what happened at --since, as printed")
 	within := fs.Duration("within", 2*time.Second, "the bound")
 	wait := fs.Duration("wait", 10*time.Second, "wait this long for a read_only sample")
 	parse(fs, args)
@@ -589,11 +590,11 @@ func fenced(args []string) error {
 		}
 		if firstR >= 0 {
 			if firstW < 0 {
-				fmt.Printf("%s read_only from its first answer (%.2f s after its start)\n", *node, float64(firstR-t0)/1e9)
+				fmt.Printf("%s read_only from its first answer (%.2f s after %s)\n", *node, float64(firstR-t0)/1e9, *event)
 				return nil
 			}
 			took := time.Duration(firstR - firstW)
-			fmt.Printf("%s answered writable %.2f s after its start, read_only %.2f s later\n", *node, float64(firstW-t0)/1e9, took.Seconds())
+			fmt.Printf("%s answered writable %.2f s after %s, read_only %.2f s later\n", *node, float64(firstW-t0)/1e9, *event, took.Seconds())
 			if took > *within {
 				return fmt.Errorf("fenced after %s, more than %s", took, *within)
 			}
@@ -601,9 +602,9 @@ func fenced(args []string) error {
 		}
 		if time.Now().After(end) {
 			if firstW >= 0 {
-				fmt.Printf("%s writable since %.2f s after its start, never read_only within %s\n", *node, float64(firstW-t0)/1e9, *wait)
+				fmt.Printf("%s writable since %.2f s after %s, never read_only within %s\n", *node, float64(firstW-t0)/1e9, *event, *wait)
 			} else {
-				fmt.Printf("%s never answered within %s of its start\n", *node, *wait)
+				fmt.Printf("%s never answered within %s of %s\n", *node, *wait, *event)
 			}
 			return errors.New("not fenced")
 		}
