@@ -172,6 +172,14 @@ type ReplicationChannel struct {
 	SourceServerID uint32 `json:"source_server_id,omitempty"`
 	SourceUUID     string `json:"source_uuid,omitempty"`
 	ConnectRetry   int    `json:"connect_retry,omitempty"`
+	// ReceivedHeartbeats counts the heartbeats the IO thread received
+	// (MariaDB's Slave_received_heartbeats; 0 when the server does not say).
+	ReceivedHeartbeats uint64 `json:"received_heartbeats,omitempty"`
+	// SourceSilentFor is set by serve, not read from the server: how long
+	// the IO thread has received nothing from its source (no event, no
+	// heartbeat) while it says it runs — the source hangs or the link is
+	// cut. 0 when unknown or not silent.
+	SourceSilentFor time.Duration `json:"source_silent_ns,omitempty"`
 	// HeartbeatPeriod is the channel's heartbeat period; 0 when disabled.
 	HeartbeatPeriod time.Duration `json:"heartbeat_period_ns"`
 	// HeartbeatUnknown is set when the server did not tell the period (MySQL

@@ -47,6 +47,9 @@ type Recovery struct {
 	DetectedAt time.Time `json:"detected_at,omitzero"`
 	Started    time.Time `json:"started"`
 	Ended      time.Time `json:"ended,omitzero"`
+	// WritesOpen is when the new primary became writable: from DetectedAt
+	// to it is what clients saw of the failure (detection included).
+	WritesOpen time.Time `json:"writes_open,omitzero"`
 	Success    bool      `json:"success"`
 	Error      string    `json:"error,omitempty"`
 	// Plan is the human-readable plan with the reason for each decision.
@@ -98,7 +101,7 @@ const (
 	AuditCatchUp       = "catch-up"        // a candidate fetched what others received
 	AuditPromote       = "promote"         // a candidate became writable, replication removed
 	AuditRepoint       = "repoint"         // a replica now replicates from the new primary
-	AuditSemiSync      = "semi-sync"       // a candidate's semi-sync primary side turned off until it has replicas
+	AuditSemiSync      = "semi-sync"       // a semi-sync primary side turned off during a recovery, or on again after it
 	AuditLost          = "lost"            // a replica cannot follow the new primary
 	AuditReadOnly      = "read-only"       // switchover: the old primary refuses writes
 	AuditKill          = "kill"            // switchover: client connections ended

@@ -287,7 +287,10 @@ type ClusterConfig struct {
 	// Rejoin lets serve make a returning old primary with no errant
 	// transactions a replica of the new primary.
 	Rejoin bool `yaml:"rejoin"`
-	// SemiSync enables the semi-sync primary side on a promoted replica.
+	// SemiSync enables the semi-sync primary side on a promoted replica and
+	// the replica side on the replicas moved under it. A promoted replica
+	// that had the primary side on keeps it without it (the servers' own
+	// setting, e.g. both sides on every server, is kept through a recovery).
 	SemiSync bool `yaml:"semi_sync"`
 	// PromotionRules maps HOST:PORT to prefer, neutral, prefer_not or must_not.
 	PromotionRules map[string]dbpilot.PromotionRule `yaml:"promotion_rules"`
@@ -385,7 +388,7 @@ clusters:
     seeds: [db1:3306, db2:3306]
     auto_failover: true
     rejoin: false
-    semi_sync: true
+    semi_sync: true              # the new primary gets the semi-sync primary side (kept anyway where the servers had it on)
     promotion_rules: {db3:3306: must_not}
 `
 

@@ -35,8 +35,13 @@ type Daemon struct {
 
 	clusters map[string]*clusterState
 	order    []string
-	owners   owners // which cluster each observed server belongs to
-	hooks    *hookGroups
+	owners   owners  // which cluster each observed server belongs to
+	silence  silence // what each replica channel received, and since when
+	// bg owns goroutines a recovery leaves running (watchOldPrimary),
+	// under bgCtx (Run's context); Run waits for them.
+	bg    sync.WaitGroup
+	bgCtx context.Context
+	hooks *hookGroups
 
 	// Monitoring (serve only): collectors feed metrics; alerts evaluate them.
 	metrics    MetricsBackend
@@ -267,6 +272,8 @@ func (d *Daemon) Close() error {
 // it started (watch loops, liveness sessions, alert evaluation, collectors)
 // has stopped.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.bgCtx = ctx
+	defer d.bg.Wait()
 	d.running.Store(true)
 	d.killLeftoverHooks(ctx)
 	d.reloadKnown(ctx)
@@ -367,14 +374,36 @@ func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 	defer t.Stop()
 	for {
 		d.tick(ctx, cs, true)
+		// While the primary fails to answer and is not yet confirmed dead
+		// (a hung primary: its replicas have not all lost it yet), confirm
+		// again every failingEvery rather than at the next poll.
+		var soon <-chan time.Time
+		var tm *time.Timer
+		cs.mu.Lock()
+		failing := !cs.failingSince.IsZero() && cs.status.State == dbpilot.ClusterUnreachable
+		cs.mu.Unlock()
+		if failing && d.cfg.PollInterval.D() > failingEvery {
+			tm = time.NewTimer(failingEvery)
+			soon = tm.C
+		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-t.C:
+		case <-soon:
 		case <-cs.wake:
+		}
+		if tm != nil {
+			tm.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }
+
+// failingEvery is how often a cluster whose primary does not answer is
+// observed until the failure is confirmed or over.
+const failingEvery = 250 * time.Millisecond
 
 // liveness watches the cluster's primary between polls at almost no cost
 // through d.live (a session blocked in a long SLEEP). When the session is
@@ -559,6 +588,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		all, stale = withUninspected(all, prev)
 	}
 	all = withLastKnown(all, prev)
+	d.silence.note(all, d.now())
 	comps := topology.Clusters(all)
 	comp := pickComponent(comps, cur, cs.cfg.seeds)
 	var members []*dbpilot.Instance
@@ -912,6 +942,7 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 		}()
 	}
 	wg.Wait()
+	d.silence.note(fresh, d.now())
 	v := topology.AssessPrimary(again, fresh)
 	cs.mu.Lock()
 	cs.status.State = v.State

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -302,4 +305,55 @@ func TestClusterOverlapSuspendsRecovery(t *testing.T) {
 	if writable != 0 {
 		t.Errorf("%d replicas were made writable", writable)
 	}
+}
+
+// TestHungPrimary: the primary is stopped with SIGSTOP (it accepts TCP
+// connections and answers nothing). It is declared dead once its replicas
+// lose it, the recovery never waits on it, and when it runs again (SIGCONT)
+// the connection serve kept waiting on it fences it at once.
+func TestHungPrimary(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3})
+	f := startDaemon(t, d, nil, daemon.Wiring{})
+	b, err := os.ReadFile(d.Nodes[0].PidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	rec := f.waitRecovery(1, 40*time.Second)
+	if !rec.Success || rec.WritesOpen.IsZero() || rec.DetectedAt.IsZero() {
+		t.Fatalf("recovery: %+v\n%s", rec, f.auditText())
+	}
+	t.Logf("SIGSTOP to writes open: %s (first failed check to writes open %s, plan to done %s)",
+		rec.WritesOpen.Sub(stopped).Round(time.Millisecond), rec.WritesOpen.Sub(rec.DetectedAt).Round(time.Millisecond), rec.Ended.Sub(rec.Started).Round(time.Millisecond))
+	newP := ""
+	for _, n := range []string{"node2", "node3"} {
+		if f.key(n) == rec.NewPrimary {
+			newP = n
+		}
+	}
+	if newP == "" || f.value(newP, "SELECT @@read_only") != "0" {
+		t.Fatalf("new primary %s (%s) is not writable", rec.NewPrimary, newP)
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	f.waitValue("node1", "SELECT @@read_only", "1", 10*time.Second)
+	testutil.WaitFor(t, 10*time.Second, "fence on return audited", func() (bool, string) {
+		a := f.auditText()
+		return strings.Contains(a, "answers again: set read_only at once") || strings.Contains(a, "is back: set read_only"), a
+	})
 }

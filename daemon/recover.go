@@ -40,8 +40,16 @@ func (a auditor) Audit(ctx context.Context, e dbpilot.AuditEvent) error {
 	return nil
 }
 
-// inspectAll reads every key afresh through the controller, in parallel.
+// inspectAllTimeout bounds each read of inspectAll: a recovery never waits
+// on an unresponsive server (a SIGSTOPped primary kept the plan waiting
+// for the 30 s query timeout).
+const inspectAllTimeout = 2 * time.Second
+
+// inspectAll reads every key afresh through the controller, in parallel,
+// each within inspectAllTimeout.
 func (d *Daemon) inspectAll(ctx context.Context, keys []dbpilot.InstanceKey) []*dbpilot.Instance {
+	ctx, cancel := context.WithTimeout(ctx, inspectAllTimeout)
+	defer cancel()
 	out := make([]*dbpilot.Instance, len(keys))
 	var wg sync.WaitGroup
 	for i, k := range keys {
@@ -148,6 +156,7 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 			cs.status.State = dbpilot.ClusterOK
 			cs.status.Primary = rec.NewPrimary
 			cs.mu.Unlock()
+			d.watchOldPrimary(cs, old)
 			// Observe the new topology now, so that watchers are told of
 			// the new primary together with its replicas moved under it,
 			// not of a new primary over the old tree until the next tick.

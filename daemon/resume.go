@@ -254,3 +254,48 @@ func (d *Daemon) hooksStarted(ctx context.Context, cluster string, id int64, pha
 	}
 	return false
 }
+
+// watchOldPrimary keeps a connection attempt open to the old primary of a
+// failover until it answers, then makes it read_only and ends its client
+// sessions. A hung primary (SIGSTOP, a stalled disk) accepts TCP
+// connections and greets nobody: the attempt waits in its listen queue and
+// is served the moment the server runs again, before serve's next poll —
+// the earliest any SQL fence can act. A dead one refuses, and the attempt
+// is retried every fenceRetry. It gives up after forget_after; the watch
+// loop's fencing (fenceReturning) covers the rest.
+func (d *Daemon) watchOldPrimary(cs *clusterState, old dbpilot.InstanceKey) {
+	ctx := d.bgCtx
+	if ctx == nil || !d.running.Load() {
+		return
+	}
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		deadline := d.now().Add(d.cfg.ForgetAfter.D())
+		for ctx.Err() == nil && d.now().Before(deadline) {
+			cs.mu.Lock()
+			still := cs.fenced[old]
+			cs.mu.Unlock()
+			if !still {
+				return // rejoined, or forgotten
+			}
+			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := d.ctl.SetReadOnly(actx, old, true)
+			if err == nil {
+				n, kerr := d.ctl.KillClientConnections(actx, old)
+				cancel()
+				msg := fmt.Sprintf("old primary %s answers again: set read_only at once and ended %d client sessions", old, n)
+				if kerr != nil {
+					msg = fmt.Sprintf("old primary %s answers again: set read_only at once (ending its client sessions failed: %v)", old, kerr)
+				}
+				d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old, Event: dbpilot.AuditFence, Message: msg})
+				return
+			}
+			cancel()
+			sleepCtx(ctx, fenceRetry)
+		}
+	}()
+}
+
+// fenceRetry is how often watchOldPrimary tries a dead old primary again.
+const fenceRetry = 100 * time.Millisecond

@@ -76,6 +76,7 @@ var (
 		SourceLogFile: "mysql-bin.000001", ReadSourceLogPos: 1835,
 		RelaySourceLogFile: "mysql-bin.000001", ExecSourceLogPos: 1835, RelayLogSpace: 2437,
 		SourceServerID: 1, ConnectRetry: 1, HeartbeatPeriod: time.Second, ParallelMode: "optimistic",
+		ReceivedHeartbeats: 264,
 	}
 	mysql80Channels = []dbpilot.ReplicationChannel{{
 		Source: key("127.0.0.1:13000"), SourceUser: "root",
@@ -187,17 +188,20 @@ func TestParseReplicaStatusRecorded(t *testing.T) {
 		file   string
 		flavor dbpilot.Flavor
 		want   []dbpilot.ReplicationChannel
+		// heartbeats are the rows' Slave_received_heartbeats (MariaDB;
+		// MySQL's SHOW REPLICA STATUS has none).
+		heartbeats []uint64
 	}{
-		{"mariadb-10.11/primary/replica_status.txt", dbpilot.FlavorMariaDB, nil},
-		{"mariadb-10.11/replica/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{mariaReplicaChannel}},
-		{"mariadb-10.11/replica-sql-error/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{sqlError}},
-		{"mariadb-10.11/replica-no-report-host/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{noReportHost}},
-		{"mariadb-10.11/multisource/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{m1, m5}},
-		{"mariadb-10.11/multisource-errors/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{gone, m1Err, m5Err}},
-		{"mysql-8.0/replica/replica_status.txt", dbpilot.FlavorMySQL, mysql80Channels},
-		{"mysql-8.0/replica/replica_status.txt", dbpilot.FlavorPercona, mysql80Channels},
-		{"mysql-8.0.21/replica_status.txt", dbpilot.FlavorMySQL, []dbpilot.ReplicationChannel{mysql8021}},
-		{"mysql-5.7/replica/replica_status.txt", dbpilot.FlavorMySQL, []dbpilot.ReplicationChannel{mysql57Channel}},
+		{"mariadb-10.11/primary/replica_status.txt", dbpilot.FlavorMariaDB, nil, nil},
+		{"mariadb-10.11/replica/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{mariaReplicaChannel}, []uint64{264}},
+		{"mariadb-10.11/replica-sql-error/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{sqlError}, []uint64{529}},
+		{"mariadb-10.11/replica-no-report-host/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{noReportHost}, []uint64{5}},
+		{"mariadb-10.11/multisource/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{m1, m5}, []uint64{279, 138}},
+		{"mariadb-10.11/multisource-errors/replica_status.txt", dbpilot.FlavorMariaDB, []dbpilot.ReplicationChannel{gone, m1Err, m5Err}, []uint64{0, 265, 132}},
+		{"mysql-8.0/replica/replica_status.txt", dbpilot.FlavorMySQL, mysql80Channels, nil},
+		{"mysql-8.0/replica/replica_status.txt", dbpilot.FlavorPercona, mysql80Channels, nil},
+		{"mysql-8.0.21/replica_status.txt", dbpilot.FlavorMySQL, []dbpilot.ReplicationChannel{mysql8021}, nil},
+		{"mysql-5.7/replica/replica_status.txt", dbpilot.FlavorMySQL, []dbpilot.ReplicationChannel{mysql57Channel}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -211,6 +215,10 @@ func TestParseReplicaStatusRecorded(t *testing.T) {
 					t.Fatalf("row %d: %v", i+1, err)
 				}
 				want := tt.want[i]
+				want.ReceivedHeartbeats = 0
+				if tt.heartbeats != nil {
+					want.ReceivedHeartbeats = tt.heartbeats[i]
+				}
 				// SHOW REPLICA/SLAVE STATUS carries no heartbeat period on MySQL.
 				want.HeartbeatUnknown = tt.flavor.IsMySQLFamily()
 				diff(t, fmt.Sprintf("row %d", i+1), got, want)

@@ -385,6 +385,7 @@ func parseCanonicalReplicaStatus(flavor dbpilot.Flavor, r valueRow) (dbpilot.Rep
 	c.SourceUUID = f.str("master_uuid")
 	c.ConnectRetry = f.int("connect_retry")
 	c.HeartbeatPeriod = f.seconds("slave_heartbeat_period")
+	c.ReceivedHeartbeats = f.uint("slave_received_heartbeats", 64)
 	// MariaDB has the period in the row; MySQL's comes from performance_schema
 	// (applyHeartbeats) and stays unknown until read there.
 	if _, ok := f.row.get("slave_heartbeat_period"); !ok {

@@ -26,7 +26,9 @@ type Options struct {
 	// read_only before their connections are killed. Default 1 s.
 	KillGrace time.Duration
 	// SemiSync enables the semi-sync primary side on the new primary, and the
-	// replica side on repointed replicas.
+	// replica side on repointed replicas. Without it, a new primary that had
+	// the primary side on before keeps it (a DBA's own setting), and the
+	// repointed replicas get the replica side then too.
 	SemiSync bool
 	// MaxLag (switchover.max_lag) bounds, before a switchover or a
 	// relocation changes anything, how far behind its source the candidate
@@ -89,7 +91,11 @@ type execRun struct {
 	verb    string              // "failover", "switchover", "relocate": the start of error messages
 	subject dbpilot.InstanceKey // the candidate, or the replica relocated: the instance of "done" and "failed"
 
-	mu sync.Mutex // guards rec.LostReplicas while repointing in parallel
+	// candSemi is the candidate's semi-sync state before the run changed it.
+	candSemi dbpilot.SemiSyncState
+
+	mu      sync.Mutex      // guards rec.LostReplicas and quieted while servers are handled in parallel
+	quieted []quietedServer // servers whose semi-sync primary side the run turned off
 }
 
 func (e *Executor) newRun(cluster, verb string, rec *dbpilot.Recovery) *execRun {
@@ -287,7 +293,7 @@ func (r *execRun) waitApplied(ctx context.Context, key dbpilot.InstanceKey, pos 
 }
 
 // promote makes key a writable primary: replication removed, semi-sync
-// primary side as Opt.SemiSync says (before writes are allowed, so that none
+// primary side as primarySide says (before writes are allowed, so that none
 // escapes it), read_only off. It returns when key became writable.
 func (r *execRun) promote(ctx context.Context, key dbpilot.InstanceKey, why string) (time.Time, error) {
 	if err := r.takePrimaryRole(ctx, key); err != nil {
@@ -297,7 +303,7 @@ func (r *execRun) promote(ctx context.Context, key dbpilot.InstanceKey, why stri
 }
 
 // takePrimaryRole removes key's replication and sets its semi-sync sides
-// for a primary; it stays read-only.
+// for a primary (primarySide, newPrimaryReplicaSide); it stays read-only.
 func (r *execRun) takePrimaryRole(ctx context.Context, key dbpilot.InstanceKey) error {
 	ctl := r.e.Ctl
 	if err := ctl.StopReplica(ctx, key); err != nil {
@@ -306,7 +312,7 @@ func (r *execRun) takePrimaryRole(ctx context.Context, key dbpilot.InstanceKey) 
 	if err := ctl.ResetReplicaAll(ctx, key); err != nil {
 		return err
 	}
-	return ctl.SetSemiSync(ctx, key, r.opt.SemiSync, false)
+	return ctl.SetSemiSync(ctx, key, r.primarySide(), r.newPrimaryReplicaSide())
 }
 
 // makeWritable turns read_only off on the new primary key and records it
@@ -316,9 +322,9 @@ func (r *execRun) makeWritable(ctx context.Context, key dbpilot.InstanceKey, why
 		return time.Time{}, err
 	}
 	writable := time.Now()
-	r.rec.NewPrimary = key
+	r.rec.NewPrimary, r.rec.WritesOpen = key, writable
 	r.audit(ctx, key, dbpilot.AuditPromote, fmt.Sprintf("%s promoted (%s): replication removed, writable", key, why),
-		map[string]string{"semi_sync": strconv.FormatBool(r.opt.SemiSync)})
+		map[string]string{"semi_sync": strconv.FormatBool(r.primarySide())})
 	return writable, nil
 }
 
@@ -379,8 +385,8 @@ func (r *execRun) repoint(ctx context.Context, key, primary, oldSource dbpilot.I
 }
 
 // attach points key's channel from oldSource at primary and starts it
-// (semi-sync replica side on when the cluster uses semi-sync); it returns
-// the channel's name, or why it failed.
+// (semi-sync replica side on when the new primary has the primary side);
+// it returns the channel's name, or why it failed.
 func (r *execRun) attach(ctx context.Context, key, primary, oldSource dbpilot.InstanceKey) (channel, reason string) {
 	ctl := r.e.Ctl
 	inst, err := ctl.Inspect(ctx, key)
@@ -398,7 +404,7 @@ func (r *execRun) attach(ctx context.Context, key, primary, oldSource dbpilot.In
 	if err := ctl.ChangeSource(ctx, key, primary, dbpilot.ChangeSourceOptions{Channel: channel}); err != nil {
 		return "", "change source: " + err.Error()
 	}
-	if r.opt.SemiSync {
+	if r.primarySide() {
 		if err := ctl.SetSemiSync(ctx, key, inst.SemiSync.PrimaryEnabled, true); err != nil {
 			return "", "enable semi-sync: " + err.Error()
 		}

@@ -14,10 +14,17 @@ import (
 
 // Failover applies a failover plan: the candidate catches up from replicas
 // that received more in some domains and applies everything it received,
-// is promoted (replication removed, writable, semi-sync primary side as
-// Opt.SemiSync says), and the replicas of p.Repoint are moved under it in
-// parallel, each verified to replicate. A replica that cannot be moved, and
-// every replica of p.Lost, goes to rec.LostReplicas with the reason audited.
+// is promoted (replication removed, writable, semi-sync primary side on
+// when Opt.SemiSync says so or it had it on before), and the replicas of
+// p.Repoint are moved under it in parallel, each verified to replicate. A
+// replica that cannot be moved, and every replica of p.Lost, goes to
+// rec.LostReplicas with the reason audited.
+//
+// Semi-sync primary sides on servers without semi-sync replicas are turned
+// off first, in parallel, so that no step waits rpl_semi_sync_master_timeout,
+// and turned back on at the replicas once they follow the new primary and
+// have caught up (see quietPrimarySides); a failover that fails turns them
+// back on at once.
 //
 // rec, created by the caller, receives NewPrimary (set once the candidate is
 // writable, cleared before), LostReplicas (this run's), Success, Error and
@@ -29,7 +36,11 @@ import (
 // primary: the caller may plan again without this candidate.
 func (e *Executor) Failover(ctx context.Context, p *Plan, rec *dbpilot.Recovery) error {
 	r := e.newPlanRun(p, "failover", rec)
-	return r.finish(ctx, r.failover(ctx, p), nil)
+	err := r.failover(ctx, p)
+	if err != nil {
+		r.giveBackPrimarySides(ctx)
+	}
+	return r.finish(ctx, err, nil)
 }
 
 // notPromoted is a failure before the candidate became writable.
@@ -40,9 +51,9 @@ func (r *execRun) notPromoted(p *Plan, step string, err error) error {
 }
 
 // failover runs the failover's phases: record the plan's lost replicas,
-// apply the candidate's relay log, catch up from other replicas, promote,
-// then repoint the replicas. A failure before the promotion is
-// notPromoted.
+// quiet the semi-sync primary sides, apply the candidate's relay log, catch
+// up from other replicas, promote, repoint the replicas, then restore the
+// primary sides quieted. A failure before the promotion is notPromoted.
 func (r *execRun) failover(ctx context.Context, p *Plan) error {
 	if err := r.validate(p); err != nil {
 		return err
@@ -55,7 +66,7 @@ func (r *execRun) failover(ctx context.Context, p *Plan) error {
 	if err != nil {
 		return r.notPromoted(p, "inspect candidate", err)
 	}
-	if _, err := r.quietSemiSyncPrimary(ctx, cand); err != nil {
+	if err := r.quietPrimarySides(ctx, cand, failoverMoved(p)); err != nil {
 		return r.notPromoted(p, "turn the candidate's semi-sync primary side off", err)
 	}
 	if err := r.applyRelayLog(ctx, p, cand); err != nil {
@@ -69,29 +80,24 @@ func (r *execRun) failover(ctx context.Context, p *Plan) error {
 	if _, err := r.promote(ctx, p.Candidate, "failover"); err != nil {
 		return r.notPromoted(p, "promote", err)
 	}
+	// With the semi-sync primary side on, the first writes wait for the
+	// first replica attached below (milliseconds: no replica's STOP SLAVE
+	// waits for its applier any more), never for a write no replica has.
 	r.repointAll(ctx, p.Candidate, p.OldPrimary, p.Repoint, nil)
+	r.restorePrimarySides(ctx, p.Candidate)
 	return nil
 }
 
-// quietSemiSyncPrimary turns the candidate's semi-sync primary side off
-// while no semi-sync replica is connected to it (DBAs enable both sides on
-// every server so that any can be promoted): each transaction its SQL
-// thread applies into its binary log would otherwise wait
-// rpl_semi_sync_master_timeout for an acknowledgement nobody sends (MariaDB
-// rpl_semi_sync_master_wait_no_slave=ON), and the recovery would wait with
-// it. The promotion sets the side as the cluster wants it. It reports
-// whether it changed anything.
-func (r *execRun) quietSemiSyncPrimary(ctx context.Context, cand *dbpilot.Instance) (bool, error) {
-	ss := cand.SemiSync
-	if !ss.PrimaryEnabled || ss.PrimaryClients > 0 {
-		return false, nil
+// failoverMoved lists the servers a failover moves or reads from besides
+// the candidate: the replicas to repoint and the catch-up sources.
+func failoverMoved(p *Plan) []dbpilot.InstanceKey {
+	keys := slices.Clone(p.Repoint)
+	for _, cu := range p.CatchUp {
+		if !slices.ContainsFunc(keys, cu.From.Equal) {
+			keys = append(keys, cu.From)
+		}
 	}
-	if err := r.e.Ctl.SetSemiSync(ctx, cand.Key, false, ss.ReplicaEnabled); err != nil {
-		return false, err
-	}
-	r.audit(ctx, cand.Key, dbpilot.AuditSemiSync, fmt.Sprintf("%s had its semi-sync primary side on with no semi-sync replica: turned off until it has replicas, so that what it applies does not wait %s for an acknowledgement", cand.Key, ss.PrimaryTimeout),
-		map[string]string{"timeout": ss.PrimaryTimeout.String()})
-	return true, nil
+	return otherThan(keys, p.Candidate, p.OldPrimary)
 }
 
 // applyRelayLog waits for the candidate to apply everything it received

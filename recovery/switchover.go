@@ -69,17 +69,16 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 	if err != nil {
 		return err
 	}
-	quieted, err := r.quietSemiSyncPrimary(ctx, cand)
-	if err != nil {
+	// A switchover that fails gives every server quieted its semi-sync
+	// primary side back (the old primary's too, when it was attached to the
+	// candidate before the rollback).
+	defer func() {
+		if r.rec.NewPrimary.IsZero() {
+			r.giveBackPrimarySides(ctx)
+		}
+	}()
+	if err := r.quietPrimarySides(ctx, cand, otherThan(p.Repoint, p.Candidate, p.OldPrimary)); err != nil {
 		return err
-	}
-	if quieted {
-		// A switchover that fails gives the candidate its primary side back.
-		defer func() {
-			if r.rec.NewPrimary.IsZero() {
-				_ = r.e.Ctl.SetSemiSync(context.WithoutCancel(ctx), cand.Key, true, cand.SemiSync.ReplicaEnabled)
-			}
-		}()
 	}
 
 	// From here on writes are refused: the window is measured from t0,
@@ -105,6 +104,7 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 		return r.rollbackSwitchover(ctx, p, t0, err, true, joined.hasFormer())
 	}
 	r.confirmAll(ctx, p.Candidate, p.OldPrimary, joined)
+	r.restorePrimarySides(ctx, p.Candidate)
 	return nil
 }
 
@@ -170,7 +170,7 @@ const (
 // the candidate is made writable anyway, and the audit says its first
 // commits may wait for an acknowledgement).
 func (r *execRun) waitAcknowledger(ctx context.Context, cand dbpilot.InstanceKey, js joinedSet) {
-	if !r.opt.SemiSync || len(js) == 0 {
+	if !r.primarySide() || len(js) == 0 {
 		return
 	}
 	deadline := time.Now().Add(execAckWait)
@@ -439,8 +439,14 @@ func (r *execRun) demoteAttach(ctx context.Context, old *dbpilot.Instance, prima
 	if err := ctl.ChangeSource(ctx, key, primary, dbpilot.ChangeSourceOptions{}); err != nil {
 		return nil, "change source: " + err.Error()
 	}
-	if err := ctl.SetSemiSync(ctx, key, false, r.opt.SemiSync); err != nil {
+	// Its primary side goes off: no acknowledgement comes to a replica.
+	// Given back if the switchover rolls back, and after it when it had
+	// both sides on (the DBA's setting).
+	if err := ctl.SetSemiSync(ctx, key, false, r.primarySide() || old.SemiSync.ReplicaEnabled); err != nil {
 		return nil, "set semi-sync: " + err.Error()
+	}
+	if old.SemiSync.PrimaryEnabled {
+		r.quiet(key, old.SemiSync.ReplicaEnabled, old.SemiSync.ReplicaEnabled)
 	}
 	if err := ctl.StartReplica(ctx, key); err != nil {
 		return nil, "start replication: " + err.Error()

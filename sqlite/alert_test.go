@@ -151,7 +151,7 @@ func TestAlertMigrationFromSchema1(t *testing.T) {
 	defer d.Close()
 	// Back to schema 1, then up again.
 	if _, err := d.db.Exec(`DROP TABLE alerts; DROP TABLE query_digests; DROP TABLE query_stats; DROP TABLE query_sources;
-		DROP TABLE query_source_minutes; DELETE FROM schema_version WHERE version > 1`); err != nil {
+		DROP TABLE query_source_minutes; ALTER TABLE recoveries DROP COLUMN writes_open; DELETE FROM schema_version WHERE version > 1`); err != nil {
 		t.Fatal(err)
 	}
 	if err := applyMigrations(context.Background(), d.db, d.path, ms); err != nil {

@@ -18,7 +18,7 @@ const DefaultRecoveryLimit = 100
 
 const recoveryColumns = `id, cluster, kind, old_host, old_port, new_host, new_port,
 	detected_at, started, ended, success, error, plan, lost_replicas,
-	acked, acked_at, acked_by, ack_comment`
+	acked, acked_at, acked_by, ack_comment, writes_open`
 
 // recoveryArgs returns the values of every column of recoveryColumns but id
 // and the ack columns.
@@ -54,21 +54,21 @@ func (d *DB) CreateRecovery(ctx context.Context, r *dbpilot.Recovery) error {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	var ta timeArgs
-	args = append(args, r.Acked, ta.arg(r.AckedAt), r.AckedBy, r.AckComment)
+	args = append(args, r.Acked, ta.arg(r.AckedAt), r.AckedBy, r.AckComment, ta.arg(r.WritesOpen))
 	if ta.err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, ta.err)
 	}
 	if r.ID != 0 {
 		// An ID given by the serves' coordination (shared by every serve).
 		_, err := d.db.ExecContext(ctx, `INSERT INTO recoveries (`+recoveryColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append([]any{r.ID}, args...)...)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append([]any{r.ID}, args...)...)
 		if err != nil {
 			return fmt.Errorf("sqlite: %s %d: %w", op, r.ID, err)
 		}
 		return nil
 	}
 	res, err := d.db.ExecContext(ctx, `INSERT INTO recoveries (`+strings.TrimPrefix(recoveryColumns, "id, ")+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
@@ -100,7 +100,7 @@ func (d *DB) UpdateRecovery(ctx context.Context, r *dbpilot.Recovery) error {
 		return fmt.Errorf("sqlite: %s %d: %w", op, r.ID, err)
 	}
 	var ta timeArgs
-	args = append(args, ta.arg(r.AckedAt), r.AckedBy, r.AckComment, r.Acked, r.ID)
+	args = append(args, ta.arg(r.WritesOpen), ta.arg(r.AckedAt), r.AckedBy, r.AckComment, r.Acked, r.ID)
 	if ta.err != nil {
 		return fmt.Errorf("sqlite: %s %d: %w", op, r.ID, ta.err)
 	}
@@ -108,6 +108,7 @@ func (d *DB) UpdateRecovery(ctx context.Context, r *dbpilot.Recovery) error {
 	row := d.db.QueryRowContext(ctx, `UPDATE recoveries SET
 			cluster = ?, kind = ?, old_host = ?, old_port = ?, new_host = ?, new_port = ?,
 			detected_at = ?, started = ?, ended = ?, success = ?, error = ?, plan = ?, lost_replicas = ?,
+			writes_open = ?,
 			acked_at = CASE WHEN acked THEN acked_at ELSE ? END,
 			acked_by = CASE WHEN acked THEN acked_by ELSE ? END,
 			ack_comment = CASE WHEN acked THEN ack_comment ELSE ? END,
@@ -173,17 +174,17 @@ func (d *DB) Recoveries(ctx context.Context, f dbpilot.RecoveryFilter) ([]*dbpil
 
 func scanRecovery(rows *sql.Rows) (*dbpilot.Recovery, error) {
 	var (
-		r                                 dbpilot.Recovery
-		detected, started, ended, ackedAt sql.NullInt64
-		lost                              sql.NullString
+		r                                       dbpilot.Recovery
+		detected, started, ended, ackedAt, open sql.NullInt64
+		lost                                    sql.NullString
 	)
 	err := rows.Scan(&r.ID, &r.Cluster, &r.Kind, &r.OldPrimary.Host, &r.OldPrimary.Port, &r.NewPrimary.Host, &r.NewPrimary.Port,
 		&detected, &started, &ended, &r.Success, &r.Error, &r.Plan, &lost,
-		&r.Acked, &ackedAt, &r.AckedBy, &r.AckComment)
+		&r.Acked, &ackedAt, &r.AckedBy, &r.AckComment, &open)
 	if err != nil {
 		return nil, err
 	}
-	r.DetectedAt, r.Started, r.Ended, r.AckedAt = timeOf(detected), timeOf(started), timeOf(ended), timeOf(ackedAt)
+	r.DetectedAt, r.Started, r.Ended, r.AckedAt, r.WritesOpen = timeOf(detected), timeOf(started), timeOf(ended), timeOf(ackedAt), timeOf(open)
 	if lost.Valid {
 		if err := json.Unmarshal([]byte(lost.String), &r.LostReplicas); err != nil {
 			return nil, fmt.Errorf("recovery %d: decode lost replicas: %w", r.ID, err)

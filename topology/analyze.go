@@ -625,7 +625,7 @@ func (a *analyzer) semiSync(i int) {
 		if in.LogBin && in.LogReplicaUpdates {
 			a.add(in, dbpilot.ProblemSemiSyncPrimaryOnReplica, dbpilot.SeverityWarning, "",
 				map[string]string{v.semiPrimary() + "_enabled": "ON", v.semiPrimary() + "_timeout": seconds(ss.PrimaryTimeout)},
-				"replica with the semi-sync primary side enabled (%s_enabled=ON) and no replica of its own: each transaction it applies into its binary log may wait %s_timeout=%s for an acknowledgement no replica sends; a failover waiting for it to apply its relay log pays that wait (dbpilot turns the side off on a candidate until its replicas follow it, and enables it at promotion when the cluster uses semi-sync); disable it here unless you rely on that",
+				"replica with the semi-sync primary side enabled (%s_enabled=ON) and no replica of its own: each transaction it applies into its binary log may wait %s_timeout=%s for an acknowledgement no replica sends; a recovery would pay that wait (dbpilot's failover and switchover turn the side off first on the candidate and on every replica they move, and back on once they follow the new primary); disable it here unless you rely on that",
 				v.semiPrimary(), v.semiPrimary(), seconds(ss.PrimaryTimeout))
 		}
 		return

@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 )
@@ -132,6 +133,9 @@ const (
 // An IO thread stopped without an error was stopped by hand: no vote.
 func ChannelVote(ch *dbpilot.ReplicationChannel) Vote {
 	if ch.IORunning == dbpilot.IORunning {
+		if Silent(ch) {
+			return VoteDead // connected, but its source sends nothing: hung
+		}
 		return VoteAlive
 	}
 	switch errno := ch.LastIOErrno; {
@@ -146,6 +150,21 @@ func ChannelVote(ch *dbpilot.ReplicationChannel) Vote {
 		return VoteAlive
 	}
 }
+
+// Silent reports whether a running IO thread has received nothing from its
+// source — no event, no heartbeat — for SilentPeriods heartbeat periods
+// (and at least MinSilence): its source hangs (SIGSTOP, a stalled disk) or
+// the link is cut, long before slave_net_timeout makes the IO thread say so.
+func Silent(ch *dbpilot.ReplicationChannel) bool {
+	return ch.HeartbeatPeriod > 0 && !ch.HeartbeatUnknown &&
+		ch.SourceSilentFor >= max(time.Duration(SilentPeriods*float64(ch.HeartbeatPeriod)), MinSilence)
+}
+
+// SilentPeriods and MinSilence: see Silent.
+const (
+	SilentPeriods = 2.5
+	MinSilence    = 2 * time.Second
+)
 
 // transportErrno reports whether a replication IO error number is a
 // transport failure rather than the source's answer.

@@ -3,6 +3,7 @@ package topology
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 )
@@ -17,6 +18,12 @@ func replica(port int, io dbpilot.IOState, reachable bool) *dbpilot.Instance {
 func replicaErr(port int, io dbpilot.IOState, errno int) *dbpilot.Instance {
 	r := replica(port, io, true)
 	r.Channels[0].LastIOErrno = errno
+	return r
+}
+
+func silent(port int, d time.Duration) *dbpilot.Instance {
+	r := replica(port, dbpilot.IORunning, true)
+	r.Channels[0].HeartbeatPeriod, r.Channels[0].SourceSilentFor = time.Second, d
 	return r
 }
 
@@ -47,6 +54,8 @@ func TestAssessPrimary(t *testing.T) {
 		{"a binlog error from the primary is an answer", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOStopped, 1236)}, dbpilot.ClusterUnreachable, "still see it alive"},
 		{"IO threads stopped by hand do not vote", down, []*dbpilot.Instance{replica(21002, dbpilot.IOStopped, true), replica(21003, dbpilot.IOStopped, true)}, dbpilot.ClusterUnreachable, "stopped without an error"},
 		{"one lost, one stopped by hand: the lost one decides", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOConnecting, 2003), replica(21003, dbpilot.IOStopped, true)}, dbpilot.ClusterDead, "all 1 reachable"},
+		{"running but silent for 3 heartbeat periods votes dead (a hung primary)", down, []*dbpilot.Instance{silent(21002, 3*time.Second), silent(21003, 3*time.Second)}, dbpilot.ClusterDead, "all 2 reachable"},
+		{"running and silent for 1 s is still alive", down, []*dbpilot.Instance{silent(21002, time.Second)}, dbpilot.ClusterUnreachable, "still see it alive"},
 		{"net read timeout votes dead", down, []*dbpilot.Instance{replicaErr(21002, dbpilot.IOConnecting, 1159)}, dbpilot.ClusterDead, "all 1 reachable"},
 	}
 	for _, tt := range tests {

@@ -40,7 +40,7 @@ var ProblemKinds = []ProblemKind{
 	{dbpilot.ProblemNoBinlog, 23, "alert"},
 	{dbpilot.ProblemNoGTID, 24, "alert"},
 	{dbpilot.ProblemSlowFailureDetection, 25, "alert"},
-	{dbpilot.ProblemSemiSyncPrimaryOnReplica, 26, "alert; a failover or switchover turns the candidate's primary side off until it has replicas"},
+	{dbpilot.ProblemSemiSyncPrimaryOnReplica, 26, "alert; a failover or switchover turns the primary side off on the servers it moves, first, and back on after"},
 }
 
 // Priority returns the priority of a problem code (ProblemKinds), or a number

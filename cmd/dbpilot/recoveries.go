@@ -42,7 +42,7 @@ every step and decision with its timestamp.` + exitHelp,
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tCLUSTER\tKIND\tSTARTED\tTOOK\tFROM\tTO\tRESULT\tACKED")
+			fmt.Fprintln(tw, "ID\tCLUSTER\tKIND\tSTARTED\tTOOK\tFAILURE→WRITES\tFROM\tTO\tRESULT\tACKED")
 			for _, r := range recs {
 				took := "-"
 				if !r.Ended.IsZero() {
@@ -58,7 +58,11 @@ every step and decision with its timestamp.` + exitHelp,
 				if len(r.LostReplicas) > 0 {
 					result += fmt.Sprintf(" (%d replicas lost)", len(r.LostReplicas))
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Cluster, r.Kind, r.Started.Local().Format("2006-01-02 15:04:05"), took,
+				open := "-"
+				if !r.WritesOpen.IsZero() && !r.DetectedAt.IsZero() {
+					open = r.WritesOpen.Sub(r.DetectedAt).Round(time.Millisecond).String()
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Cluster, r.Kind, r.Started.Local().Format("2006-01-02 15:04:05"), took, open,
 					r.OldPrimary, r.NewPrimary, result, yesNo(r.Acked))
 			}
 			if err := tw.Flush(); err != nil {
