@@ -449,7 +449,7 @@ s11a() {
 }
 
 s11b() {
-	TITLE="11 etcd killed mid-failover" EXPECTED="no promotion while etcd is down; failover once it is back; 1 writable; 0 lost"
+	TITLE="11 etcd killed mid-failover" EXPECTED="no promotion while etcd is down; failover once it is back; pre_failover hook once; 1 writable; 0 lost"
 	local s=f12
 	command -v etcd >/dev/null || { STEP="etcd is not installed"; return 1; }
 	step "deploy" deploy $s --semi-sync || return 1
@@ -481,9 +481,14 @@ s11b() {
 	rep="$("$FB" check-replicas --sandbox $s --timeout 20s)" || ok=false
 	"$FB" wait-recovery --url "$URL" --cluster $s --ok --timeout 20s >>"$LOG" 2>&1
 	case "$during" in node2 | node3) ok=false during="promoted $during while etcd was down" ;; *) during="no promotion while etcd was down" ;; esac
+	# Which serve ran the hook each time (the takeover may be the other one).
+	local runs by
+	runs=$(wc -l <"$WORK/$s.hookruns")
+	[ "$runs" = 1 ] || ok=false
+	by="$(grep -l 'pre-failover hook .* succeeded' "$WORK/serve-$s-a.log" "$WORK/serve-$s-b.log" 2>/dev/null | sed 's#.*serve-'$s'-\(.\)\.log#\1#' | paste -sd, -)"
 	unobserve
 	report $s --scenario "$TITLE" --expected "$EXPECTED" --expect failover --faulted node1 --url "$URL" --cluster $s --met=$ok \
-		--note "hook killed etcd ($(wc -l <"$WORK/$s.hookruns" 2>/dev/null || echo 0) hook run(s))" --note "$during" --note "after etcd returned: $rep"
+		--note "the pre_failover hook killed etcd; it ran $runs time(s) (serves: ${by:-?})" --note "$during" --note "after etcd returned: $rep"
 }
 
 # run ID FUNC [ARGS]: one scenario; its processes killed, its sandbox

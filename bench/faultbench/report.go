@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -301,7 +302,7 @@ func report(args []string) error {
 					missing = append(missing, a)
 				}
 			}
-			observed = append(observed, extraRows(d, have, finalPrimary, final)...)
+			observed = append(observed, extraRows(d, have, finalPrimary, final, fault, hasFault)...)
 			lost = len(missing)
 			lostText = fmt.Sprintf("%d of %d", lost, len(acks))
 			if lost > 0 {
@@ -367,8 +368,9 @@ func report(args []string) error {
 }
 
 // extraRows says which answering nodes hold bench rows the final primary
-// (holding have) lacks: commits made where the primary was not.
-func extraRows(d *sandbox.Descriptor, have map[int64]bool, primary string, final []nodeState) []string {
+// (holding have) lacks: commits made where the primary was not, and when
+// they were written (the row's NOW(6), relative to the fault).
+func extraRows(d *sandbox.Descriptor, have map[int64]bool, primary string, final []nodeState, fault int64, hasFault bool) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out []string
@@ -376,19 +378,34 @@ func extraRows(d *sandbox.Descriptor, have map[int64]bool, primary string, final
 		if !s.answered || s.node.Name == primary {
 			continue
 		}
-		ids, err := rowIDs(ctx, d, s.node)
+		db := rootDB(d, s.node, 5*time.Second)
+		rows, err := db.QueryContext(ctx, "SELECT id, UNIX_TIMESTAMP(at) FROM "+benchDB+".t")
 		if err != nil {
+			db.Close()
 			continue
 		}
 		extra := 0
-		for id := range ids {
-			if !have[id] {
-				extra++
+		first, last := math.Inf(1), math.Inf(-1)
+		for rows.Next() {
+			var id int64
+			var at float64
+			if rows.Scan(&id, &at) != nil || have[id] {
+				continue
 			}
+			extra++
+			first, last = math.Min(first, at), math.Max(last, at)
 		}
-		if extra > 0 {
-			out = append(out, fmt.Sprintf("%s holds %d row(s) %s lacks", s.node.Name, extra, primary))
+		rows.Close()
+		db.Close()
+		if extra == 0 {
+			continue
 		}
+		when := ""
+		if hasFault {
+			f := float64(fault) / 1e9
+			when = fmt.Sprintf(", written %+.2f s to %+.2f s from the fault", first-f, last-f)
+		}
+		out = append(out, fmt.Sprintf("%s holds %d row(s) %s lacks%s", s.node.Name, extra, primary, when))
 	}
 	return out
 }
