@@ -222,63 +222,19 @@ func report(args []string) error {
 	}
 	observed = append(observed, extra...)
 
-	// Most writable nodes in one monitor sample.
-	maxW, splitTicks := 0, 0
-	var splitAt int64
-	var splitNodes []string
-	for i := 0; i < len(samples); {
-		j := i
-		var w []string
-		for j < len(samples) && samples[j].at == samples[i].at {
-			if samples[j].state == 'W' {
-				w = append(w, samples[j].node)
-			}
-			j++
-		}
-		if len(w) > maxW {
-			maxW = len(w)
-		}
-		if len(w) > 1 {
-			if splitTicks == 0 {
-				splitAt, splitNodes = samples[i].at, w
-			}
-			splitTicks++
-		}
-		i = j
-	}
-	if splitTicks > 0 {
+	// Most writable nodes in one monitor sample, and in the writer's view.
+	sp := splits(samples)
+	maxW := sp.max
+	if sp.ticks > 0 {
 		when := ""
 		if hasFault {
-			when = fmt.Sprintf(" from %+.2f s", float64(splitAt-fault)/1e9)
+			when = fmt.Sprintf(" from %+.2f s", float64(sp.firstAt-fault)/1e9)
 		}
-		observed = append(observed, fmt.Sprintf("monitor: %s writable together in %d sample(s)%s", strings.Join(splitNodes, "+"), splitTicks, when))
+		observed = append(observed, fmt.Sprintf("monitor: %s writable together in %d sample(s)%s", strings.Join(sp.firstNodes, "+"), sp.ticks, when))
 	}
-	// The writer's view: a node that acknowledged a write begun after
-	// another node had acknowledged one, while that other node went on
-	// acknowledging afterwards, was writable beside it.
-	firstEnd, lastStart := map[string]int64{}, map[string]int64{}
-	for _, a := range acks {
-		if v, seen := firstEnd[a.node]; !seen || a.end < v {
-			firstEnd[a.node] = a.end
-		}
-		if a.start > lastStart[a.node] {
-			lastStart[a.node] = a.start
-		}
-	}
-	interleaved := map[string]int{}
-	for _, a := range acks {
-		for y, fe := range firstEnd {
-			if y != a.node && fe < a.start && lastStart[y] > a.end {
-				interleaved[a.node+" between writes on "+y]++
-				break
-			}
-		}
-	}
-	if len(interleaved) > 0 {
+	if il := interleaved(acks); len(il) > 0 {
 		maxW = max(maxW, 2)
-		for k, v := range interleaved {
-			observed = append(observed, fmt.Sprintf("writer: %d write(s) acked on %s", v, k))
-		}
+		observed = append(observed, il...)
 	}
 	if len(samples) == 0 {
 		observed = append(observed, "monitor recorded nothing")
@@ -327,15 +283,9 @@ func report(args []string) error {
 	openText := "-"
 	if hasFault {
 		openText = "never"
-		best := int64(-1)
-		for _, a := range acks {
-			if a.start >= fault && a.node != *faulted && (best < 0 || a.end < best) {
-				best = a.end
-			}
-		}
-		if best >= 0 {
-			openText = fmt.Sprintf("%.2f s", float64(best-fault)/1e9)
-			if *openWithin > 0 && time.Duration(best-fault) > *openWithin {
+		if at, found := writesOpen(acks, fault, *faulted); found {
+			openText = fmt.Sprintf("%.2f s", float64(at-fault)/1e9)
+			if *openWithin > 0 && time.Duration(at-fault) > *openWithin {
 				observed = append(observed, fmt.Sprintf("writes open later than %s", *openWithin))
 				ok = false
 			}
@@ -343,20 +293,7 @@ func report(args []string) error {
 			ok = false
 		}
 		if *gap {
-			var ends []int64
-			for _, a := range acks {
-				if a.end >= fault {
-					ends = append(ends, a.end)
-				}
-			}
-			slices.Sort(ends)
-			longest := int64(0)
-			prev := fault
-			for _, e := range ends {
-				longest = max(longest, e-prev)
-				prev = e
-			}
-			observed = append(observed, fmt.Sprintf("longest pause between acked writes after the fault %.0f ms", float64(longest)/1e6))
+			observed = append(observed, fmt.Sprintf("longest pause between acked writes after the fault %.0f ms", float64(longestPause(acks, fault))/1e6))
 		}
 	}
 
@@ -365,6 +302,104 @@ func report(args []string) error {
 		verdict = "VIOLATED"
 	}
 	return emit(*tbl, []string{*scenario, *expected, strings.Join(observed, "; "), strconv.Itoa(maxW), lostText, openText, verdict})
+}
+
+// split is what the monitor saw of nodes writable together.
+type split struct {
+	max        int      // most writable nodes in one sample
+	ticks      int      // samples with more than one
+	firstAt    int64    // the first of those
+	firstNodes []string // and its writable nodes
+}
+
+// splits reads the monitor's samples (the lines of one sample share its
+// time and are consecutive).
+func splits(samples []sample) split {
+	var sp split
+	for i := 0; i < len(samples); {
+		j := i
+		var w []string
+		for j < len(samples) && samples[j].at == samples[i].at {
+			if samples[j].state == 'W' {
+				w = append(w, samples[j].node)
+			}
+			j++
+		}
+		sp.max = max(sp.max, len(w))
+		if len(w) > 1 {
+			if sp.ticks == 0 {
+				sp.firstAt, sp.firstNodes = samples[i].at, w
+			}
+			sp.ticks++
+		}
+		i = j
+	}
+	return sp
+}
+
+// interleaved is the writer's view of two writable nodes: a node that
+// acknowledged a write begun after another node had acknowledged one,
+// while that other node went on acknowledging writes begun after it, took
+// writes beside it. A clean failover or switchover (all of X's writes,
+// then all of Y's) has none.
+func interleaved(acks []ack) []string {
+	firstEnd, lastStart := map[string]int64{}, map[string]int64{}
+	for _, a := range acks {
+		if v, seen := firstEnd[a.node]; !seen || a.end < v {
+			firstEnd[a.node] = a.end
+		}
+		lastStart[a.node] = max(lastStart[a.node], a.start)
+	}
+	nodes := make([]string, 0, len(firstEnd))
+	for n := range firstEnd {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	count := map[string]int{}
+	for _, a := range acks {
+		for _, y := range nodes {
+			if y != a.node && firstEnd[y] < a.start && lastStart[y] > a.end {
+				count[a.node+" between writes on "+y]++
+				break
+			}
+		}
+	}
+	var out []string
+	for k, v := range count {
+		out = append(out, fmt.Sprintf("writer: %d write(s) acked on %s", v, k))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// writesOpen returns when the first write begun at or after the fault,
+// on a node other than faulted, was acknowledged.
+func writesOpen(acks []ack, fault int64, faulted string) (int64, bool) {
+	best := int64(-1)
+	for _, a := range acks {
+		if a.start >= fault && a.node != faulted && (best < 0 || a.end < best) {
+			best = a.end
+		}
+	}
+	return best, best >= 0
+}
+
+// longestPause returns the longest time without an acknowledgement from
+// the fault to the last acknowledgement.
+func longestPause(acks []ack, fault int64) int64 {
+	var ends []int64
+	for _, a := range acks {
+		if a.end >= fault {
+			ends = append(ends, a.end)
+		}
+	}
+	slices.Sort(ends)
+	longest, prev := int64(0), fault
+	for _, e := range ends {
+		longest = max(longest, e-prev)
+		prev = e
+	}
+	return longest
 }
 
 // extraRows says which answering nodes hold bench rows the final primary
