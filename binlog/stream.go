@@ -275,7 +275,9 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 	var ending atomic.Bool
 	// Blocking sockets: a stream is one busy connection, read without Go's
 	// network poller round per packet (less CPU while the server writes).
-	dial := mysql.DialBlocking(o.Conn.Dial)
+	// The library's handshake has no deadline of its own: DialBounded
+	// holds each connection to the connect timeout until it is logged in.
+	dial := mysql.DialBounded(mysql.DialBlocking(o.Conn.Dial), o.Conn.ConnectTimeout)
 	var (
 		connMu sync.Mutex
 		conns  []net.Conn // the stream's connections, closed when it ends

@@ -138,8 +138,9 @@ type CredentialsConfig struct {
 
 // DetectionConfig tunes failure detection.
 type DetectionConfig struct {
-	// ProbeTimeout bounds one probe (connect and each statement); keep it
-	// well under the poll interval.
+	// ProbeTimeout bounds one probe: each new connection (TCP connect,
+	// greeting and authentication) and each statement; keep it well under
+	// the poll interval.
 	ProbeTimeout Duration `yaml:"probe_timeout"`
 	// ConfirmTimeout bounds the confirmation round (re-probe the primary and
 	// ask every replica) after a failed probe.

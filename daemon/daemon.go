@@ -908,6 +908,19 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 		cs.failingSince = primary.ObservedAt
 	}
 	cs.mu.Unlock()
+	if !d.running.Load() && !anyReachable(primary, members) {
+		// A command acting directly (no serve loop) whose crawl just now
+		// reached no server: a confirmation round would wait the probe
+		// timeout once more for the same answer, and with no replica
+		// answering the verdict cannot be "dead" anyway. Not logged: the
+		// command reports the servers' errors itself, in one line.
+		v := topology.AssessPrimary(primary, replicasOf(primary.Key, members))
+		cs.mu.Lock()
+		cs.status.State = v.State
+		cs.touch()
+		cs.mu.Unlock()
+		return v
+	}
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.Detection.ConfirmTimeout.D())
 	defer cancel()
 	var keys []dbpilot.InstanceKey

@@ -143,6 +143,10 @@ func TestMultiDomainFailover(t *testing.T) {
 	if err := sandbox.Kill(d, "node1"); err != nil {
 		t.Fatal(err)
 	}
+	// IO threads stopped by hand say nothing of the primary (no vote):
+	// started again, they fail to connect to the dead primary and vote.
+	f.exec("node2", "START SLAVE IO_THREAD")
+	f.exec("node3", "START SLAVE IO_THREAD")
 	rec := f.waitRecovery(1, 40*time.Second)
 	if !rec.Success {
 		t.Fatalf("recovery: %+v\n%s", rec, f.auditText())
@@ -178,6 +182,10 @@ func TestOldPrimaryErrantFenced(t *testing.T) {
 	if err := sandbox.Kill(d, "node1"); err != nil {
 		t.Fatal(err)
 	}
+	// IO threads stopped by hand do not vote: started again, they fail to
+	// connect to the dead primary.
+	f.exec("node2", "START SLAVE IO_THREAD")
+	f.exec("node3", "START SLAVE IO_THREAD")
 	rec := f.waitRecovery(1, 30*time.Second)
 	if !rec.Success {
 		t.Fatalf("recovery: %+v\n%s", rec, f.auditText())

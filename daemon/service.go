@@ -148,6 +148,9 @@ func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.Operatio
 	if err != nil {
 		return nil, err
 	}
+	if err := noServerAnswers(name, primary, members); err != nil {
+		return nil, err
+	}
 	if primary == nil {
 		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "cluster %s: no primary found", name)
 	}
@@ -197,6 +200,9 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	defer cs.op.Unlock()
 	members, primary, err := d.observe(ctx, cs)
 	if err != nil {
+		return nil, err
+	}
+	if err := noServerAnswers(name, primary, members); err != nil {
 		return nil, err
 	}
 	if primary != nil && primary.IsGalera() {
@@ -280,8 +286,13 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 				cs = c
 			}
 		}
+		down := noServerAnswers(c.cfg.Name, nil, c.instances)
 		c.mu.Unlock()
 		if cs != nil {
+			if down != nil && !d.running.Load() {
+				// Acting directly, the crawl just now reached nothing.
+				return nil, down
+			}
 			break
 		}
 	}
@@ -452,4 +463,59 @@ func (d *Daemon) endRecovery(ctx context.Context, rec *dbpilot.Recovery, err err
 // another, and a node that comes back rejoins by state transfer.
 func galeraRefusal(name, op string) error {
 	return dbpilot.Errorf(dbpilot.EUNSUPPORTED, "cluster %s is a Galera cluster: every node takes writes, so there is no %s; point clients at another node, and start a lost one again to rejoin ('dbpilot galera bootstrap' when all are down)", name, op)
+}
+
+// anyReachable reports whether the primary or a member answered.
+func anyReachable(primary *dbpilot.Instance, members []*dbpilot.Instance) bool {
+	if primary != nil && primary.Reachable {
+		return true
+	}
+	for _, m := range members {
+		if m.Reachable {
+			return true
+		}
+	}
+	return false
+}
+
+// replicasOf returns the members with a channel from primary.
+func replicasOf(primary dbpilot.InstanceKey, members []*dbpilot.Instance) []*dbpilot.Instance {
+	var out []*dbpilot.Instance
+	for _, m := range members {
+		if m.Channel(primary) != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// noServerAnswers is the error of an operation whose crawl reached no
+// server of the cluster (each was given its connect timeout): nothing can
+// be changed, and probing again would only wait as long once more. It
+// carries the first server's error (which names it and says why: refused,
+// timed out, access denied); nil when a server answered.
+func noServerAnswers(name string, primary *dbpilot.Instance, members []*dbpilot.Instance) error {
+	if anyReachable(primary, members) {
+		return nil
+	}
+	var down []*dbpilot.Instance
+	seen := map[dbpilot.InstanceKey]bool{}
+	for _, i := range append([]*dbpilot.Instance{primary}, members...) {
+		if i == nil || seen[i.Key.Normalized()] {
+			continue
+		}
+		seen[i.Key.Normalized()] = true
+		down = append(down, i)
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	why := down[0].LastError
+	if why == "" {
+		why = down[0].Key.String() + " unreachable"
+	}
+	if len(down) > 1 {
+		why += fmt.Sprintf(" (and %d more servers unreachable)", len(down)-1)
+	}
+	return dbpilot.Errorf(dbpilot.EUNAVAIL, "cluster %s: no server answers: %s", name, why)
 }

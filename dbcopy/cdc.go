@@ -11,6 +11,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/mysql"
 	gmysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -119,6 +120,9 @@ func (c *copier) capture(ctx context.Context, start string) error {
 		ReadTimeout:             30 * time.Second,
 		MaxReconnectAttempts:    10,
 		Logger:                  c.opt.Log,
+		// Connect, greeting and authentication within the connect
+		// timeout (the library bounds only the dial, by 10 s).
+		Dialer: mysql.DialBounded(c.a.opts.Dial, c.a.opts.ConnectTimeout),
 	})
 	defer syncer.Close()
 	streamer, err := syncer.StartSyncGTID(gset)

@@ -3,6 +3,7 @@ package galera
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -25,6 +26,7 @@ import (
 // start and stop it. A YAML file:
 //
 //	user: dbpilot                # password from $DBPILOT_PASSWORD (or password_env)
+//	connect_timeout: 1s          # optional: connect, greeting and authentication
 //	nodes:
 //	  - name: db1
 //	    address: 127.0.0.1:3306
@@ -48,6 +50,9 @@ type Config struct {
 	// StartTimeout bounds the wait for a started server to answer
 	// (default 5 minutes: a joiner may need a state transfer first).
 	StartTimeout time.Duration `yaml:"start_timeout"`
+	// ConnectTimeout bounds each connection to a node: TCP connect,
+	// greeting and authentication (default 1s).
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 
 	password string
 }
@@ -107,6 +112,9 @@ func (c *Config) validate() error {
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 5 * time.Minute
 	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = mysql.DefaultConnectTimeout
+	}
 	seen := map[string]bool{}
 	for i, n := range c.Nodes {
 		where := fmt.Sprintf("node %d", i+1)
@@ -137,6 +145,9 @@ func (c *Config) validate() error {
 type configNode struct {
 	c *Config
 	n NodeConfig
+	// down says why the last Running found no server (its address did
+	// not accept a connection), for messages.
+	down string
 }
 
 func (g *configNode) Name() string     { return g.n.Name }
@@ -164,13 +175,24 @@ func (g *configNode) Running() (int, bool) {
 		}
 		return pid, true
 	}
-	c, err := net.DialTimeout("tcp", g.n.Address, 300*time.Millisecond)
+	c, err := net.DialTimeout("tcp", g.n.Address, g.c.ConnectTimeout)
 	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			g.down = fmt.Sprintf("connect to %s timed out after %s", g.n.Address, g.c.ConnectTimeout)
+		} else {
+			g.down = fmt.Sprintf("nothing answers on %s", g.n.Address)
+		}
 		return 0, false
 	}
 	_ = c.Close()
+	g.down = ""
 	return 0, true
 }
+
+// WhyNotRunning says why the last Running found no server ("" if it did
+// or the node has a pid file).
+func (g *configNode) WhyNotRunning() string { return g.down }
 
 // run runs a node command with sh -c and the WSREP_* variables.
 func (g *configNode) run(ctx context.Context, what, command string, env ...string) (string, error) {
@@ -276,7 +298,7 @@ func (g *configNode) Stop(ctx context.Context) error {
 // Status connects with the file's credentials and reads the wsrep status.
 func (g *configNode) Status(ctx context.Context) (Status, error) {
 	opts := mysql.Options{Credentials: mysql.Credentials{User: g.c.User, Password: g.c.password},
-		ConnectTimeout: time.Second, QueryTimeout: 5 * time.Second}
+		ConnectTimeout: g.c.ConnectTimeout, QueryTimeout: 5 * time.Second}
 	db, err := mysql.Open(ctx, g.key(), opts)
 	if err != nil {
 		return Status{}, err

@@ -284,7 +284,7 @@ func RollingRestart(ctx context.Context, nodes []Node, opts Options) error {
 	var bad []string
 	for _, n := range nodes {
 		if _, ok := n.Running(); !ok {
-			bad = append(bad, n.Name()+" is not running")
+			bad = append(bad, notRunning(n))
 			continue
 		}
 		st, err := n.Status(ctx)
@@ -323,4 +323,16 @@ func RollingRestart(ctx context.Context, nodes []Node, opts Options) error {
 func IsNotGalera(err error) bool {
 	var e *dbpilot.Error
 	return errors.As(err, &e) && e.Code == dbpilot.EUNSUPPORTED && strings.Contains(err.Error(), ErrNotGalera)
+}
+
+// notRunning says that n is not running, with the reason when n tells it
+// (a node known by its address: nothing answers there, or the connect
+// timed out).
+func notRunning(n Node) string {
+	if w, ok := n.(interface{ WhyNotRunning() string }); ok {
+		if why := w.WhyNotRunning(); why != "" {
+			return n.Name() + " is not running (" + why + ")"
+		}
+	}
+	return n.Name() + " is not running"
 }

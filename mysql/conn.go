@@ -7,6 +7,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -41,7 +42,10 @@ func (c Credentials) GoString() string { return fmt.Sprintf("Credentials{User:%q
 // Options configures connections.
 type Options struct {
 	Credentials
-	ConnectTimeout time.Duration // default DefaultConnectTimeout
+	// ConnectTimeout bounds each new connection as a whole: the TCP (or
+	// Unix socket) connect, the server's greeting, authentication and the
+	// session setup. Default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
 	QueryTimeout   time.Duration // default DefaultQueryTimeout
 	// Socket, when set, connects through this Unix socket instead of TCP to
 	// the key (which still names the instance in messages).
@@ -107,7 +111,11 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 	if err != nil {
 		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "mysql: configure connection to %s", key)
 	}
-	sdb := sql.OpenDB(connector)
+	// cfg.Timeout bounds the dial only, and the driver reads the greeting
+	// with ReadTimeout (the query timeout): every connection of the pool,
+	// the first and those opened later for a statement, gets the connect
+	// timeout as a whole instead.
+	sdb := sql.OpenDB(boundedConnector{Connector: connector, timeout: opts.ConnectTimeout})
 	maxConns := 2
 	if opts.MaxConns > 0 {
 		maxConns = opts.MaxConns
@@ -123,6 +131,50 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 		return nil, d.classify(err, "connect")
 	}
 	return d, nil
+}
+
+// boundedConnector opens the driver's connections within a connect
+// timeout: the driver watches the context through the handshake (greeting,
+// authentication, session variables) and lets go of it once connected.
+type boundedConnector struct {
+	sqldriver.Connector
+	timeout time.Duration
+}
+
+func (c boundedConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	conn, err := c.Connector.Connect(cctx)
+	if err != nil && ctx.Err() == nil && (cctx.Err() != nil || isTimeout(err)) {
+		// Our deadline, not the caller's: say which one. (The driver may
+		// report the closed socket, "invalid connection", rather than
+		// the context's end.)
+		return nil, &ConnectTimeoutError{After: c.timeout}
+	}
+	return conn, err
+}
+
+// ConnectTimeoutError is a connection that was not ready (connected,
+// greeted, authenticated) within the connect timeout.
+type ConnectTimeoutError struct{ After time.Duration }
+
+func (e *ConnectTimeoutError) Error() string {
+	return fmt.Sprintf("timed out after %s (connect timeout)", e.After)
+}
+
+// Timeout reports true: it is a net.Error timeout.
+func (e *ConnectTimeoutError) Timeout() bool { return true }
+
+// Temporary reports false.
+func (e *ConnectTimeoutError) Temporary() bool { return false }
+
+// Is makes errors.Is(err, context.DeadlineExceeded) hold.
+func (e *ConnectTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// isTimeout reports whether err is a deadline's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // Close closes the pool.
@@ -317,8 +369,11 @@ func Classify(err error, key dbpilot.InstanceKey, user, op string) error {
 		e.Errno = me.Number
 		return e
 	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, os.ErrDeadlineExceeded) {
+	var cte *ConnectTimeoutError
+	if errors.As(err, &cte) {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, cte, "mysql: %s on %s", op, key)
+	}
+	if isTimeout(err) {
 		return dbpilot.WrapError(dbpilot.EUNAVAIL, errors.New("timed out"), "mysql: %s on %s", op, key)
 	}
 	var oe *net.OpError

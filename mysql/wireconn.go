@@ -87,6 +87,9 @@ func DialWire(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*Wire
 			return c, nil
 		})
 	if err != nil {
+		if ctx.Err() == nil && !time.Now().Before(deadline) {
+			err = &ConnectTimeoutError{After: opts.ConnectTimeout}
+		}
 		return nil, classifyWire(key, "connect", err)
 	}
 	w := &WireConn{key: key, nc: nc, conn: conn}

@@ -121,10 +121,10 @@ and measures it to the microsecond.` + exitHelp,
 	f.BoolVar(&opt.NoBinlog, "no-binlog", false, "keep the target's writes out of its binary log (sql_log_bin=0)")
 	f.BoolVar(&opt.Cutover, "cutover", false, "once caught up, wait until the source is read_only, apply the rest and compare checksums")
 	f.BoolVar(&opt.SetReadOnly, "set-read-only", false, "with --cutover: set read_only on the source once caught up")
-	f.DurationVar(&opt.CaughtUp, "caught-up", 2*time.Second, "lag under which the target counts as caught up for --cutover")
-	f.DurationVar(&opt.Heartbeat, "heartbeat", 0, "write NOW(6) into dbpilot.copy_heartbeat on the source at this interval, for a lag in microseconds")
+	f.Var(durationFlag(&opt.CaughtUp, 2*time.Second), "caught-up", "lag under which the target counts as caught up for --cutover")
+	f.Var(durationFlag(&opt.Heartbeat, 0), "heartbeat", "write NOW(6) into dbpilot.copy_heartbeat on the source at this interval, for a lag in microseconds")
 	f.Uint32Var(&opt.ServerID, "server-id", 0, "server id the binary log is read with (default: random, 1e9..2e9)")
-	f.DurationVar(&opt.ProgressInterval, "progress-interval", 0, "progress line interval (default 5s; 1s on a terminal)")
+	f.Var(durationFlag(&opt.ProgressInterval, 0), "progress-interval", "progress line interval (default 5s; 1s on a terminal)")
 	f.BoolVar(&asJSON, "json", false, "print the final report as JSON")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	return cmd

@@ -24,10 +24,10 @@ func (c *crawlFlags) register(cmd *cobra.Command) {
 	c.targetFlags.register(cmd)
 	f := cmd.Flags()
 	f.BoolVar(&c.asJSON, "json", false, "print JSON")
-	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "bound on the whole discovery crawl")
+	f.Var(durationFlag(&c.timeout, 10*time.Second), "timeout", "bound on the whole discovery crawl")
 	f.IntVar(&c.concurrency, "concurrency", topology.DefaultConcurrency, "servers inspected at once")
-	f.DurationVar(&c.lagThreshold, "lag-threshold", 10*time.Second, "ReplicaLagging above this Seconds_Behind_Master")
-	f.DurationVar(&c.maxDetection, "max-detection", 10*time.Second, "SlowFailureDetection when a replica would notice a dead source later than this")
+	f.Var(durationFlag(&c.lagThreshold, 10*time.Second), "lag-threshold", "ReplicaLagging above this Seconds_Behind_Master")
+	f.Var(durationFlag(&c.maxDetection, 10*time.Second), "max-detection", "SlowFailureDetection when a replica would notice a dead source later than this")
 }
 
 // crawlResult is one discovery and analysis.

@@ -93,12 +93,12 @@ Exits 1 when a round failed or lost an acknowledged write.` + exitHelp,
 	f.StringVar(&opt.Sandbox, "sandbox", "", "the sandbox to drill (required)")
 	f.IntVar(&opt.Rounds, "rounds", 1, "rounds")
 	f.IntVar(&opt.Rate, "rate", 50, "writes per second")
-	f.DurationVar(&opt.Before, "warmup", 2*time.Second, "writing before each kill")
-	f.DurationVar(&opt.PollInterval, "poll-interval", time.Second, "the daemon's poll interval")
+	f.Var(durationFlag(&opt.Before, 2*time.Second), "warmup", "writing before each kill")
+	f.Var(durationFlag(&opt.PollInterval, time.Second), "poll-interval", "the daemon's poll interval")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object: rounds and summary")
 	f.StringVar(&gopt.Through, "through", "", "galera-node-loss: write through this node only (default: every node)")
 	f.StringVar(&gopt.Victim, "victim", "", "galera-node-loss: the node to kill (default: a different one each round)")
-	f.DurationVar(&gopt.After, "after", 10*time.Second, "galera-node-loss: how long the node stays dead before its restart")
+	f.Var(durationFlag(&gopt.After, 10*time.Second), "after", "galera-node-loss: how long the node stays dead before its restart")
 	return cmd
 }
 

@@ -164,9 +164,9 @@ desynced by someone else, is refused.` + exitHelp,
 	f.StringArrayVar(&where, "where", nil, "dump only rows of db.table matching a condition, one SQL expression: 'db.table:condition' (repeatable)")
 	f.BoolVar(&opt.NoData, "no-data", false, "schema only")
 	f.BoolVar(&opt.Users, "users", false, "also dump accounts and grants (not the server's system accounts or root)")
-	f.DurationVar(&opt.LockWaitTimeout, "lock-wait-timeout", 60*time.Second, "give up when the consistency lock cannot be taken in this time")
+	f.Var(durationFlag(&opt.LockWaitTimeout, 60*time.Second), "lock-wait-timeout", "give up when the consistency lock cannot be taken in this time")
 	f.BoolVar(&opt.Desync, "desync", false, "Galera: desync the node (wsrep_desync) while the snapshots are taken, and report its catch-up")
-	f.DurationVar(&opt.DesyncWait, "desync-wait", time.Minute, "with --desync: after the dump, wait up to this long for the node to catch up (for the report)")
+	f.Var(durationFlag(&opt.DesyncWait, time.Minute), "desync-wait", "with --desync: after the dump, wait up to this long for the node to catch up (for the report)")
 	f.BoolVar(&asJSON, "json", false, "print the manifest as JSON (with --desync, the report under \"desync\")")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	return cmd

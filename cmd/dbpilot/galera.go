@@ -25,6 +25,7 @@ on this host (--config FILE): dbpilot must read each node's grastate.dat and
 start and stop its server, which a plain HOST:PORT does not say. The file:
 
   user: dbpilot                 # password from $DBPILOT_PASSWORD (or password_env: VAR)
+  connect_timeout: 1s           # optional: TCP connect, greeting and authentication
   nodes:
     - name: db1
       address: 127.0.0.1:3306

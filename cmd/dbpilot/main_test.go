@@ -74,6 +74,7 @@ func TestBadInput(t *testing.T) {
 		{"negative max lag", []string{"switchover", "main", "--config", "x.yaml", "--max-lag", "-1s"}, 2, "--max-lag -1s is negative"},
 		{"negative drain timeout", []string{"switchover", "main", "--config", "x.yaml", "--drain-timeout", "-5s"}, 2, "--drain-timeout -5s is negative"},
 		{"negative relocate max lag", []string{"relocate", "127.0.0.1:3307", "--below", "127.0.0.1:3306", "--max-lag", "-1s"}, 2, "--max-lag -1s is negative"},
+		{"bad duration", []string{"inspect", "127.0.0.1:3306", "--connect-timeout", "1x"}, 2, `"1x" is not a duration: give seconds`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -162,7 +162,7 @@ rows name their instance.` + exitHelp,
 	}
 	tf.register(cmd)
 	f := cmd.Flags()
-	f.DurationVar(&interval, "interval", 10*time.Second, "time between the two samples; the report is what ran in between")
+	f.Var(durationFlag(&interval, 10*time.Second), "interval", "time between the two samples; the report is what ran in between")
 	f.BoolVar(&sinceStart, "since-start", false, "report the table's cumulative values (one sample)")
 	f.StringVar(&by, "by", "total", "order by total latency, avg latency, count, or rows examined: total|avg|count|rows")
 	f.IntVar(&limit, "limit", 20, "show the top N digests")
@@ -171,7 +171,7 @@ rows name their instance.` + exitHelp,
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringVar(&server.url, "server", "", "report from a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070")
 	f.StringVar(&server.token, "token", "", "API token for --server (default $DBPILOT_TOKEN)")
-	f.DurationVar(&server.since, "since", time.Hour, "with --server: the span of the report, back from now")
+	f.Var(durationFlag(&server.since, time.Hour), "since", "with --server: the span of the report, back from now")
 	return cmd
 }
 

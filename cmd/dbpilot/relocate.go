@@ -47,7 +47,7 @@ what it has left within --max-lag (switchover.max_lag, default 10s; see
 	sf.register(cmd)
 	cmd.Flags().StringVar(&below, "below", "", "the new source HOST:PORT (required)")
 	cmd.Flags().BoolVar(&opt.DryRun, "dry-run", false, "check and print; change nothing")
-	cmd.Flags().DurationVar(&opt.MaxLag, "max-lag", 0, "refuse a target that cannot catch up within this (default: switchover.max_lag, 10s)")
+	cmd.Flags().Var(durationFlag(&opt.MaxLag, 0), "max-lag", "refuse a target that cannot catch up within this (default: switchover.max_lag, 10s)")
 	return cmd
 }
 
@@ -96,15 +96,24 @@ could not be moved.` + exitHelp,
 			if err != nil {
 				return err
 			}
-			var replicas []dbpilot.InstanceKey
+			var (
+				replicas []dbpilot.InstanceKey
+				down     *dbpilot.Instance // the source, when it did not answer
+			)
 			for _, c := range all {
 				for _, i := range c.Instances {
 					if i.Channel(source) != nil && !i.Key.Equal(target) && re.MatchString(i.Key.String()) {
 						replicas = append(replicas, i.Key)
 					}
+					if i.Key.Equal(source) && !i.Reachable && i.LastError != "" {
+						down = i
+					}
 				}
 			}
 			if len(replicas) == 0 {
+				if down != nil {
+					return dbpilot.Errorf(dbpilot.EUNAVAIL, "relocate-replicas: source %s does not answer: %s", source, down.LastError)
+				}
 				return dbpilot.Errorf(dbpilot.ENOTFOUND, "no replica of %s matches %q", source, pattern)
 			}
 			failed := 0
@@ -130,6 +139,6 @@ could not be moved.` + exitHelp,
 	cmd.Flags().StringVar(&below, "below", "", "the new source HOST:PORT (required)")
 	cmd.Flags().StringVar(&pattern, "pattern", "", "only replicas whose HOST:PORT matches this regular expression")
 	cmd.Flags().BoolVar(&opt.DryRun, "dry-run", false, "check and print; change nothing")
-	cmd.Flags().DurationVar(&opt.MaxLag, "max-lag", 0, "refuse a target that cannot catch up within this (default: switchover.max_lag, 10s)")
+	cmd.Flags().Var(durationFlag(&opt.MaxLag, 0), "max-lag", "refuse a target that cannot catch up within this (default: switchover.max_lag, 10s)")
 	return cmd
 }

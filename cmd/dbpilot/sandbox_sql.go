@@ -106,7 +106,7 @@ prints [].`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print result sets as JSON")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "read the script from `PATH` (- for standard input)")
-	cmd.Flags().DurationVar(&queryTimeout, "query-timeout", mysql.DefaultQueryTimeout, "time limit of each statement")
+	cmd.Flags().Var(durationFlag(&queryTimeout, mysql.DefaultQueryTimeout), "query-timeout", "time limit of each statement")
 	return cmd
 }
 

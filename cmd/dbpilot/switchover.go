@@ -69,8 +69,8 @@ within the bound.` + exitHelp,
 	sf.register(cmd)
 	cmd.Flags().StringVar(&to, "to", "", "the replica to promote (default: the best candidate)")
 	cmd.Flags().BoolVar(&opt.DryRun, "dry-run", false, "print the plan; change nothing")
-	cmd.Flags().DurationVar(&opt.MaxLag, "max-lag", 0, "refuse a candidate that cannot catch up within this (default: switchover.max_lag, 10s)")
-	cmd.Flags().DurationVar(&opt.DrainTimeout, "drain-timeout", 0, "roll back when the candidate has not caught up this long after writes stopped (default: switchover.drain_timeout, 5s)")
+	cmd.Flags().Var(durationFlag(&opt.MaxLag, 0), "max-lag", "refuse a candidate that cannot catch up within this (default: switchover.max_lag, 10s)")
+	cmd.Flags().Var(durationFlag(&opt.DrainTimeout, 0), "drain-timeout", "roll back when the candidate has not caught up this long after writes stopped (default: switchover.drain_timeout, 5s)")
 	return cmd
 }
 

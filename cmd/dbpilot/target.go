@@ -29,8 +29,8 @@ func (t *targetFlags) register(cmd *cobra.Command) {
 	f.StringVarP(&t.user, "user", "u", "", "user name (default $DBPILOT_USER, the credentials file, or root)")
 	f.StringVarP(&t.password, "password", "p", "", "password (prefer $DBPILOT_PASSWORD or --credentials-file: flags show in ps)")
 	f.StringVar(&t.credentials, "credentials-file", "", "my.cnf-style file with user= and password= under [client] or [dbpilot]; must be mode 0600")
-	f.DurationVar(&t.connectTimeout, "connect-timeout", mysql.DefaultConnectTimeout, "connect timeout per server")
-	f.DurationVar(&t.queryTimeout, "query-timeout", mysql.DefaultQueryTimeout, "timeout of each SQL statement")
+	f.Var(durationFlag(&t.connectTimeout, mysql.DefaultConnectTimeout), "connect-timeout", "bound on connecting to each server: TCP connect, greeting and authentication (a bare number is seconds)")
+	f.Var(durationFlag(&t.queryTimeout, mysql.DefaultQueryTimeout), "query-timeout", "timeout of each SQL statement (a bare number is seconds)")
 }
 
 // resolve turns arguments and flags into instance keys and connection options.

@@ -109,7 +109,7 @@ of the digests, a line per instance's digest table and one per digest.` + exitHe
 	f := cmd.Flags()
 	f.StringVar(&server, "server", "", "read through a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070")
 	f.StringVar(&token, "token", "", "API token for --server (default $DBPILOT_TOKEN)")
-	f.DurationVar(&interval, "interval", tui.DefaultInterval, "refresh interval")
+	f.Var(durationFlag(&interval, tui.DefaultInterval), "interval", "refresh interval")
 	f.IntVar(&count, "count", 0, "stop after N refreshes (0: until Ctrl-C or interrupted)")
 	f.StringVar(&view, "view", "overview", "first view: overview, innodb, replication, wsrep or queries")
 	return cmd

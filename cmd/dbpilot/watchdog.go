@@ -379,8 +379,8 @@ Runs until interrupted, or for --duration.` + exitHelp,
 	tf.register(cmd)
 	cmd.Flags().StringVar(&rulesFile, "rules", "", "YAML rules file (required)")
 	cmd.Flags().StringArrayVar(&ruleNames, "rule", nil, "only this rule (repeatable; default every rule)")
-	cmd.Flags().DurationVar(&interval, "interval", time.Second, "evaluation interval")
-	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (default: until interrupted)")
+	cmd.Flags().Var(durationFlag(&interval, time.Second), "interval", "evaluation interval")
+	cmd.Flags().Var(durationFlag(&duration, 0), "duration", "stop after this long (default: until interrupted)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "put every rule in dry-run, whatever the file says")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
 	return cmd
