@@ -346,8 +346,9 @@ s8() {
 	sleep 2
 	local sqlthread
 	sqlthread="$("$DBP" sandbox sql $s node2 --json "SHOW SLAVE STATUS" | grep -o '"Slave_SQL_Running": *"[A-Za-z]*"' | grep -o '[A-Za-z]*"$' | tr -d '"')"
+	[ "$sqlthread" = No ] || ok=false # refused before any change: node2 left as it was
 	unobserve
-	report $s --scenario "$TITLE" --expected "$EXPECTED" --expect none --url "$URL" --cluster $s --gap --met=$ok \
+	report $s --scenario "$TITLE" --expected "$EXPECTED" --expect none --url "$URL" --cluster $s --gap --pause-within 1s --met=$ok \
 		--note "switchover exit $rc: $(echo "$out" | head -1 | cut -c1-240)" --note "node2 SQL thread running afterwards: ${sqlthread:-?}"
 }
 

@@ -109,6 +109,7 @@ func report(args []string) error {
 	cluster := fs.String("cluster", "", "cluster name in serve")
 	met := fs.Bool("met", true, "the script's own checks of the expectation passed")
 	gap := fs.Bool("gap", false, "report the longest pause between acknowledged writes after the fault")
+	pauseWithin := fs.Duration("pause-within", 0, "with --gap: a bound on that pause the expectation names (0: none)")
 	settle := fs.Duration("settle", 30*time.Second, "wait this long for a running recovery to end")
 	openWithin := fs.Duration("open-within", 0, "a bound on the time to writes open that the expectation names (0: none)")
 	var extra notes
@@ -293,7 +294,12 @@ func report(args []string) error {
 			ok = false
 		}
 		if *gap {
-			observed = append(observed, fmt.Sprintf("longest pause between acked writes after the fault %.0f ms", float64(longestPause(acks, fault))/1e6))
+			p := longestPause(acks, fault)
+			observed = append(observed, fmt.Sprintf("longest pause between acked writes after the fault %.0f ms", float64(p)/1e6))
+			if *pauseWithin > 0 && time.Duration(p) > *pauseWithin {
+				observed = append(observed, fmt.Sprintf("writes paused longer than %s", *pauseWithin))
+				ok = false
+			}
 		}
 	}
 
