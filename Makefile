@@ -16,7 +16,7 @@ STATICCHECK_VERSION := v0.8.2
 # under 15 minutes on 2 cores.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build test unit lint demo deps bench bench-backup bench-webui fuzz clean web-vendor
+.PHONY: all build test unit lint demo deps bench bench-backup bench-webui bench-faults fuzz clean web-vendor
 
 all: build
 
@@ -79,6 +79,14 @@ bench-backup: deps build
 # tabs open, in headless Chromium.
 bench-webui: deps build
 	bash bench/webui.sh
+
+# bench-faults: the fault matrix (bench/faults.sh): kill -9, SIGSTOP, locked
+# accounts, serve killed mid-recovery, etcd down... against real sandboxes
+# and bin/dbpilot, one row per scenario: most writable nodes at once,
+# acknowledged writes lost, time to writes open, held or VIOLATED. About
+# 6-8 minutes; not part of `make test`.
+bench-faults: deps build
+	bash bench/faults.sh
 
 # web-vendor refreshes the console's third-party files (Preact+htm, uPlot)
 # in web/static/vendor from the versions pinned in web/package-lock.json.
