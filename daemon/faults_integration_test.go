@@ -185,7 +185,7 @@ func TestCrashedReplicaStaysVisible(t *testing.T) {
 	if err := sandbox.Kill(d, "node3"); err != nil {
 		t.Fatal(err)
 	}
-	waitAlert(t, f, "MySQLDown", victim.String(), "firing", 30*time.Second)
+	waitAlert(t, f, "MySQLDown", victim.String(), "firing", 60*time.Second)
 	st := f.status()
 	i := slices.IndexFunc(st.Instances, func(i *dbpilot.Instance) bool { return i.Key == victim })
 	if i < 0 || st.Instances[i].Reachable {
