@@ -288,6 +288,14 @@ func (d *Daemon) watchOldPrimary(cs *clusterState, old dbpilot.InstanceKey) {
 			// sessions that connected meanwhile are ended too.
 			n, err := d.ctl.KillClientConnections(actx, old)
 			if err == nil {
+				// Commits of the killed sessions may still wait for an
+				// acknowledgement (KILL closes the client's connection, not
+				// that wait), and SET GLOBAL read_only waits for them: the
+				// primary side off releases them. Their clients are gone,
+				// so no success reaches anyone.
+				err = d.ctl.SetSemiSync(actx, old, false, false)
+			}
+			if err == nil {
 				err = d.ctl.SetReadOnly(actx, old, true)
 			}
 			if err == nil {
