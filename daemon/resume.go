@@ -280,33 +280,11 @@ func (d *Daemon) watchOldPrimary(cs *clusterState, old dbpilot.InstanceKey) {
 				return // rejoined, or forgotten
 			}
 			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			// Client sessions first: one waiting for a semi-sync
-			// acknowledgement nobody will send (its replicas moved) would
-			// hold SET GLOBAL read_only back for rpl_semi_sync_master_timeout,
-			// and then tell its client the commit succeeded. Killed, its
-			// client hears of no success; then writes are taken away, and
-			// sessions that connected meanwhile are ended too.
-			n, err := d.ctl.KillClientConnections(actx, old)
+			n, err := d.fenceNow(actx, old)
 			if err == nil {
-				// Commits of the killed sessions may still wait for an
-				// acknowledgement (KILL closes the client's connection, not
-				// that wait), and SET GLOBAL read_only waits for them: the
-				// primary side off releases them. Their clients are gone,
-				// so no success reaches anyone.
-				err = d.ctl.SetSemiSync(actx, old, false, false)
-			}
-			if err == nil {
-				err = d.ctl.SetReadOnly(actx, old, true)
-			}
-			if err == nil {
-				n2, kerr := d.ctl.KillClientConnections(actx, old)
-				n += n2
 				cancel()
-				msg := fmt.Sprintf("old primary %s answers again: set read_only at once and ended %d client sessions", old, n)
-				if kerr != nil {
-					msg = fmt.Sprintf("old primary %s answers again: set read_only at once (ending its client sessions failed: %v)", old, kerr)
-				}
-				d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old, Event: dbpilot.AuditFence, Message: msg})
+				d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: old, Event: dbpilot.AuditFence,
+					Message: fmt.Sprintf("old primary %s answers again: set read_only at once and ended %d client sessions", old, n)})
 				return
 			}
 			cancel()
@@ -317,3 +295,27 @@ func (d *Daemon) watchOldPrimary(cs *clusterState, old dbpilot.InstanceKey) {
 
 // fenceRetry is how often watchOldPrimary tries a dead old primary again.
 const fenceRetry = 100 * time.Millisecond
+
+// fenceNow takes writes away from an old primary that answers again.
+// Client sessions first: one waiting for a semi-sync acknowledgement nobody
+// will send (its replicas moved) would hold SET GLOBAL read_only back for
+// rpl_semi_sync_master_timeout, and then tell its client the commit
+// succeeded; killed, its client hears of no success. Then the semi-sync
+// primary side goes off, which releases the killed sessions' commits still
+// waiting for that acknowledgement (their clients are gone), read_only goes
+// on, and sessions that connected meanwhile are ended too. It returns how
+// many sessions it ended.
+func (d *Daemon) fenceNow(ctx context.Context, old dbpilot.InstanceKey) (int, error) {
+	n, err := d.ctl.KillClientConnections(ctx, old)
+	if err != nil {
+		return n, err
+	}
+	if err := d.ctl.SetSemiSync(ctx, old, false, false); err != nil {
+		return n, err
+	}
+	if err := d.ctl.SetReadOnly(ctx, old, true); err != nil {
+		return n, err
+	}
+	n2, err := d.ctl.KillClientConnections(ctx, old)
+	return n + n2, err
+}
