@@ -102,21 +102,6 @@ func (c *Controller) StopReplica(ctx context.Context, key dbpilot.InstanceKey) e
 	return c.do(ctx, key, "stop replica", func(s *ctl) error { return s.stopReplica(ctx) })
 }
 
-// StopReceivers stops the IO (receiver) thread of every replication channel
-// of key, leaving the appliers running: MariaDB STOP ALL SLAVES IO_THREAD,
-// MySQL STOP REPLICA IO_THREAD. A server with no replication configured is
-// not an error.
-func (c *Controller) StopReceivers(ctx context.Context, key dbpilot.InstanceKey) error {
-	return c.do(ctx, key, "stop receivers", func(s *ctl) error {
-		if err := s.x.Exec(ctx, s.d.flavor().stopReceivers()); err != nil && !notConfigured(err) {
-			return s.fail("stop receivers", err)
-		}
-		return nil
-	})
-}
-
-var _ dbpilot.ReceiverStopper = (*Controller)(nil)
-
 // StartReplica starts every replication channel of key: MariaDB START ALL
 // SLAVES, MySQL START REPLICA. A server with no replication configured is
 // not an error.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -63,7 +62,6 @@ func (r *execRun) failover(ctx context.Context, p *Plan) error {
 	for _, l := range p.Lost {
 		r.lose(ctx, l.Key, l.Reason)
 	}
-	r.stopReceivers(ctx, p)
 	cand, err := ctl.Inspect(ctx, p.Candidate)
 	if err != nil {
 		return r.notPromoted(p, "inspect candidate", err)
@@ -353,35 +351,4 @@ func execJoinDomains(ds []uint32) string {
 		s[i] = strconv.FormatUint(uint64(d), 10)
 	}
 	return strings.Join(s, ",")
-}
-
-// stopReceivers stops, in parallel, the IO threads of the candidate and of
-// every replica the failover repoints, where the controller can stop them
-// alone (dbpilot.ReceiverStopper): their source is dead, and an IO thread
-// connected or connecting to a hung one (SIGSTOP) made each later STOP
-// SLAVE wait seconds, the candidate's before its promotion and each
-// replica's before it could follow — on a semi-sync cluster the new
-// primary's first writes waited for both. The appliers go on; a failure is
-// only audited (the later STOP SLAVE stops the thread anyway).
-func (r *execRun) stopReceivers(ctx context.Context, p *Plan) {
-	rs, ok := r.e.Ctl.(dbpilot.ReceiverStopper)
-	if !ok {
-		return
-	}
-	keys := append([]dbpilot.InstanceKey{p.Candidate}, otherThan(p.Repoint, p.Candidate, p.OldPrimary)...)
-	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
-	for i, k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = rs.StopReceivers(ctx, k)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			r.audit(ctx, keys[i], dbpilot.AuditRepoint, fmt.Sprintf("stopping the IO thread of %s failed (%v); its STOP SLAVE will", keys[i], err), nil)
-		}
-	}
 }
