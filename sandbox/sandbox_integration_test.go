@@ -122,11 +122,18 @@ func TestRingTopology(t *testing.T) {
 	waitValue(t, d, "node3", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app' AND table_name='t'", "1")
 	mustExec(t, d, "node3", "INSERT INTO app.t VALUES (3)")
 	waitValue(t, d, "node3", "SELECT COUNT(*) FROM app.t", "1")
-	// Every write reaches every member; each writer has its own domain.
+	// Every write reaches every member; each member has its own domain.
+	// node1 is the one writer; the others are read_only (the admin account
+	// writes through it, as a DBA would). Two writable members would be
+	// MultipleWritable.
 	for _, n := range d.Nodes {
 		waitValue(t, d, n.Name, "SELECT COUNT(*) FROM app.t", "1")
 		waitValue(t, d, n.Name, "SELECT @@gtid_domain_id", fmt.Sprint(n.Index))
-		waitValue(t, d, n.Name, "SELECT @@read_only", "0")
+		ro := "1"
+		if n.Name == "node1" {
+			ro = "0"
+		}
+		waitValue(t, d, n.Name, "SELECT @@read_only", ro)
 	}
 	want := fmt.Sprintf("1-%d-1,2-%d-1,3-%d-1", d.Nodes[0].ServerID, d.Nodes[1].ServerID, d.Nodes[2].ServerID)
 	for _, n := range d.Nodes {
