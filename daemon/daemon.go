@@ -72,6 +72,10 @@ type clusterState struct {
 	primary      dbpilot.InstanceKey   // current primary, as last decided
 	known        []dbpilot.InstanceKey // every instance seen, crawled each tick
 	lastSeen     map[dbpilot.InstanceKey]time.Time
+	// placed is the last observation with replication channels of every
+	// member (withLastKnown): one observation that missed a crashed
+	// member does not lose its place for good.
+	placed map[dbpilot.InstanceKey]*dbpilot.Instance
 	instances    []*dbpilot.Instance // the cluster's instances at the last tick
 	detached     []*dbpilot.Instance // seen but outside the cluster (a fenced old primary, a lone seed)
 	failingSince time.Time           // first failed probe of the primary in this failure
@@ -617,7 +621,27 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		// every cluster flapped).
 		all, stale = withUninspected(all, prev)
 	}
-	all = withLastKnown(all, prev)
+	cs.mu.Lock()
+	if cs.placed == nil {
+		cs.placed = map[dbpilot.InstanceKey]*dbpilot.Instance{}
+	}
+	for _, obs := range [][]*dbpilot.Instance{prev, all} {
+		for _, p := range obs {
+			switch {
+			case !p.Reachable || stale[p.Key.Normalized()]:
+			case len(p.Channels) > 0:
+				cs.placed[p.Key.Normalized()] = p
+			default:
+				delete(cs.placed, p.Key.Normalized()) // a primary now
+			}
+		}
+	}
+	placed := make([]*dbpilot.Instance, 0, len(cs.placed))
+	for _, p := range cs.placed {
+		placed = append(placed, p)
+	}
+	cs.mu.Unlock()
+	all = withLastKnown(all, append(slices.Clone(prev), placed...))
 	d.silence.note(all, d.now())
 	comps := topology.Clusters(all)
 	comp := pickComponent(comps, cur, cs.cfg.seeds)

@@ -75,7 +75,19 @@ func (m *monitor) reconcile(ctx context.Context, cluster string, members []*dbpi
 			// failover).
 			if e != nil {
 				e.gate.reachable.Store(false)
+				continue
 			}
+			if i.Flavor == "" {
+				continue // never read: nothing to start a runner for
+			}
+			// A member that does not answer and has no runner (serve
+			// started while it was down, or an observation missed it):
+			// monitored all the same, so that mysql_up says 0.
+			t := dbpilot.MonitorTarget{Key: i.Key, Flavor: i.Flavor, Version: i.Version, Role: roleOf(i, members), ServerID: i.ServerID, PrimaryServerID: primaryID}
+			gate := newHeartbeatGate(m.d.coord, cluster)
+			gate.reachable.Store(false)
+			e = &runnerEntry{r: m.start.Start(ctx, t, dbpilot.Batch{Instance: i.Key, Cluster: cluster, Role: t.Role}, gate), cluster: cluster, target: t, gate: gate}
+			m.runners[k] = e
 			continue
 		}
 		t := dbpilot.MonitorTarget{Key: i.Key, Flavor: i.Flavor, Version: i.Version, Role: roleOf(i, members), ServerID: i.ServerID, PrimaryServerID: primaryID}
