@@ -67,15 +67,15 @@ type clusterState struct {
 	// op serializes topology changes (automatic and requested) per cluster.
 	op sync.Mutex
 
-	mu           sync.Mutex
-	status       dbpilot.ClusterStatus
-	primary      dbpilot.InstanceKey   // current primary, as last decided
-	known        []dbpilot.InstanceKey // every instance seen, crawled each tick
-	lastSeen     map[dbpilot.InstanceKey]time.Time
+	mu       sync.Mutex
+	status   dbpilot.ClusterStatus
+	primary  dbpilot.InstanceKey   // current primary, as last decided
+	known    []dbpilot.InstanceKey // every instance seen, crawled each tick
+	lastSeen map[dbpilot.InstanceKey]time.Time
 	// placed is the last observation with replication channels of every
 	// member (withLastKnown): one observation that missed a crashed
 	// member does not lose its place for good.
-	placed map[dbpilot.InstanceKey]*dbpilot.Instance
+	placed       map[dbpilot.InstanceKey]*dbpilot.Instance
 	instances    []*dbpilot.Instance // the cluster's instances at the last tick
 	detached     []*dbpilot.Instance // seen but outside the cluster (a fenced old primary, a lone seed)
 	failingSince time.Time           // first failed probe of the primary in this failure
