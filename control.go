@@ -44,6 +44,17 @@ type ReplicationController interface {
 	SetSemiSync(ctx context.Context, key InstanceKey, primary, replica bool) error
 }
 
+// ReceiverStopper is implemented by controllers that can stop a replica's
+// IO (receiver) threads alone. A failover stops them on every replica it
+// moves, in parallel, first: an IO thread connected or connecting to a hung
+// primary can make each later STOP SLAVE wait seconds, one replica after
+// the other.
+type ReceiverStopper interface {
+	// StopReceivers stops the IO (receiver) thread of every replication
+	// channel of key; the appliers go on applying what was received.
+	StopReceivers(ctx context.Context, key InstanceKey) error
+}
+
 // ReplicaPositioner is an optional ReplicationController extension for
 // MariaDB (the mysql package's controller implements it): it sets
 // gtid_slave_pos, the position a replica asks its source for. The recovery

@@ -9,7 +9,8 @@
 # watches: a writer (an application account without SUPER or READ_ONLY
 # ADMIN, so read_only stops it) inserts numbered rows every 10 ms into
 # every node that accepts them and records each acknowledged commit; a
-# monitor samples every node's @@read_only every 100 ms. After the scenario
+# monitor samples every node's @@read_only every 100 ms (a node that does not
+# answer within those 100 ms reads "no answer"). After the scenario
 # it prints one row:
 #   most writable at once   the most nodes writable in one monitor sample (2
 #                           too when the writer had writes acknowledged by

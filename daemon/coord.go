@@ -71,6 +71,20 @@ func (c fencedCtl) SetSemiSync(ctx context.Context, k dbpilot.InstanceKey, prima
 	return c.ReplicationController.SetSemiSync(ctx, k, primary, replica)
 }
 
+// StopReceivers stops the IO threads under the fence when the controller
+// can (dbpilot.ReceiverStopper); otherwise it stops nothing and the
+// failover's STOP SLAVE does it later.
+func (c fencedCtl) StopReceivers(ctx context.Context, k dbpilot.InstanceKey) error {
+	rs, ok := c.ReplicationController.(dbpilot.ReceiverStopper)
+	if !ok {
+		return nil
+	}
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	return rs.StopReceivers(ctx, k)
+}
+
 // ApplierThreads passes the read through when the controller can read
 // applier threads (dbpilot.ApplierInspector); otherwise it knows none.
 func (c fencedCtl) ApplierThreads(ctx context.Context, k dbpilot.InstanceKey) ([]dbpilot.ApplierThread, error) {

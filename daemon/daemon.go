@@ -79,6 +79,7 @@ type clusterState struct {
 	instances    []*dbpilot.Instance // the cluster's instances at the last tick
 	detached     []*dbpilot.Instance // seen but outside the cluster (a fenced old primary, a lone seed)
 	failingSince time.Time           // first failed probe of the primary in this failure
+	reprobe      primaryProbe        // the re-probe of a failing primary (own lock)
 	lastVerdict  string
 	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
 	resumedToken int64                        // the leadership (fence token) whose takeover check ran
@@ -182,6 +183,15 @@ type Liveness interface {
 	// Hold connects to key, calls connected once the session is up, and
 	// blocks until the session is lost (an error) or ctx ends (nil).
 	Hold(ctx context.Context, key dbpilot.InstanceKey, connected func()) error
+}
+
+// StandbyFencer is implemented by Liveness adapters that keep an idle
+// session on each primary they hold (mysql.Liveness): Fence sends SET
+// GLOBAL read_only=ON on it without waiting, so that a hung primary runs it
+// first when it runs again, before any client can open a session. The
+// channel receives the outcome; it is nil when no session is held.
+type StandbyFencer interface {
+	Fence(key dbpilot.InstanceKey) <-chan error
 }
 
 // CollectorStarter starts metric collection on one instance. The heartbeat
@@ -384,8 +394,14 @@ func (d *Daemon) prune(ctx context.Context) {
 func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 	t := time.NewTicker(d.cfg.PollInterval.D())
 	defer t.Stop()
+	confirm := false
 	for {
-		d.tick(ctx, cs, true)
+		if confirm {
+			d.confirmTick(ctx, cs)
+		} else {
+			d.tick(ctx, cs, true)
+		}
+		confirm = false
 		// While the primary fails to answer and is not yet confirmed dead
 		// (a hung primary: its replicas have not all lost it yet), confirm
 		// again every failingEvery rather than at the next poll.
@@ -402,6 +418,7 @@ func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 		case <-ctx.Done():
 		case <-t.C:
 		case <-soon:
+			confirm = true
 		case <-cs.wake:
 		}
 		if tm != nil {
@@ -894,7 +911,42 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 		return // the woken tick observes the new primary
 	}
 	v := d.assess(ctx, cs, primary, members)
-	if !auto || v.State != dbpilot.ClusterDead || !cs.cfg.AutoFailover || !leader {
+	if auto {
+		d.recoverDead(ctx, cs, primary, v, fence, leader)
+	}
+}
+
+// confirmTick is the round between polls while the primary fails to answer
+// and is not confirmed dead: assess again from the last observation (the
+// replicas inspected afresh, the primary re-probed) without a crawl, which
+// would wait the probe timeout on the hung primary each time; then recover
+// when it is dead. Anything else (the primary moved, answered, or a
+// cluster without one) waits for the next tick.
+func (d *Daemon) confirmTick(ctx context.Context, cs *clusterState) {
+	cs.mu.Lock()
+	key := cs.primary
+	members := slices.Clone(cs.instances)
+	failing := !cs.failingSince.IsZero() && cs.status.State == dbpilot.ClusterUnreachable
+	cs.mu.Unlock()
+	var primary *dbpilot.Instance
+	for _, m := range members {
+		if m.Key.Equal(key) {
+			primary = m
+		}
+	}
+	if !failing || primary == nil || primary.Reachable {
+		return
+	}
+	fence, leader := d.autoLeader(cs, "coordination")
+	v := d.assess(ctx, cs, primary, members)
+	d.recoverDead(ctx, cs, primary, v, fence, leader)
+}
+
+// recoverDead starts the automatic recovery of a primary assessed dead,
+// unless configuration, coordination, an overlap, a ring, a recent
+// recovery or an operation in progress says no.
+func (d *Daemon) recoverDead(ctx context.Context, cs *clusterState, primary *dbpilot.Instance, v topology.Verdict, fence *dbpilot.Fence, leader bool) {
+	if v.State != dbpilot.ClusterDead || !cs.cfg.AutoFailover || !leader {
 		return
 	}
 	if fence != nil && d.recoveredAlready(ctx, cs, primary.Key) {
@@ -955,6 +1007,7 @@ func (d *Daemon) note(cs *clusterState, event, msg string) {
 // replica of it in parallel, then decide with topology.AssessPrimary.
 func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.Instance, members []*dbpilot.Instance) topology.Verdict {
 	if primary.Reachable {
+		cs.reprobe.answered()
 		cs.mu.Lock()
 		wasFailing := !cs.failingSince.IsZero()
 		cs.failingSince = time.Time{}
@@ -997,15 +1050,11 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 	var wg sync.WaitGroup
 	// The re-probe of the primary: any answer, an error packet included,
 	// is proof of life (Instance.Answers).
-	again := &dbpilot.Instance{Key: primary.Key}
+	var again *dbpilot.Instance
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if _, err := d.probe.Inspect(cctx, primary.Key); err != nil {
-			again.LastError, again.RefusedErrno = err.Error(), dbpilot.ServerErrno(err)
-		} else {
-			again.Reachable = true
-		}
+		again = d.reprobe(cctx, cs, primary.Key)
 	}()
 	for i, k := range keys {
 		wg.Add(1)

@@ -229,6 +229,7 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 			return finish(err)
 		}
 	}
+	d.fenceStandby(ctx, cs, rec)
 	exec := d.executor(fence)
 	exec.Opt.SemiSync = cs.cfg.SemiSync
 	for attempt := 1; ; attempt++ {

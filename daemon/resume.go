@@ -319,3 +319,41 @@ func (d *Daemon) fenceNow(ctx context.Context, old dbpilot.InstanceKey) (int, er
 	n2, err := d.ctl.KillClientConnections(ctx, old)
 	return n + n2, err
 }
+
+// fenceStandby sends read_only to the old primary of a failover about to
+// run, on the idle session the liveness adapter keeps on it
+// (StandbyFencer): a primary that hangs (SIGSTOP, a frozen host) and later
+// runs again reads that statement first, before any client can connect, so
+// it is read_only within moments instead of after serve's next connection
+// is greeted. A primary that is really gone fails the statement at once.
+// The outcome is audited when it comes; fenceNow still ends the sessions
+// of a primary that answers again (watchOldPrimary).
+func (d *Daemon) fenceStandby(ctx context.Context, cs *clusterState, rec *dbpilot.Recovery) {
+	sf, ok := d.live.(StandbyFencer)
+	if !ok || rec.OldPrimary.IsZero() {
+		return
+	}
+	done := sf.Fence(rec.OldPrimary)
+	if done == nil {
+		d.log.Info("no standby session on the old primary: it is fenced when it answers again", "cluster", cs.cfg.Name, "instance", rec.OldPrimary.String())
+		return
+	}
+	bg := d.bgCtx
+	if bg == nil {
+		bg = context.WithoutCancel(ctx)
+	}
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		select {
+		case err := <-done:
+			if err == nil {
+				d.audit(bg, dbpilot.AuditEvent{Cluster: cs.cfg.Name, RecoveryID: rec.ID, Instance: rec.OldPrimary, Event: dbpilot.AuditFence,
+					Message: fmt.Sprintf("old primary %s ran the read_only sent on serve's standby session during the failover", rec.OldPrimary)})
+			} else {
+				d.log.Info("read_only sent on the standby session did not run (a primary that is gone closes it)", "cluster", cs.cfg.Name, "instance", rec.OldPrimary.String(), "err", err)
+			}
+		case <-bg.Done():
+		}
+	}()
+}

@@ -63,6 +63,9 @@ type Options struct {
 	// MaxConns is the size of the pool; default 2. Parallel work (dump,
 	// restore) opens one connection per worker.
 	MaxConns int
+	// MultiStatements lets one query carry several statements (the standby
+	// fence of Liveness).
+	MultiStatements bool
 }
 
 func (o Options) withDefaults() Options {
@@ -105,6 +108,7 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 	cfg.ReadTimeout = opts.QueryTimeout + time.Second
 	cfg.WriteTimeout = opts.QueryTimeout + time.Second
 	cfg.InterpolateParams = true
+	cfg.MultiStatements = opts.MultiStatements
 	cfg.AllowNativePasswords = true
 	cfg.Params = map[string]string{"sql_mode": "''"}
 	connector, err := driver.NewConnector(cfg)

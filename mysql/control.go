@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -101,6 +102,53 @@ func (c *Controller) Inspect(ctx context.Context, key dbpilot.InstanceKey) (*dbp
 func (c *Controller) StopReplica(ctx context.Context, key dbpilot.InstanceKey) error {
 	return c.do(ctx, key, "stop replica", func(s *ctl) error { return s.stopReplica(ctx) })
 }
+
+// StopReceivers stops the IO (receiver) thread of every replication channel
+// of key, leaving the appliers running: MariaDB STOP ALL SLAVES IO_THREAD,
+// MySQL STOP REPLICA IO_THREAD. A server with no replication configured is
+// not an error.
+//
+// On MariaDB a semi-sync replica's IO thread, when it stops, connects to its
+// source to kill its binlog dump thread and waits up to
+// rpl_semi_sync_slave_kill_conn_timeout (5 s by default) for the greeting:
+// with a hung source every STOP SLAVE took seconds. That timeout is lowered
+// to 1 s for the stop (the source is being failed over) and set back after.
+func (c *Controller) StopReceivers(ctx context.Context, key dbpilot.InstanceKey) error {
+	return c.do(ctx, key, "stop receivers", func(s *ctl) error {
+		const op = "stop receivers"
+		orig, lowered := 0, false
+		if s.d.MariaDB() {
+			r, err := s.query(ctx, op, killConnTimeoutSQL)
+			if err != nil {
+				return err
+			}
+			// 0 means no timeout at all: lowered too.
+			if v, err := strconv.Atoi(r.NameValues()[killConnTimeoutVar]); err == nil && v != 1 {
+				if err := s.exec(ctx, op, "SET GLOBAL "+killConnTimeoutVar+" = 1"); err != nil {
+					return err
+				}
+				orig, lowered = v, true
+			}
+		}
+		err := s.x.Exec(ctx, s.d.flavor().stopReceivers())
+		if lowered {
+			if rerr := s.exec(ctx, op, fmt.Sprintf("SET GLOBAL %s = %d", killConnTimeoutVar, orig)); rerr != nil && err == nil {
+				err = rerr
+			}
+		}
+		if err != nil && !notConfigured(err) {
+			return s.fail(op, err)
+		}
+		return nil
+	})
+}
+
+const (
+	killConnTimeoutVar = "rpl_semi_sync_slave_kill_conn_timeout"
+	killConnTimeoutSQL = "SHOW GLOBAL VARIABLES LIKE '" + killConnTimeoutVar + "'"
+)
+
+var _ dbpilot.ReceiverStopper = (*Controller)(nil)
 
 // StartReplica starts every replication channel of key: MariaDB START ALL
 // SLAVES, MySQL START REPLICA. A server with no replication configured is

@@ -32,6 +32,9 @@ type flavor interface {
 	showReplicas() string
 	startAll() string
 	stopAll() string
+	// stopReceivers stops the IO (receiver) thread of every channel; the
+	// appliers go on.
+	stopReceivers() string
 	resetAll(names []string) []string
 	domainFilter(ignore []uint32) (string, bool)
 	readOnly(on bool) []string

@@ -124,3 +124,7 @@ func (mariadbDialect) setGTIDPosition(pos string) string {
 }
 
 func (mariadbDialect) setGTIDPositionNeedsEmptyState() bool { return false }
+
+// stopReceivers: STOP ALL SLAVES IO_THREAD stops every connection's IO
+// thread; the SQL threads apply what was received.
+func (mariadbDialect) stopReceivers() string { return "STOP ALL SLAVES IO_THREAD" }

@@ -78,6 +78,8 @@ func (d mysqlDialect) startAll() string { return d.startReplica("") }
 
 func (d mysqlDialect) stopAll() string { return d.stopReplica("") }
 
+func (d mysqlDialect) stopReceivers() string { return d.stopReplica("") + " IO_THREAD" }
+
 // resetAll: RESET REPLICA ALL covers every channel.
 func (d mysqlDialect) resetAll([]string) []string {
 	return []string{d.stopAll(), d.resetReplicaAll("")}

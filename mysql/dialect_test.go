@@ -215,3 +215,19 @@ func TestDialectParseGTIDPosition(t *testing.T) {
 		}
 	}
 }
+
+func TestDialectStopReceivers(t *testing.T) {
+	for _, tt := range []struct {
+		flavor  dbpilot.Flavor
+		version string
+		want    string
+	}{
+		{dbpilot.FlavorMariaDB, "10.11.6-MariaDB", "STOP ALL SLAVES IO_THREAD"},
+		{dbpilot.FlavorMySQL, "8.4.0", "STOP REPLICA IO_THREAD"},
+		{dbpilot.FlavorMySQL, "5.7.44-log", "STOP SLAVE IO_THREAD"},
+	} {
+		if got := dialectFor(t, tt.flavor, tt.version).flavor().stopReceivers(); got != tt.want {
+			t.Errorf("%s %s: %q, want %q", tt.flavor, tt.version, got, tt.want)
+		}
+	}
+}

@@ -97,8 +97,12 @@ type execRun struct {
 	// candSemi is the candidate's semi-sync state before the run changed it.
 	candSemi dbpilot.SemiSyncState
 
-	mu      sync.Mutex      // guards rec.LostReplicas and quieted while servers are handled in parallel
+	mu      sync.Mutex      // guards rec.LostReplicas, quieted and receiversStopped while servers are handled in parallel
 	quieted []quietedServer // servers whose semi-sync primary side the run turned off
+
+	// receiversStopped are the servers whose IO threads a failover stopped
+	// before the promotion (stopReceivers).
+	receiversStopped []dbpilot.InstanceKey
 }
 
 func (e *Executor) newRun(cluster, verb string, rec *dbpilot.Recovery) *execRun {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -38,6 +39,7 @@ func (e *Executor) Failover(ctx context.Context, p *Plan, rec *dbpilot.Recovery)
 	r := e.newPlanRun(p, "failover", rec)
 	err := r.failover(ctx, p)
 	if err != nil {
+		r.giveBackReceivers(ctx)
 		r.giveBackPrimarySides(ctx)
 	}
 	return r.finish(ctx, err, nil)
@@ -62,6 +64,7 @@ func (r *execRun) failover(ctx context.Context, p *Plan) error {
 	for _, l := range p.Lost {
 		r.lose(ctx, l.Key, l.Reason)
 	}
+	r.stopReceivers(ctx, p)
 	cand, err := ctl.Inspect(ctx, p.Candidate)
 	if err != nil {
 		return r.notPromoted(p, "inspect candidate", err)
@@ -351,4 +354,70 @@ func execJoinDomains(ds []uint32) string {
 		s[i] = strconv.FormatUint(uint64(d), 10)
 	}
 	return strings.Join(s, ",")
+}
+
+// stopReceivers stops, in parallel, the IO threads of the candidate and of
+// every replica the failover repoints, where the controller can stop them
+// alone (dbpilot.ReceiverStopper): their source is dead, and an IO thread
+// connected or connecting to a hung one (SIGSTOP) made each later STOP
+// SLAVE wait seconds, the candidate's before its promotion and each
+// replica's before it could follow — on a semi-sync cluster the new
+// primary's first writes waited for both.
+//
+// A server whose applier (SQL thread) does not run keeps its IO thread: on
+// MariaDB with GTID, a replica with both threads stopped discards its relay
+// log at the next START SLAVE, and the candidate's applier is started to
+// apply what it received. The appliers go on; a failure is only audited
+// (the later STOP SLAVE stops the thread anyway). The servers stopped are
+// remembered, so that a failover that fails before the promotion starts
+// their IO threads again (giveBackReceivers): a replica left with a stopped
+// IO thread would cast no vote on its source any more.
+func (r *execRun) stopReceivers(ctx context.Context, p *Plan) {
+	rs, ok := r.e.Ctl.(dbpilot.ReceiverStopper)
+	if !ok {
+		return
+	}
+	keys := append([]dbpilot.InstanceKey{p.Candidate}, otherThan(p.Repoint, p.Candidate, p.OldPrimary)...)
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in, err := r.e.Ctl.Inspect(ctx, k)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if len(in.Channels) == 0 || slices.ContainsFunc(in.Channels, func(c dbpilot.ReplicationChannel) bool { return !c.SQLRunning }) {
+				return
+			}
+			if errs[i] = rs.StopReceivers(ctx, k); errs[i] == nil {
+				r.mu.Lock()
+				r.receiversStopped = append(r.receiversStopped, k)
+				r.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			r.audit(ctx, keys[i], dbpilot.AuditRepoint, fmt.Sprintf("stopping the IO thread of %s failed (%v); its STOP SLAVE will", keys[i], err), nil)
+		}
+	}
+}
+
+// giveBackReceivers starts again the replication of every server whose IO
+// thread stopReceivers stopped, after a failover that failed before the
+// promotion: they still point at the old primary and must vote on it.
+func (r *execRun) giveBackReceivers(ctx context.Context) {
+	r.mu.Lock()
+	keys := r.receiversStopped
+	r.receiversStopped = nil
+	r.mu.Unlock()
+	for _, k := range keys {
+		if err := r.e.Ctl.StartReplica(ctx, k); err != nil {
+			r.audit(ctx, k, dbpilot.AuditRepoint, fmt.Sprintf("starting the IO thread of %s again failed (%v): start it by hand (START ALL SLAVES)", k, err), nil)
+		}
+	}
 }

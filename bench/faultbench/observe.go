@@ -229,7 +229,12 @@ func isServerError(err error) bool {
 }
 
 // monitor samples every node's @@read_only each interval, all nodes at
-// once, over one root session per node.
+// once, over one root session per node. A sample is what a node answers
+// within the interval: a query still unanswered then is cancelled (its
+// session closed) and the sample reads X. A query left pending on a hung
+// node and answered the moment it runs again would be attributed to the
+// time it was sent, and the round it held up would be followed at once by
+// another: every hang would end in a sample taken right at the resume.
 func monitor(ctx context.Context, d *sandbox.Descriptor, samples *tsvLog, every time.Duration) {
 	dbs := make([]*sql.DB, len(d.Nodes))
 	for i, n := range d.Nodes {
@@ -251,7 +256,7 @@ func monitor(ctx context.Context, d *sandbox.Descriptor, samples *tsvLog, every 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				qctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				qctx, cancel := context.WithTimeout(ctx, every)
 				defer cancel()
 				var ro int
 				switch err := dbs[i].QueryRowContext(qctx, "SELECT @@read_only").Scan(&ro); {
