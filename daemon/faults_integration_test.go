@@ -310,7 +310,8 @@ func TestClusterOverlapSuspendsRecovery(t *testing.T) {
 // TestHungPrimary: the primary is stopped with SIGSTOP (it accepts TCP
 // connections and answers nothing). It is declared dead once its replicas
 // lose it, the recovery never waits on it, and when it runs again (SIGCONT)
-// the connection serve kept waiting on it fences it at once.
+// the fence serve sent on its standby session runs first, and serve's
+// connection kept waiting on it fences it too.
 func TestHungPrimary(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3})
 	f := startDaemon(t, d, nil, daemon.Wiring{})
@@ -355,5 +356,11 @@ func TestHungPrimary(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "fence on return audited", func() (bool, string) {
 		a := f.auditText()
 		return strings.Contains(a, "answers again: set read_only at once") || strings.Contains(a, "is back: set read_only"), a
+	})
+	// The fence sent during the failover on serve's standby session ran
+	// when the server did: before any new session could have been greeted.
+	testutil.WaitFor(t, 10*time.Second, "standby fence ran", func() (bool, string) {
+		a := f.auditText()
+		return strings.Contains(a, "ran the read_only sent on serve's standby session"), a
 	})
 }

@@ -97,6 +97,26 @@ func TestControllerMariaDB(t *testing.T) {
 		must("start on the primary", ctl.StartReplica(ctx, n1))
 	})
 
+	t.Run("stop-receivers", func(t *testing.T) {
+		// The applier keeps running; MariaDB's semi-sync kill-connection
+		// timeout is lowered for the stop only and set back.
+		_, err := sandbox.Exec(ctx, d, "node3", "SET GLOBAL rpl_semi_sync_slave_kill_conn_timeout = 7")
+		must("set kill_conn_timeout", err)
+		must("stop receivers", ctl.StopReceivers(ctx, n3))
+		ctlUntil(t, ctl, n3, "IO stopped, SQL running", func(i *dbpilot.Instance) bool {
+			return len(i.Channels) == 1 && i.Channels[0].IORunning == dbpilot.IOStopped && i.Channels[0].SQLRunning
+		})
+		if v := ctlValue(t, d, "node3", "SELECT @@global.rpl_semi_sync_slave_kill_conn_timeout"); v != "7" {
+			t.Errorf("rpl_semi_sync_slave_kill_conn_timeout after the stop = %s, want 7 again", v)
+		}
+		must("stop receivers again", ctl.StopReceivers(ctx, n3))
+		must("stop receivers on the primary", ctl.StopReceivers(ctx, n1))
+		must("start", ctl.StartReplica(ctx, n3))
+		ctlUntil(t, ctl, n3, "replication running", healthyFrom(n1))
+		_, err = sandbox.Exec(ctx, d, "node3", "SET GLOBAL rpl_semi_sync_slave_kill_conn_timeout = 5")
+		must("reset kill_conn_timeout", err)
+	})
+
 	t.Run("change-source", func(t *testing.T) {
 		must("change node3 to node2 ignoring domains 2,1", ctl.ChangeSource(ctx, n3, n2, dbpilot.ChangeSourceOptions{IgnoreDomains: []uint32{2, 1}}))
 		rows, err := sandbox.Exec(ctx, d, "node3", "SHOW ALL SLAVES STATUS")
