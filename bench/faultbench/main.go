@@ -14,7 +14,9 @@
 //     write after it, and the verdict.
 //   - helpers the script stages faults with: free ports, a silent TCP
 //     listener, account locks, waits, checks through serve's API, two
-//     switchovers at once.
+//     switchovers at once, and a bridge that carries serve's connections
+//     out of a network namespace of its own, so that its path to one
+//     server can be cut (bridge.go).
 //
 // Everything it observes it reads through root over TCP on 127.0.0.1 with
 // the sandbox's admin password (the sandbox gives root that password):
@@ -55,7 +57,7 @@ func main() {
 	// The driver logs every dropped connection to a killed server.
 	_ = gomysql.SetLogger(log.New(io.Discard, "", 0))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: faultbench observe|report|row|table|port|freeport|silent|lock|wait-writable|wait-serve|check-unreachable|check-replicas|fenced|switchovers [flags]")
+		fmt.Fprintln(os.Stderr, "usage: faultbench observe|report|row|table|port|freeport|silent|bridge|lock|wait-writable|wait-serve|wait-recovery|check-unreachable|check-replicas|fenced|switchovers|port [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
@@ -65,6 +67,7 @@ func main() {
 		"table":             table,
 		"freeport":          freeport,
 		"silent":            silent,
+		"bridge":            bridge,
 		"lock":              lock,
 		"wait-writable":     waitWritable,
 		"wait-serve":        waitServe,
