@@ -14,7 +14,9 @@
 //     write after it, and the verdict.
 //   - helpers the script stages faults with: free ports, a silent TCP
 //     listener, account locks, waits, checks through serve's API, two
-//     switchovers at once.
+//     switchovers at once, and a bridge that carries serve's connections
+//     out of a network namespace of its own, so that its path to one
+//     server can be cut (bridge.go).
 //
 // Everything it observes it reads through root over TCP on 127.0.0.1 with
 // the sandbox's admin password (the sandbox gives root that password):
@@ -55,7 +57,7 @@ func main() {
 	// The driver logs every dropped connection to a killed server.
 	_ = gomysql.SetLogger(log.New(io.Discard, "", 0))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: faultbench observe|report|row|table|port|freeport|silent|lock|wait-writable|wait-serve|check-unreachable|check-replicas|fenced|switchovers [flags]")
+		fmt.Fprintln(os.Stderr, "usage: faultbench observe|report|row|table|port|freeport|silent|bridge|lock|wait-writable|wait-serve|wait-recovery|check-unreachable|check-replicas|fenced|switchovers|port [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
@@ -65,6 +67,7 @@ func main() {
 		"table":             table,
 		"freeport":          freeport,
 		"silent":            silent,
+		"bridge":            bridge,
 		"lock":              lock,
 		"wait-writable":     waitWritable,
 		"wait-serve":        waitServe,
@@ -339,20 +342,34 @@ func getJSON(url string, v any) error {
 }
 
 // waitServe waits until serve's API shows the cluster ok with every
-// instance reachable (and, with --leader, a coordination leader), then
-// lets serve save what it observed.
+// instance reachable (with --primary, that node its primary; with
+// --leader, a coordination leader), then lets serve save what it observed.
 func waitServe(args []string) error {
 	fs := flag.NewFlagSet("wait-serve", flag.ExitOnError)
 	url := fs.String("url", "", "serve's URL")
 	cluster := fs.String("cluster", "", "cluster")
 	n := fs.Int("instances", 3, "instances expected")
 	leader := fs.Bool("leader", false, "also wait for a coordination leader")
+	name := fs.String("sandbox", "", "sandbox (with --primary)")
+	primary := fs.String("primary", "", "also wait for this node to be the cluster's primary")
 	timeout := fs.Duration("timeout", 40*time.Second, "give up after")
 	parse(fs, args)
+	var want dbpilot.InstanceKey
+	if *primary != "" {
+		d, err := sandbox.Load(*name)
+		if err != nil {
+			return err
+		}
+		n, err := d.Node(*primary)
+		if err != nil {
+			return err
+		}
+		want = n.Key()
+	}
 	end := time.Now().Add(*timeout)
 	why := ""
 	for time.Now().Before(end) {
-		why = serveReady(*url, *cluster, *n, *leader)
+		why = serveReady(*url, *cluster, *n, *leader, want)
 		if why == "" {
 			time.Sleep(1500 * time.Millisecond) // the observation is saved
 			return nil
@@ -362,13 +379,16 @@ func waitServe(args []string) error {
 	return fmt.Errorf("serve at %s not ready within %s: %s", *url, *timeout, why)
 }
 
-func serveReady(url, cluster string, n int, leader bool) string {
+func serveReady(url, cluster string, n int, leader bool, primary dbpilot.InstanceKey) string {
 	var cs dbpilot.ClusterStatus
 	if err := getJSON(url+"/api/clusters/"+cluster, &cs); err != nil {
 		return err.Error()
 	}
 	if cs.State != dbpilot.ClusterOK || len(cs.Instances) != n {
 		return fmt.Sprintf("state %s, %d instances", cs.State, len(cs.Instances))
+	}
+	if !primary.IsZero() && !cs.Primary.Equal(primary) {
+		return fmt.Sprintf("primary %s, want %s", cs.Primary, primary)
 	}
 	for _, i := range cs.Instances {
 		if !i.Reachable {
@@ -410,14 +430,17 @@ func waitRecovery(args []string) error {
 }
 
 // checkUnreachable checks that serve's API lists the node among the
-// cluster's instances with reachable=false; it prints what it saw and
-// fails otherwise.
+// cluster's instances with reachable=false (with --state, the cluster in
+// that state; with --problem, that problem code on the node); it prints
+// what it saw and fails otherwise.
 func checkUnreachable(args []string) error {
 	fs := flag.NewFlagSet("check-unreachable", flag.ExitOnError)
 	url := fs.String("url", "", "serve's URL")
 	cluster := fs.String("cluster", "", "cluster")
 	name := fs.String("sandbox", "", "sandbox")
 	node := fs.String("node", "", "node")
+	state := fs.String("state", "", "also want the cluster in this state (e.g. unreachable)")
+	problem := fs.String("problem", "", "also want this problem code on the node (e.g. UnreachablePrimary)")
 	parse(fs, args)
 	d, err := sandbox.Load(*name)
 	if err != nil {
@@ -432,19 +455,49 @@ func checkUnreachable(args []string) error {
 		fmt.Printf("API unreadable: %v\n", err)
 		return errors.New("not seen")
 	}
-	for _, i := range cs.Instances {
-		if i.Key.Equal(n.Key()) {
-			fmt.Printf("API: %s listed, reachable=%v", n.Name, i.Reachable)
-			if !i.Reachable {
-				fmt.Println()
-				return nil
-			}
-			fmt.Println()
-			return errors.New("reachable")
+	var why []string
+	idx := slices.IndexFunc(cs.Instances, func(i *dbpilot.Instance) bool { return i.Key.Equal(n.Key()) })
+	seen := fmt.Sprintf("API: %s not among the cluster's %d instances", n.Name, len(cs.Instances))
+	if idx < 0 {
+		why = append(why, "not listed")
+	} else {
+		seen = fmt.Sprintf("API: %s listed, reachable=%v", n.Name, cs.Instances[idx].Reachable)
+		if cs.Instances[idx].Reachable {
+			why = append(why, "reachable")
 		}
 	}
-	fmt.Printf("API: %s not among the cluster's %d instances\n", n.Name, len(cs.Instances))
-	return errors.New("not listed")
+	if *state != "" {
+		seen += ", cluster " + cs.State
+		if cs.State != *state {
+			why = append(why, "cluster "+cs.State)
+		}
+	}
+	if *problem != "" {
+		var codes []string
+		found := false
+		for _, p := range cs.Problems {
+			if !p.Instance.Equal(n.Key()) {
+				continue
+			}
+			codes = append(codes, string(p.Code))
+			if string(p.Code) == *problem {
+				found = true
+				codes[len(codes)-1] += " (" + cut(p.Message, 200) + ")"
+			}
+		}
+		seen += fmt.Sprintf(", problems of %s: %s", n.Name, strings.Join(codes, ", "))
+		if len(codes) == 0 {
+			seen += "none"
+		}
+		if !found {
+			why = append(why, "no "+*problem)
+		}
+	}
+	fmt.Println(seen)
+	if len(why) > 0 {
+		return errors.New(strings.Join(why, ", "))
+	}
+	return nil
 }
 
 // checkReplicas checks that every node answering, but the single writable
