@@ -14,7 +14,10 @@
 //     write after it, and the verdict.
 //   - helpers the script stages faults with: free ports, a silent TCP
 //     listener, account locks, waits, checks through serve's API, two
-//     switchovers at once.
+//     switchovers at once; for the binary log archive, a kill of `dbpilot
+//     binlog stream` timed around a rotation (rotate), a wait for the
+//     archive to catch up (archive-wait) and its final judgement with
+//     `binlog ls|verify` and mariadb-binlog (archive-check).
 //
 // Everything it observes it reads through root over TCP on 127.0.0.1 with
 // the sandbox's admin password (the sandbox gives root that password):
@@ -55,7 +58,7 @@ func main() {
 	// The driver logs every dropped connection to a killed server.
 	_ = gomysql.SetLogger(log.New(io.Discard, "", 0))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: faultbench observe|report|row|table|port|freeport|silent|lock|wait-writable|wait-serve|check-unreachable|check-replicas|fenced|switchovers [flags]")
+		fmt.Fprintln(os.Stderr, "usage: faultbench observe|report|row|table|port|freeport|silent|lock|wait-writable|wait-serve|check-unreachable|check-replicas|fenced|switchovers|wait-recovery|rotate|archive-wait|archive-check [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
@@ -74,6 +77,9 @@ func main() {
 		"switchovers":       switchovers,
 		"port":              port,
 		"wait-recovery":     waitRecovery,
+		"rotate":            rotate,
+		"archive-wait":      archiveWait,
+		"archive-check":     archiveCheck,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
