@@ -28,6 +28,7 @@ type writer struct {
 	serverID uint32
 	index    []IndexEntry
 	hook     func(path string, w io.Writer) io.Writer // tests: inject write faults
+	stopAt   string                                   // tests: finish stops at this step, as a crash there would (see step)
 
 	syncCommits bool // fsync the partial file at every commit (semi-sync)
 
@@ -55,8 +56,9 @@ type writer struct {
 // openWriter locks dir (creating it), reads its index and recovers its
 // partial file: a finished one (ending with the server's Rotate) is
 // compressed and indexed, an unfinished one cut back to its last complete
-// transaction. from is the start position of a new, empty archive.
-func openWriter(dir, flavor string, from position) (*writer, error) {
+// transaction. from is the start position of a new, empty archive; source
+// (host:port) and serverID name the server the stream reads from.
+func openWriter(dir, flavor string, from position, source string, serverID uint32) (*writer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "binlog: create archive directory %s", dir)
 	}
@@ -78,7 +80,7 @@ func openWriter(dir, flavor string, from position) (*writer, error) {
 	}
 	_ = lf.Truncate(0)
 	_, _ = lf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	w := &writer{dir: dir, lock: lf, flavor: flavor}
+	w := &writer{dir: dir, lock: lf, flavor: flavor, source: source, serverID: serverID}
 	if err := w.recover(from); err != nil {
 		w.close()
 		return nil, err
@@ -433,6 +435,9 @@ func (w *writer) finish() error {
 	if err := w.flush(true); err != nil {
 		return err
 	}
+	if err := w.step("synced"); err != nil {
+		return err
+	}
 	plain := filepath.Join(w.dir, w.file+PartialSuffix)
 	zname := w.file + ZstSuffix
 	zpath := filepath.Join(w.dir, zname)
@@ -469,12 +474,18 @@ func (w *writer) finish() error {
 		os.Remove(tmp)
 		return w.fail(w.ioError(err, tmp))
 	}
+	if err := w.step("compressed"); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp, zpath); err != nil {
 		os.Remove(tmp)
 		return w.fail(w.ioError(err, zpath))
 	}
 	if err := syncDir(w.dir); err != nil {
 		return w.fail(w.ioError(err, w.dir))
+	}
+	if err := w.step("renamed"); err != nil {
+		return err
 	}
 	first, last := w.t.stats.times()
 	e := IndexEntry{
@@ -484,12 +495,15 @@ func (w *writer) finish() error {
 		FirstGTID: w.t.stats.firstGTID, LastGTID: w.t.stats.lastGTID,
 		FirstTime: first, LastTime: last,
 		Transactions: w.t.stats.transactions, Events: w.t.stats.events,
-		Source: w.source, ServerID: w.fileSrvID, Flavor: w.flavor,
+		Source: w.sourceOf(w.fileSrvID), ServerID: w.fileSrvID, Flavor: w.flavor,
 	}
 	if err := appendIndex(w.dir, e); err != nil {
 		return w.fail(w.ioError(err, IndexName))
 	}
 	w.index = append(w.index, e)
+	if err := w.step("indexed"); err != nil {
+		return err
+	}
 	w.f.Close()
 	w.f, w.bw = nil, nil
 	if err := os.Remove(plain); err != nil {
@@ -504,6 +518,31 @@ func (w *writer) finish() error {
 		w.onFinish(e)
 	}
 	return nil
+}
+
+// step is a point in finish where tests stop it as a crash would: with
+// stopAt set to its name, finish stops there, the files as they are.
+func (w *writer) step(name string) error {
+	if w.stopAt != name {
+		return nil
+	}
+	return w.fail(dbpilot.Errorf(dbpilot.EINTERNAL, "binlog: stopped at %q finishing %s (test)", name, w.file))
+}
+
+// sourceOf names the server (host:port) a file whose Format_description
+// came from serverID was streamed from: the stream's own server, or, for a
+// file of an earlier source (finished when a stream on a new primary
+// starts), what the index says of that server ("" when it says nothing).
+func (w *writer) sourceOf(serverID uint32) string {
+	if serverID == 0 || serverID == w.serverID {
+		return w.source
+	}
+	for i := len(w.index) - 1; i >= 0; i-- {
+		if w.index[i].ServerID == serverID {
+			return w.index[i].Source
+		}
+	}
+	return ""
 }
 
 func (w *writer) fail(err error) error {

@@ -179,7 +179,7 @@ func TestWriterRecover(t *testing.T) {
 			dir := copyArchive(t)
 			p := filepath.Join(dir, parts[0])
 			os.WriteFile(p, c.content, 0o600)
-			w, err := openWriter(dir, FlavorMariaDB, newPosition(FlavorMariaDB))
+			w, err := openWriter(dir, FlavorMariaDB, newPosition(FlavorMariaDB), "127.0.0.1:3306", 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +194,7 @@ func TestWriterRecover(t *testing.T) {
 				t.Fatalf("position %s includes the cut transaction", w.position())
 			}
 			// A second writer on the same directory is refused.
-			if _, err := openWriter(dir, FlavorMariaDB, newPosition(FlavorMariaDB)); dbpilot.ErrorCode(err) != dbpilot.ECONFLICT {
+			if _, err := openWriter(dir, FlavorMariaDB, newPosition(FlavorMariaDB), "127.0.0.1:3306", 1); dbpilot.ErrorCode(err) != dbpilot.ECONFLICT {
 				t.Fatalf("second writer: %v", err)
 			}
 		})

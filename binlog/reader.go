@@ -263,7 +263,8 @@ type FileInfo struct {
 }
 
 // List returns the archive's finished files from its index, then the file
-// being written, if any.
+// being written, if any (not a partial file left beside its indexed
+// NAME.zst by a stream stopped while finishing it).
 func List(dir string) ([]FileInfo, error) {
 	idx, err := ReadIndex(dir)
 	if err != nil {
@@ -277,6 +278,7 @@ func List(dir string) ([]FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	partials, _ = withoutFinished(partials, idx)
 	var prev *position
 	flavor := ""
 	if len(idx) > 0 {
@@ -338,6 +340,23 @@ func partialFiles(dir string) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// withoutFinished splits the partial files into those being written and
+// those already finished and indexed (NAME.zst in idx): a stream stopped
+// between recording a finished file in the index and removing its partial
+// file leaves one, which the next stream removes. Only the first are the
+// archive's.
+func withoutFinished(partials []string, idx []IndexEntry) (live, finished []string) {
+	for _, p := range partials {
+		zst := strings.TrimSuffix(p, PartialSuffix) + ZstSuffix
+		if slices.ContainsFunc(idx, func(e IndexEntry) bool { return e.File == zst }) {
+			finished = append(finished, p)
+		} else {
+			live = append(live, p)
+		}
+	}
+	return live, finished
 }
 
 // ArchiveFile is one file of an archive, in the archive's order.

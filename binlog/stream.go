@@ -67,6 +67,9 @@ type Options struct {
 
 	// writeHook wraps the archive's file writers (tests inject faults).
 	writeHook func(path string, w io.Writer) io.Writer
+	// stopAt stops the stream at a step of finishing a file (tests: the
+	// archive as a crash there leaves it; see writer.step).
+	stopAt string
 }
 
 // Validate checks the options and fills defaults.
@@ -218,7 +221,7 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return dbpilot.WrapError(dbpilot.EINVALID, err, "binlog: start position %q", o.From)
 	}
-	w, err := openWriter(o.Dir, si.flavor, from)
+	w, err := openWriter(o.Dir, si.flavor, from, o.Key.String(), si.serverID)
 	if err != nil {
 		return err
 	}
@@ -227,11 +230,11 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	w.hook = o.writeHook
+	w.hook, w.stopAt = o.writeHook, o.stopAt
 	if err := w.newSource(si.serverID); err != nil { // a failover: the old source's file is finished
 		return err
 	}
-	w.source, w.serverID, w.syncCommits = o.Key.String(), si.serverID, o.SemiSync
+	w.syncCommits = o.SemiSync
 	s.w = w
 	w.onFinish = func(IndexEntry) { s.report(true) }
 	if o.StopAtEnd {

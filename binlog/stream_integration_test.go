@@ -620,3 +620,80 @@ func TestStreamSilentServer(t *testing.T) {
 		t.Fatalf("archive %v\nserver  %v", got, want)
 	}
 }
+
+// TestStreamStoppedMidRotation stops a stream at each step of finishing a
+// file after the server rotated, leaving the archive as a kill -9 there
+// does (bench/faults.sh row 13 kills the real binary): ls and verify read
+// the archive as it was left without a problem, and the next stream on the
+// directory continues it with every transaction once, in order, each
+// index entry naming the server it came from.
+func TestStreamStoppedMidRotation(t *testing.T) {
+	s := itSandbox(t, sandbox.Spec{})
+	s.exec(t, "CREATE DATABASE bl", "CREATE TABLE bl.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40))")
+	insert := func(n int) {
+		for i := 0; i < n; i++ {
+			s.exec(t, "INSERT INTO bl.t (v) VALUES ('x')")
+		}
+	}
+	for _, step := range []string{"synced", "compressed", "renamed", "indexed"} {
+		t.Run(step, func(t *testing.T) {
+			dir := t.TempDir()
+			insert(3)
+			o := s.options(dir)
+			o.StopAtEnd = true
+			st, _ := New(o)
+			if err := st.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			// The server rotates; the stream stops finishing the file.
+			insert(2)
+			s.exec(t, "FLUSH BINARY LOGS")
+			insert(2)
+			o.stopAt = step
+			st, _ = New(o)
+			if err := st.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "stopped at") {
+				t.Fatalf("stream stopped at %s: got %v", step, err)
+			}
+			rep, err := Verify(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.OK() {
+				t.Fatalf("verify of the archive as the stop left it: %+v", rep.Problems)
+			}
+			files, err := List(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range files {
+				if i > 0 && f.GTIDStart != files[i-1].GTIDEnd {
+					t.Errorf("ls: %s starts at %s, %s ended at %s", f.File, f.GTIDStart, files[i-1].File, files[i-1].GTIDEnd)
+				}
+				if f.Partial && slices.ContainsFunc(files, func(g FileInfo) bool { return !g.Partial && g.Name == f.Name }) {
+					t.Errorf("ls lists %s beside its finished file", f.File)
+				}
+			}
+			t.Logf("as left: %d files, notes %v", len(files), rep.Notes)
+
+			// The next stream continues the archive.
+			o.stopAt = ""
+			st, _ = New(o)
+			if err := st.Run(context.Background()); err != nil {
+				t.Fatalf("stream after the stop: %v", err)
+			}
+			got, _ := archiveGTIDs(t, dir)
+			if want := s.serverGTIDs(t); !slices.Equal(got, want) {
+				t.Fatalf("archive %v\nserver  %v", got, want)
+			}
+			if rep, _ := Verify(dir); !rep.OK() {
+				t.Fatalf("verify: %+v", rep.Problems)
+			}
+			idx, _ := ReadIndex(dir)
+			for _, e := range idx {
+				if e.Source != s.key.String() || e.ServerID == 0 {
+					t.Errorf("index entry of %s: source %q, server_id %d; want %s", e.File, e.Source, e.ServerID, s.key)
+				}
+			}
+		})
+	}
+}

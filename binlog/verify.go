@@ -70,6 +70,10 @@ func Verify(dir string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("binlog: archive %s: %w", dir, err)
 	}
+	partials, finished := withoutFinished(partials, idx)
+	for _, p := range finished {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is finished already as %s (a stream stopped before removing it); the next stream removes it", p, strings.TrimSuffix(p, PartialSuffix)+ZstSuffix))
+	}
 	indexed := map[string]bool{}
 	var prev *position
 	prevFile := ""

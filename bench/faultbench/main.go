@@ -16,7 +16,10 @@
 //     listener, account locks, waits, checks through serve's API, two
 //     switchovers at once, and a bridge that carries serve's connections
 //     out of a network namespace of its own, so that its path to one
-//     server can be cut (bridge.go).
+//     server can be cut (bridge.go); for the binary log archive, a kill
+//     of `dbpilot binlog stream` timed around a rotation (rotate), a wait
+//     for the archive to catch up (archive-wait) and its final judgement
+//     with `binlog ls|verify` and mariadb-binlog (archive-check).
 //
 // Everything it observes it reads through root over TCP on 127.0.0.1 with
 // the sandbox's admin password (the sandbox gives root that password):
@@ -57,7 +60,7 @@ func main() {
 	// The driver logs every dropped connection to a killed server.
 	_ = gomysql.SetLogger(log.New(io.Discard, "", 0))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: faultbench observe|report|row|table|port|freeport|silent|bridge|lock|wait-writable|wait-serve|wait-recovery|check-unreachable|check-replicas|fenced|switchovers|port [flags]")
+		fmt.Fprintln(os.Stderr, "usage: faultbench observe|report|row|table|port|freeport|silent|bridge|lock|wait-writable|wait-serve|wait-recovery|check-unreachable|check-replicas|fenced|switchovers|rotate|archive-wait|archive-check [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
@@ -77,6 +80,9 @@ func main() {
 		"switchovers":       switchovers,
 		"port":              port,
 		"wait-recovery":     waitRecovery,
+		"rotate":            rotate,
+		"archive-wait":      archiveWait,
+		"archive-check":     archiveCheck,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {

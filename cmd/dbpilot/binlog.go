@@ -55,7 +55,8 @@ The stream runs until interrupted (Ctrl-C writes out and syncs what it has
 received), or with --stop-at-end until it has archived every transaction
 the server had when it connected (a one-shot backup of the binary logs).
 It stops with an error when the connection is lost or the archive's disk
-is full; run it again and it resumes where it stopped.
+is full; run it again and it resumes where it stopped, also after a kill -9
+at any point (a file being finished is finished by the next stream).
 
 --semi-sync acknowledges each transaction as a semi-synchronous replica
 does, after it is written and synced to the partial file: a transaction
@@ -192,8 +193,10 @@ index; every event's CRC-32 is right; each finished file ends after a
 complete transaction; its GTIDs and counts match the index; and GTIDs are
 continuous per domain inside each file and from each file to the next,
 the file being written included. A missing or damaged file is named with
-the GTIDs the archive lacks because of it. Exit status 1 when anything is
-wrong.` + exitHelp,
+the GTIDs the archive lacks because of it. A NAME.partial beside its indexed
+NAME.zst (a stream killed while finishing the file) is not part of the
+archive: a note says so, and the next stream removes it. Exit status 1 when
+anything is wrong.` + exitHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := binlog.Verify(args[0])
