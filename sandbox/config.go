@@ -117,10 +117,14 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 	if n.IsGalera() && d.Galera != nil {
 		kv = mergeOptions(kv, galeraOptions(d, n))
 	}
-	if n.Role == RoleReplica || d.Topology == TopologyRing && n.Name != "node1" {
-		// A ring keeps one writer (node1): two writable members of a ring
-		// conflict on every key they share (analysis: MultipleWritable).
-		// Make another member the writer with read_only moved by hand.
+	if !n.IsGalera() {
+		// Every server starts read_only, as production servers under a
+		// failover manager should: an old primary that restarts after a
+		// failover must not take writes before anyone fences it. Deploy
+		// opens the writer (the primary, a single server, the sources of a
+		// multi-source, node1 of a ring: two writable members of a ring
+		// conflict on every key they share) and Start opens it again
+		// (openWriters).
 		kv = append(kv, [2]string{"read_only", "ON"})
 	}
 	if d.Topology == TopologyRing || d.Topology == TopologyMultiSource {

@@ -121,8 +121,10 @@ func TestNodeConfigMariaDB(t *testing.T) {
 	}
 	p, _ := nodeConfig(srv, d, d.Nodes[0], nil)
 	pm := configMap(t, p)
-	if _, ok := pm["read_only"]; ok {
-		t.Error("primary is configured read_only")
+	// The primary starts read_only too: Deploy and Start open the writer
+	// (openWriters), so that a former primary started again stays fenced.
+	if v := pm["read_only"]; len(v) != 1 || v[0] != "ON" {
+		t.Errorf("primary read_only in my.cnf = %v, want ON", v)
 	}
 	if v := pm["rpl_semi_sync_master_enabled"]; len(v) != 1 || v[0] != "ON" {
 		t.Errorf("primary semi-sync primary side = %v", v)

@@ -206,6 +206,9 @@ func Deploy(ctx context.Context, spec Spec) (d *Descriptor, err error) {
 	if err := waitReplicating(ctx, d, 30*time.Second); err != nil {
 		return d, err
 	}
+	if err := forEachNode(layoutWriters(d, d.Nodes), func(n *Node) error { return setWritable(ctx, d, n) }); err != nil {
+		return d, err
+	}
 	if err := d.Save(); err != nil {
 		return d, err
 	}

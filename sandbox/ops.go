@@ -38,7 +38,16 @@ func Start(ctx context.Context, d *Descriptor, node string, po ProcessOptions) e
 	if err != nil {
 		return err
 	}
-	return startPlain(ctx, d, nodes, po)
+	var started []*Node
+	for _, n := range nodes {
+		if _, ok := runningPid(n); !ok {
+			started = append(started, n)
+		}
+	}
+	if err := startPlain(ctx, d, nodes, po); err != nil {
+		return err
+	}
+	return openWriters(ctx, d, started, po.Log)
 }
 
 // startPlain starts nodes concurrently and waits until they accept connections.

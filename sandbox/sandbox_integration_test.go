@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,6 +108,38 @@ func TestReplicationTopology(t *testing.T) {
 			t.Errorf("%s channels = %+v", s.Node, s.Channels)
 		}
 	}
+	// Every node starts read_only; Start opens the primary again after its
+	// restart, and a former primary started while another node is
+	// writable stays read_only.
+	if err := sandbox.Restart(context.Background(), d, "node1", sandbox.ProcessOptions{KillWithParent: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(t, d, "node1", "SELECT @@read_only", "0")
+	mustExec(t, d, "node1", "INSERT INTO app.t VALUES (3, 'z')")
+	waitValue(t, d, "node2", "SELECT v FROM app.t WHERE id=3", "z")
+	if err := sandbox.Stop(d, "node1"); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, d, "node2", "STOP ALL SLAVES")
+	mustExec(t, d, "node2", "RESET SLAVE ALL")
+	mustExec(t, d, "node2", "SET GLOBAL read_only = OFF")
+	var logged []string
+	logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	if err := sandbox.Start(context.Background(), d, "node1", sandbox.ProcessOptions{KillWithParent: true, Log: logf}); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(t, d, "node1", "SELECT @@read_only", "1")
+	if !slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, "node1 stays read_only: node2 is writable") }) {
+		t.Errorf("start of the former primary logged %q", logged)
+	}
+	// With two nodes without replication and none writable, none is opened.
+	mustExec(t, d, "node2", "SET GLOBAL read_only = ON")
+	if err := sandbox.Restart(context.Background(), d, "node1", sandbox.ProcessOptions{KillWithParent: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(t, d, "node1", "SELECT @@read_only", "1")
+	waitValue(t, d, "node2", "SELECT @@read_only", "1")
+
 	env := strings.Join(sandbox.Env(d), "\n")
 	if !strings.Contains(env, fmt.Sprintf("export NODE2_PORT=%d", d.Nodes[1].Port)) || !strings.Contains(env, "DBPILOT_PASSWORD=") {
 		t.Errorf("env output incomplete:\n%s", env)

@@ -154,7 +154,12 @@ func TestRejoinDirect(t *testing.T) {
 	if err := sandbox.Start(ctx, d, "node1", sandbox.ProcessOptions{KillWithParent: true}); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitValue(t, d, "node1", "SELECT @@read_only", "0", 10*time.Second)
+	// The sandbox starts a former primary read_only (node2 is writable);
+	// a server configured without read_only comes back writable.
+	testutil.WaitValue(t, d, "node1", "SELECT @@read_only", "1", 10*time.Second)
+	if _, err := sandbox.Exec(ctx, d, "node1", "SET GLOBAL read_only = OFF"); err != nil {
+		t.Fatal(err)
+	}
 	code, o, e = runCLI(t, "topology", "--sandbox", d.Name)
 	if code != 1 || !strings.Contains(o, "- "+old.String()) || !strings.Contains(o, "MultipleWritable former primary, NOT fenced: writable") {
 		t.Errorf("topology with the old primary back writable: exit %d\n%s%s", code, o, e)
