@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -580,25 +579,7 @@ func TestStreamSilentServer(t *testing.T) {
 	testutil.WaitFor(t, 20*time.Second, "the stream caught up", func() (bool, string) {
 		return st.Progress().CaughtUp, fmt.Sprintf("%+v", st.Progress())
 	})
-	b, err := os.ReadFile(s.d.Nodes[0].PidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}
-	defer resume()
+	resume := testutil.Hang(t, s.d.Nodes[0])
 	select {
 	case err := <-done:
 		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || !strings.Contains(err.Error(), "nothing received") {

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -315,24 +312,8 @@ func TestClusterOverlapSuspendsRecovery(t *testing.T) {
 func TestHungPrimary(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3})
 	f := startDaemon(t, d, nil, daemon.Wiring{})
-	b, err := os.ReadFile(d.Nodes[0].PidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	stopped := time.Now()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	t.Cleanup(func() {
-		if !resumed {
-			syscall.Kill(pid, syscall.SIGCONT)
-		}
-	})
+	resume := testutil.Hang(t, d.Nodes[0])
 	rec := f.waitRecovery(1, 40*time.Second)
 	if !rec.Success || rec.WritesOpen.IsZero() || rec.DetectedAt.IsZero() {
 		t.Fatalf("recovery: %+v\n%s", rec, f.auditText())
@@ -348,10 +329,7 @@ func TestHungPrimary(t *testing.T) {
 	if newP == "" || f.value(newP, "SELECT @@read_only") != "0" {
 		t.Fatalf("new primary %s (%s) is not writable", rec.NewPrimary, newP)
 	}
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	resume()
 	f.waitValue("node1", "SELECT @@read_only", "1", 10*time.Second)
 	testutil.WaitFor(t, 10*time.Second, "fence on return audited", func() (bool, string) {
 		a := f.auditText()

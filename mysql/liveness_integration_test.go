@@ -2,10 +2,6 @@ package mysql_test
 
 import (
 	"context"
-	"os"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,23 +63,7 @@ func TestLivenessStandbyFence(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 
-	b, err := os.ReadFile(d.Nodes[0].PidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	t.Cleanup(func() {
-		if !resumed {
-			syscall.Kill(pid, syscall.SIGCONT)
-		}
-	})
+	resume := testutil.Hang(t, d.Nodes[0])
 	done := l.Fence(key)
 	if done == nil {
 		t.Fatal("no standby session held on the primary")
@@ -96,10 +76,7 @@ func TestLivenessStandbyFence(t *testing.T) {
 		t.Fatalf("the fence ended while the server was stopped: %v", err)
 	case <-time.After(time.Second):
 	}
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	resume()
 	select {
 	case err := <-done:
 		if err != nil {
