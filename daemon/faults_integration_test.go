@@ -312,6 +312,12 @@ func TestClusterOverlapSuspendsRecovery(t *testing.T) {
 func TestHungPrimary(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3})
 	f := startDaemon(t, d, nil, daemon.Wiring{})
+	// serve holds its liveness session on the primary, and its standby
+	// session, opened just before it.
+	testutil.WaitFor(t, 20*time.Second, "liveness session on the primary", func() (bool, string) {
+		n := f.value("node1", "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%"+mysql.LivenessMarker+"%' AND ID <> CONNECTION_ID()")
+		return n == "1", n
+	})
 	stopped := time.Now()
 	resume := testutil.Hang(t, d.Nodes[0])
 	rec := f.waitRecovery(1, 40*time.Second)
