@@ -24,7 +24,7 @@ type Label struct {
 // mysqld_exporter wherever a counterpart exists (mysql_global_status_*,
 // mysql_global_variables_*, mysql_slave_status_*), so that existing
 // dashboards and alert rules work; dbpilot's own use the mysql_ prefix and
-// are documented in the README.
+// are documented in docs/monitoring.md.
 type Sample struct {
 	Name string `json:"name"`
 	// Labels are the metric's own labels (channel, command, state, ...);

@@ -261,7 +261,7 @@ func TestDefaultRules(t *testing.T) {
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("default rules %v, want %v", names, want)
 	}
-	// The embedded file is what the README tells people to copy.
+	// The embedded file is what docs/monitoring.md tells people to copy.
 	b, err := os.ReadFile("rules.yaml")
 	if err != nil || string(b) != string(defaultRules) {
 		t.Errorf("rules.yaml differs from the embedded rules (%v)", err)

@@ -14,7 +14,7 @@
 #     the rounds that needed a redeploy are counted and printed. Per-round
 #     lines go to stderr.
 # Usage: bash bench/coordination.sh [ROUNDS]   (default 10)
-# Peers: orchestrator/raft is not installable here; see README.
+# Peers: orchestrator/raft is not installable here; its figures are in docs/coordination.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-10}"
