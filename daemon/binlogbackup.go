@@ -27,8 +27,11 @@ type BackupConfig struct {
 // after a failover from the new primary, resuming at the last archived
 // transaction.
 type BinlogBackupConfig struct {
+	// Cluster is the configured cluster whose primary is streamed
+	// (required).
 	Cluster string `yaml:"cluster"`
-	Dir     string `yaml:"dir"`
+	// Dir is the archive directory (required).
+	Dir string `yaml:"dir"`
 	// Retention removes finished archive files whose last transaction is
 	// older (default 7 days; the newest file is always kept).
 	Retention Duration `yaml:"retention"`

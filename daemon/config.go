@@ -22,7 +22,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Config is serve's configuration (a YAML file; see Example).
+//go:generate go run ../internal/configref/gen -o ../docs/config-reference.md
+
+// Config is serve's configuration (a YAML file; see Example). Every key's
+// type, default and doc comment make docs/config-reference.md (go
+// generate; TestConfigReference fails when it is stale): document each
+// field.
 type Config struct {
 	// Listen is the HTTP API address.
 	Listen string `yaml:"listen"`
@@ -37,24 +42,43 @@ type Config struct {
 	// State is the SQLite state file. A running serve writes the URL of
 	// its API beside it (AddrFile).
 	State string `yaml:"state"`
-	// Token authorizes the API's write operations; TokenFile holds it instead.
-	Token     string `yaml:"token"`
+	// Token authorizes the API's write operations (and its reads where
+	// they need it); TokenFile holds it instead.
+	Token string `yaml:"token"`
+	// TokenFile is a file (mode 0600) holding the token; give token or
+	// token_file, not both.
 	TokenFile string `yaml:"token_file"`
-	// Credentials are the admin account dbpilot connects with; Replication
-	// the account replicas use (written into CHANGE MASTER).
-	Credentials    CredentialsConfig `yaml:"credentials"`
-	Replication    CredentialsConfig `yaml:"replication"`
-	PollInterval   Duration          `yaml:"poll_interval"`
-	Detection      DetectionConfig   `yaml:"detection"`
-	Recovery       RecoveryConfig    `yaml:"recovery"`
-	Switchover     SwitchoverConfig  `yaml:"switchover"`
-	Hooks          HooksConfig       `yaml:"hooks"`
-	Clusters       []ClusterConfig   `yaml:"clusters"`
-	Metrics        MetricsConfig     `yaml:"metrics"`
-	Alerts         AlertsConfig      `yaml:"alerts"`
-	ForgetAfter    Duration          `yaml:"forget_after"`
-	DiscoveryBound int               `yaml:"discovery_concurrency"`
-	UI             UIConfig          `yaml:"ui"`
+	// Credentials are the admin account dbpilot connects with (the user is
+	// required, here or in $DBPILOT_USER).
+	Credentials CredentialsConfig `yaml:"credentials"`
+	// Replication is the account replicas use (written into CHANGE
+	// MASTER); its user is required.
+	Replication CredentialsConfig `yaml:"replication"`
+	// PollInterval is how often every instance is probed and the topology
+	// observed (100ms..1m).
+	PollInterval Duration `yaml:"poll_interval"`
+	// Detection tunes failure detection.
+	Detection DetectionConfig `yaml:"detection"`
+	// Recovery tunes recoveries.
+	Recovery RecoveryConfig `yaml:"recovery"`
+	// Switchover bounds planned primary changes.
+	Switchover SwitchoverConfig `yaml:"switchover"`
+	// Hooks are commands run around failovers, for every cluster without
+	// hooks of its own.
+	Hooks HooksConfig `yaml:"hooks"`
+	// Clusters are the clusters serve watches (at least one).
+	Clusters []ClusterConfig `yaml:"clusters"`
+	// Metrics tunes collection and the embedded time-series store.
+	Metrics MetricsConfig `yaml:"metrics"`
+	// Alerts configures alerting.
+	Alerts AlertsConfig `yaml:"alerts"`
+	// ForgetAfter is how long an unreachable instance stays known (reading
+	// mysql_up 0) before it is forgotten.
+	ForgetAfter Duration `yaml:"forget_after"`
+	// DiscoveryBound bounds the instances probed at once.
+	DiscoveryBound int `yaml:"discovery_concurrency"`
+	// UI configures the web console and, with it, reading the API.
+	UI UIConfig `yaml:"ui"`
 	// Retention is how long the state file keeps the audit log, recoveries
 	// and resolved alerts (default 90 days; pruned every hour). The newest
 	// recovery of each cluster is always kept.
@@ -132,9 +156,13 @@ func loopbackListen(addr string) bool {
 // (my.cnf style, mode 0600). For the admin account, $DBPILOT_USER and
 // $DBPILOT_PASSWORD fill what the file leaves out.
 type CredentialsConfig struct {
-	User     string `yaml:"user"`
+	// User is the account's user name.
+	User string `yaml:"user"`
+	// Password is the account's password (prefer file).
 	Password string `yaml:"password"`
-	File     string `yaml:"file"`
+	// File is a my.cnf-style file ([client] user=, password=; mode 0600)
+	// that fills what user and password leave out.
+	File string `yaml:"file"`
 }
 
 // DetectionConfig tunes failure detection.
@@ -276,13 +304,19 @@ type AlertsConfig struct {
 	// Interval is how often rules are evaluated (default 1s).
 	Interval Duration `yaml:"interval"`
 	// Webhook receives a JSON POST for each alert state change.
-	Webhook        string   `yaml:"webhook"`
+	Webhook string `yaml:"webhook"`
+	// WebhookTimeout bounds one webhook request.
 	WebhookTimeout Duration `yaml:"webhook_timeout"`
 }
 
 // ClusterConfig is one cluster serve watches.
 type ClusterConfig struct {
-	Name  string   `yaml:"name"`
+	// Name names the cluster in commands, the API and the console
+	// (letters, digits, '.', ':', '_' or '-'; required).
+	Name string `yaml:"name"`
+	// Seeds are HOST:PORT addresses of the cluster's servers, from which
+	// discovery finds the rest (at least one; a server belongs to one
+	// cluster).
 	Seeds []string `yaml:"seeds"`
 	// AutoFailover lets serve recover a dead primary by itself.
 	AutoFailover bool `yaml:"auto_failover"`

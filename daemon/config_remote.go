@@ -21,19 +21,26 @@ type RemoteWriteConfig struct {
 	Headers map[string]string `yaml:"headers"`
 	// BasicAuth, or BearerToken (or BearerTokenFile, mode 0600),
 	// authenticates the requests.
-	BasicAuth       *BasicAuthConfig `yaml:"basic_auth"`
-	BearerToken     string           `yaml:"bearer_token"`
-	BearerTokenFile string           `yaml:"bearer_token_file"`
+	BasicAuth *BasicAuthConfig `yaml:"basic_auth"`
+	// BearerToken is sent as "Authorization: Bearer" (instead of
+	// basic_auth).
+	BearerToken string `yaml:"bearer_token"`
+	// BearerTokenFile holds the bearer token instead (mode 0600).
+	BearerTokenFile string `yaml:"bearer_token_file"`
 	// Timeout bounds one request (default 10s).
-	Timeout Duration    `yaml:"timeout"`
-	Queue   QueueConfig `yaml:"queue"`
+	Timeout Duration `yaml:"timeout"`
+	// Queue is the receiver's in-memory queue and batching.
+	Queue QueueConfig `yaml:"queue"`
 }
 
 // BasicAuthConfig is a user and a password, or a file holding the password
 // (mode 0600).
 type BasicAuthConfig struct {
-	Username     string `yaml:"username"`
-	Password     string `yaml:"password"`
+	// Username is the basic-auth user.
+	Username string `yaml:"username"`
+	// Password is the basic-auth password (prefer password_file).
+	Password string `yaml:"password"`
+	// PasswordFile holds the password instead (mode 0600).
 	PasswordFile string `yaml:"password_file"`
 }
 
@@ -43,13 +50,14 @@ type QueueConfig struct {
 	// when the receiver is down longer than the queue lasts, the oldest
 	// samples are dropped and counted.
 	Capacity *int `yaml:"capacity"`
-	// MaxSamplesPerSend caps a request (default 2000); BatchSendDeadline is
-	// how long a partial batch waits (default 1s).
-	MaxSamplesPerSend *int     `yaml:"max_samples_per_send"`
+	// MaxSamplesPerSend caps a request (default 2000).
+	MaxSamplesPerSend *int `yaml:"max_samples_per_send"`
+	// BatchSendDeadline is how long a partial batch waits (default 1s).
 	BatchSendDeadline Duration `yaml:"batch_send_deadline"`
-	// MinBackoff and MaxBackoff bound the wait between retries of a
-	// failed request (defaults 30ms and 5s, doubled after each failure).
+	// MinBackoff is the first wait before a failed request is retried
+	// (default 30ms, doubled after each failure up to max_backoff).
 	MinBackoff Duration `yaml:"min_backoff"`
+	// MaxBackoff is the longest wait between retries (default 5s).
 	MaxBackoff Duration `yaml:"max_backoff"`
 }
 

@@ -13,6 +13,8 @@ import (
 // CoordinationConfig lets several serves watch the same clusters with one
 // leader per cluster. Without etcd, serve acts alone.
 type CoordinationConfig struct {
+	// Etcd is the etcd cluster the serves coordinate through (omitted:
+	// serve acts alone).
 	Etcd *EtcdConfig `yaml:"etcd"`
 	// ID is this serve's member id, unique among the serves (serve --id
 	// overrides it); default: the host name and the listen port.
@@ -24,18 +26,32 @@ type CoordinationConfig struct {
 
 // EtcdConfig is the etcd cluster the serves coordinate through.
 type EtcdConfig struct {
+	// Endpoints are etcd's client URLs (http(s)://HOST:PORT or
+	// HOST:PORT; at least one).
 	Endpoints []string `yaml:"endpoints"`
-	Prefix    string   `yaml:"prefix"`    // default /dbpilot
-	LeaseTTL  Duration `yaml:"lease_ttl"` // default 5s, at least 2s
-	// DialTimeout bounds connecting; RequestTimeout each request (1s).
-	DialTimeout    Duration `yaml:"dial_timeout"`
+	// Prefix is where dbpilot's keys live in etcd (default /dbpilot).
+	Prefix string `yaml:"prefix"`
+	// LeaseTTL is the leadership lease, whole seconds in 2s..1m (default
+	// 5s): a leader that stops renewing it is replaced after this long.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// DialTimeout bounds connecting (default 2s).
+	DialTimeout Duration `yaml:"dial_timeout"`
+	// RequestTimeout bounds each request (default 1s; below lease_ttl).
 	RequestTimeout Duration `yaml:"request_timeout"`
-	Username       string   `yaml:"username"`
-	Password       string   `yaml:"password"`
-	PasswordFile   string   `yaml:"password_file"` // mode 0600
-	CAFile         string   `yaml:"ca_file"`
-	CertFile       string   `yaml:"cert_file"`
-	KeyFile        string   `yaml:"key_file"`
+	// Username authenticates to etcd.
+	Username string `yaml:"username"`
+	// Password authenticates to etcd (prefer password_file, or
+	// $DBPILOT_ETCD_PASSWORD).
+	Password string `yaml:"password"`
+	// PasswordFile holds the password instead (mode 0600).
+	PasswordFile string `yaml:"password_file"`
+	// CAFile verifies etcd's certificate (TLS).
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a client certificate and its key (TLS;
+	// give both).
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the client certificate's key (with cert_file).
+	KeyFile string `yaml:"key_file"`
 	// InsecureSkipVerify accepts any server certificate (tests only).
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 }

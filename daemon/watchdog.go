@@ -26,15 +26,15 @@ import (
 type WatchdogConfig struct {
 	// Rules is the inline "rules:" list, kept as YAML so that errors name
 	// the line (parsed by Validate with watchdog.ParseNode).
-	Rules *yaml.Node
+	Rules *yaml.Node `yaml:"rules"`
 	// RulesFile is a rules file (a top-level "rules:" list) instead.
-	RulesFile string
+	RulesFile string `yaml:"rules_file"`
 	// Interval is how often each instance is evaluated (default 1s).
-	Interval Duration
+	Interval Duration `yaml:"interval"`
 	// Notify: false keeps the watchdog's events off alerts.webhook (by
 	// default, with a webhook configured, every match and kill result is
 	// posted there too, as a WatchdogPayload).
-	Notify *bool
+	Notify *bool `yaml:"notify"`
 
 	rules []*watchdog.Rule // parsed by Validate; nil: no watchdog
 }
