@@ -81,16 +81,9 @@ func oneLine(err error) string {
 
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "dbpilot",
-		Short: "Deploy, discover, watch, heal and back up MySQL and MariaDB replication",
-		Long: `dbpilot deploys local MariaDB/MySQL sandboxes, reads any server and draws its
-replication tree with the problems found (GTID-aware, MariaDB multi-domain
-included).
-
-Connection credentials come from, in order: --user/--password flags, the
-DBPILOT_USER and DBPILOT_PASSWORD environment variables, a credentials file
-(--credentials-file, my.cnf style [client] user=/password=, mode 0600), or a
-sandbox descriptor (--sandbox NAME).` + exitHelp,
+		Use:           "dbpilot",
+		Short:         "Deploy, discover, watch, heal and back up MySQL and MariaDB replication",
+		Long:          rootHelp + exitHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -134,5 +127,87 @@ sandbox descriptor (--sandbox NAME).` + exitHelp,
 		a.watchdogCommand(),
 		a.binlogCommand(),
 	)
+	groupCommands(root)
 	return root
+}
+
+// rootHelp is `dbpilot --help`: the whole tool, group by group (the groups
+// of commandGroups, in the same order).
+const rootHelp = `dbpilot is one binary that deploys, discovers, watches, heals, backs up and
+load-tests MySQL and MariaDB replication (GTID-aware, MariaDB multi-domain
+included; Galera too).
+
+Sandboxes: 'sandbox' deploys real local topologies on 127.0.0.1 (single,
+primary and replicas, ring, multi-source, Galera) and starts, stops, kills,
+queries and destroys them.
+
+Reading servers: 'inspect' shows one server's replication state; 'topology'
+discovers a replication tree from any member and draws it; 'analyze' names
+the problems (broken or lagging replication, errant GTIDs, writable
+replicas, unpromotable replicas, semi-sync without acknowledgers); 'gtid'
+computes with GTID sets.
+
+The daemon: 'serve' keeps discovering the configured clusters, samples every
+instance every second into an embedded time-series store (PromQL,
+/metrics, remote write), evaluates alerts, detects a dead primary and fails
+over automatically (fencing the old one, anti-flapping, hooks, an audit of
+every step), runs the query watchdog and binary log backups, and serves the
+HTTP API and the web console (http://127.0.0.1:7070/). Several serves
+coordinate through etcd. 'top', 'alerts' and 'recoveries' read it.
+
+Topology changes: 'failover', 'switchover', 'relocate', 'relocate-replicas',
+'rejoin' and 'ack' act directly (--config FILE or --sandbox NAME) or through
+a running serve (--server URL); --dry-run prints the plan.
+
+Proving it: 'drill' kills a primary (or a Galera node) for real and counts
+the writes lost and the time without writes; 'bench' runs open-loop load
+with honest latency, failovers under load included.
+
+Backup and copy: 'dump', 'restore', 'verify' and 'clone' make a parallel,
+consistent logical backup with its GTID position, load it, check it, and
+provision replicas; 'binlog' archives binary logs continuously, which
+'restore --until-gtid|--until-time' replays (point-in-time recovery); 'copy'
+keeps a copy of databases current on another server until cut-over.
+
+Galera: 'galera' bootstraps a cluster from its most advanced node and
+restarts it node by node.
+
+Queries: 'queries' lists the top queries by digest (performance_schema or the
+slow query log); 'watchdog' matches sessions by rules and logs or kills them.
+
+Connection credentials come from, in order: --user/--password flags, the
+DBPILOT_USER and DBPILOT_PASSWORD environment variables, a credentials file
+(--credentials-file, my.cnf style [client] user=/password=, mode 0600), or a
+sandbox descriptor (--sandbox NAME). Every command has --help; read commands
+take --json. Documentation: README.md and docs/ in dbpilot's source tree
+(docs/config-reference.md lists every key of serve's configuration).
+`
+
+// commandGroups sorts the commands of --help into the groups rootHelp
+// describes; a command in none is listed under "Additional Commands".
+var commandGroups = []struct {
+	id, title string
+	commands  []string
+}{
+	{"sandbox", "Sandboxes:", []string{"sandbox"}},
+	{"read", "Reading servers:", []string{"inspect", "topology", "analyze", "gtid"}},
+	{"serve", "The daemon:", []string{"serve", "top", "alerts", "recoveries"}},
+	{"change", "Topology changes:", []string{"failover", "switchover", "relocate", "relocate-replicas", "rejoin", "ack"}},
+	{"prove", "Proving it:", []string{"drill", "bench"}},
+	{"backup", "Backup and copy:", []string{"dump", "restore", "verify", "clone", "binlog", "copy"}},
+	{"galera", "Galera:", []string{"galera"}},
+	{"queries", "Queries:", []string{"queries", "watchdog"}},
+}
+
+func groupCommands(root *cobra.Command) {
+	group := map[string]string{}
+	for _, g := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, c := range g.commands {
+			group[c] = g.id
+		}
+	}
+	for _, c := range root.Commands() {
+		c.GroupID = group[c.Name()]
+	}
 }

@@ -73,7 +73,9 @@ GET /api/coordination shows members, leaders and leases.
 
 --sandbox NAME builds the configuration from a sandbox (state and API token
 in the sandbox's directory); --print-config prints it as a file to extend.
-A configuration file looks like:
+Every key, with its type, default and meaning, is listed in
+docs/config-reference.md in dbpilot's source tree. A configuration file
+looks like:
 
 ` + daemon.Example,
 		Example: `  dbpilot serve --sandbox demo
