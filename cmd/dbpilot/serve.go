@@ -24,7 +24,7 @@ import (
 func (a *app) serveCommand() *cobra.Command {
 	var sf serviceFlags
 	var listen, memberID string
-	var printConfig bool
+	var printConfig, printDefaultConfig bool
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE | --sandbox NAME]",
 		Short: "Run the daemon: discovery, 1 s failure detection, automated failover, HTTP API",
@@ -73,6 +73,7 @@ GET /api/coordination shows members, leaders and leases.
 
 --sandbox NAME builds the configuration from a sandbox (state and API token
 in the sandbox's directory); --print-config prints it as a file to extend.
+--print-default-config prints every key at its default.
 Every key, with its type, default and meaning, is listed in
 docs/config-reference.md in dbpilot's source tree. A configuration file
 looks like:
@@ -83,6 +84,14 @@ looks like:
   dbpilot serve --config /etc/dbpilot/dbpilot.yaml`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printDefaultConfig {
+				b, err := daemon.DefaultConfigYAML()
+				if err != nil {
+					return err
+				}
+				_, err = a.stdout.Write(b)
+				return err
+			}
 			if printConfig {
 				if sf.sandbox == "" || sf.config != "" {
 					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --print-config prints the configuration built from a sandbox: give --sandbox NAME")
@@ -257,6 +266,7 @@ looks like:
 	cmd.Flags().StringVar(&listen, "listen", "", "API address (overrides the config; default "+daemon.DefaultListen+")")
 	cmd.Flags().StringVar(&memberID, "id", "", "this serve's member id among coordinated serves (overrides coordination.id; default HOSTNAME:PORT); unique per serve")
 	cmd.Flags().BoolVar(&printConfig, "print-config", false, "with --sandbox: print the YAML configuration built from the sandbox (secrets as 0600 files beside it) and exit, to extend it and run serve --config")
+	cmd.Flags().BoolVar(&printDefaultConfig, "print-default-config", false, "print a configuration with every key at its default (placeholders for credentials, replication and clusters) and exit")
 	return cmd
 }
 

@@ -66,3 +66,25 @@ func TestServePrintConfig(t *testing.T) {
 		t.Errorf("--print-config with --config: exit %d, %q", code, errOut.String())
 	}
 }
+
+// TestServePrintDefaultConfig: `serve --print-default-config` prints, with
+// no server and no config, a configuration file with every key at its
+// default that serve --config loads (daemon's TestDefaultConfigYAML checks
+// the file itself).
+func TestServePrintDefaultConfig(t *testing.T) {
+	t.Setenv("DBPILOT_HOME", t.TempDir())
+	code, out, errOut := runCLI(t, "serve", "--print-default-config")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.HasPrefix(out, "# dbpilot serve: every key at its default") || !strings.Contains(out, "\npoll_interval: 1s\n") {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+	path := filepath.Join(t.TempDir(), "dbpilot.yaml")
+	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := daemon.LoadConfig(path); err != nil {
+		t.Errorf("serve --config cannot load what --print-default-config printed: %v", err)
+	}
+}

@@ -92,8 +92,9 @@ const header = `# Configuration reference
      Regenerate with: go generate ./daemon -->
 
 Every key of ` + "`dbpilot serve --config FILE`" + ` (YAML). A commented example is in
-` + "`dbpilot serve --help`" + ` and [serve.md](serve.md); ` + "`dbpilot serve --sandbox NAME --print-config`" + `
-prints a file to start from. Durations are Go durations (` + "`500ms`, `1s`, `10m`" + `); an
+` + "`dbpilot serve --help`" + ` and [serve.md](serve.md); ` + "`dbpilot serve --print-default-config`" + `
+prints every key at its default, ` + "`dbpilot serve --sandbox NAME --print-config`" + ` a
+sandbox's configuration to start from. Durations are Go durations (` + "`500ms`, `1s`, `10m`" + `); an
 omitted key or a zero duration takes the default. The default column is
 what ` + "`Validate`" + ` fills in for a file that holds only the required keys; "—"
 means none (the key is optional, or required where its meaning says so);
