@@ -28,8 +28,8 @@ import (
 
 // required is a configuration with only what Validate requires, plus one
 // of each optional block whose defaults are only filled when it is present
-// (a remote-write receiver, etcd, a binlog backup, a cluster's hooks). The
-// keys it sets are shown without a default.
+// (a remote-write receiver, etcd, a binlog backup, a cluster's hooks,
+// watchdog rules). The keys it sets are shown without a default.
 const required = `
 credentials: {user: dbpilot}
 replication: {user: repl}
@@ -39,6 +39,8 @@ coordination:
   etcd: {endpoints: ["http://127.0.0.1:2379"]}
 backup:
   binlog: {cluster: main, dir: /var/backups/dbpilot/binlog}
+watchdog:
+  rules: [{name: runaway-select, command: Query, busy: 30s, action: log}]
 clusters:
   - name: main
     seeds: ["db1:3306"]
