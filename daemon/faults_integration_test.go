@@ -186,7 +186,7 @@ func TestCrashedReplicaStaysVisible(t *testing.T) {
 	st := f.status()
 	i := slices.IndexFunc(st.Instances, func(i *dbpilot.Instance) bool { return i.Key == victim })
 	if i < 0 || st.Instances[i].Reachable {
-		t.Fatalf("crashed replica not in the cluster as unreachable: instances %v, detached %v", st.Instances, st.Detached)
+		t.Fatalf("crashed replica not in the cluster as unreachable: instances %s, detached %s", instanceList(st.Instances), instanceList(st.Detached))
 	}
 	if len(st.Instances[i].Channels) != 1 || st.Instances[i].Channels[0].Source != f.key("node1") {
 		t.Errorf("crashed replica lost its place under the primary: %+v", st.Instances[i].Channels)
