@@ -159,7 +159,7 @@ func TestStoppedIOThreadsAreNoVote(t *testing.T) {
 	f.exec("node3", "STOP SLAVE IO_THREAD")
 	proxy.Cut()
 	st := f.waitState(dbpilot.ClusterUnreachable, 10*time.Second)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the window in which no recovery may start
 	if n := len(f.recoveries()); n != 0 {
 		t.Fatalf("%d recoveries on IO threads stopped by hand; audit:\n%s", n, f.auditText())
 	}
@@ -283,7 +283,7 @@ func TestClusterOverlapSuspendsRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitState(dbpilot.ClusterDead, 15*time.Second)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the window in which no recovery may start
 	for _, c := range []string{d.Name, "b"} {
 		recs, err := f.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: c})
 		if err != nil {

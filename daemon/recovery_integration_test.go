@@ -57,14 +57,14 @@ func TestLaggingCandidateCaughtUp(t *testing.T) {
 	}
 	pos := f.value("node1", "SELECT @@gtid_binlog_pos")
 	// node2 has received everything (IO) but applied none of the inserts.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		st, _ := sandbox.Exec(ctx, d, "node2", "SHOW SLAVE STATUS")
-		if m := st.Maps(); len(m) == 1 && m[0]["Gtid_IO_Pos"] == pos {
-			break
+	testutil.WaitFor(t, 15*time.Second, "node2 received "+pos, func() (bool, string) {
+		st, err := sandbox.Exec(ctx, d, "node2", "SHOW SLAVE STATUS")
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		m := st.Maps()
+		return len(m) == 1 && m[0]["Gtid_IO_Pos"] == pos, fmt.Sprint(m)
+	})
 	if got := f.value("node2", "SELECT @@gtid_slave_pos"); got == pos {
 		t.Fatalf("node2 applied everything despite the lock (%s)", got)
 	}
