@@ -335,7 +335,7 @@ func TestRunnerBackoffAndRecovery(t *testing.T) {
 		return s.Value == 1
 	})
 	// The hourly collector ran again at once after the reconnection.
-	runnerWait(t, 2*time.Second, "the hourly collector's kick", func() bool { return slowRuns.Load() == 1 })
+	runnerWait(t, 10*time.Second, "the hourly collector's kick", func() bool { return slowRuns.Load() == 1 })
 	if st := r.Stats()[0]; st.LastError != "" {
 		t.Errorf("LastError after recovery = %q", st.LastError)
 	}
