@@ -63,9 +63,9 @@ func TestCloneReplicate(t *testing.T) {
 		}
 	}
 	t.Cleanup(stopWriter)
-	for deadline := time.Now().Add(10 * time.Second); writes.Load() < 20 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 30*time.Second, "20 writes before the clone", func() (bool, string) {
+		return writes.Load() >= 20, fmt.Sprint(writes.Load(), " writes")
+	})
 
 	before := writes.Load()
 	res, err := Clone(ctx, src.key, src.opts, tgt.key, tgt.opts, CloneOptions{Threads: 2, ChunkRows: 25, Replicate: true, Repl: srcD.Repl})
@@ -85,7 +85,10 @@ func TestCloneReplicate(t *testing.T) {
 		t.Errorf("no write happened during the clone")
 	}
 	// More writes after the clone, then stop and let the copy catch up.
-	time.Sleep(200 * time.Millisecond)
+	after := writes.Load()
+	testutil.WaitFor(t, 30*time.Second, "10 writes after the clone", func() (bool, string) {
+		return writes.Load() >= after+10, fmt.Sprint(writes.Load()-after, " writes (the writer stops at its first error)")
+	})
 	stopWriter()
 	if werr != nil {
 		t.Fatalf("writer: %v", werr)

@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -42,7 +43,9 @@ func TestDumpDesyncGalera(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { stopWriter(); wg.Wait() })
-	time.Sleep(300 * time.Millisecond)
+	testutil.WaitFor(t, 30*time.Second, "the writer writing", func() (bool, string) {
+		return writes.Load() >= 20, fmt.Sprint(writes.Load(), " writes")
+	})
 
 	t.Run("desynced during the snapshot only", func(t *testing.T) {
 		var during string

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -209,7 +210,14 @@ func TestIntegrationCollectors(t *testing.T) {
 		}
 		r := NewRunner(Target{Key: pt.Key, Role: "primary"}, d.AdminOptions(), cs, Config{Interval: iv}, sink, dbpilot.Batch{Cluster: "t"}, nil)
 		r.Start(ctx)
-		time.Sleep(1500 * time.Millisecond)
+		testutil.WaitFor(t, 20*time.Second, "three runs of every collector", func() (bool, string) {
+			for _, st := range r.Stats() {
+				if st.Runs < 3 {
+					return false, fmt.Sprintf("%+v", st)
+				}
+			}
+			return true, ""
+		})
 		r.Stop()
 		for _, st := range r.Stats() {
 			if st.Runs < 3 || st.Errors != 0 {

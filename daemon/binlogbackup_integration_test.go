@@ -155,7 +155,7 @@ func TestBinlogBackupFollowsFailover(t *testing.T) {
 		`dbpilot_binlog_backup_gap`:         func(v float64) bool { return v == 0 },
 		`dbpilot_binlog_backup_bytes_total`: func(v float64) bool { return v > 0 },
 	} {
-		testutil.WaitFor(t, 5*time.Second, expr, func() (bool, string) {
+		testutil.WaitFor(t, 20*time.Second, expr, func() (bool, string) {
 			s, err := ms.QueryInstant(ctx, expr, time.Now())
 			if err != nil {
 				return false, err.Error()

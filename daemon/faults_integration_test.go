@@ -159,7 +159,7 @@ func TestStoppedIOThreadsAreNoVote(t *testing.T) {
 	f.exec("node3", "STOP SLAVE IO_THREAD")
 	proxy.Cut()
 	st := f.waitState(dbpilot.ClusterUnreachable, 10*time.Second)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the window in which no recovery may start
 	if n := len(f.recoveries()); n != 0 {
 		t.Fatalf("%d recoveries on IO threads stopped by hand; audit:\n%s", n, f.auditText())
 	}
@@ -186,7 +186,7 @@ func TestCrashedReplicaStaysVisible(t *testing.T) {
 	st := f.status()
 	i := slices.IndexFunc(st.Instances, func(i *dbpilot.Instance) bool { return i.Key == victim })
 	if i < 0 || st.Instances[i].Reachable {
-		t.Fatalf("crashed replica not in the cluster as unreachable: instances %v, detached %v", st.Instances, st.Detached)
+		t.Fatalf("crashed replica not in the cluster as unreachable: instances %s, detached %s", instanceList(st.Instances), instanceList(st.Detached))
 	}
 	if len(st.Instances[i].Channels) != 1 || st.Instances[i].Channels[0].Source != f.key("node1") {
 		t.Errorf("crashed replica lost its place under the primary: %+v", st.Instances[i].Channels)
@@ -283,7 +283,7 @@ func TestClusterOverlapSuspendsRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitState(dbpilot.ClusterDead, 15*time.Second)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the window in which no recovery may start
 	for _, c := range []string{d.Name, "b"} {
 		recs, err := f.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: c})
 		if err != nil {

@@ -203,7 +203,7 @@ func TestAutomaticFailoverSemiSync(t *testing.T) {
 	if newP == "" {
 		t.Fatalf("new primary %s is not node2 or node3", rec.NewPrimary)
 	}
-	f.waitValue(newP, "SELECT @@read_only", "0", 5*time.Second)
+	f.waitValue(newP, "SELECT @@read_only", "0", 30*time.Second)
 	if got := f.value(newP, "SELECT COUNT(*) FROM app.t"); got != "20" {
 		t.Errorf("new primary has %s rows, want all 20 acknowledged ones", got)
 	}
@@ -215,7 +215,7 @@ func TestAutomaticFailoverSemiSync(t *testing.T) {
 		t.Errorf("status primary %s, want %s", st.Primary, rec.NewPrimary)
 	}
 	// The semi-sync primary side is on at the new primary.
-	f.waitValue(newP, "SELECT @@rpl_semi_sync_master_enabled", "1", 5*time.Second)
+	f.waitValue(newP, "SELECT @@rpl_semi_sync_master_enabled", "1", 30*time.Second)
 	// The detection was recorded.
 	if !strings.Contains(f.auditText(), "detect") {
 		t.Errorf("no detect event:\n%s", f.auditText())
@@ -252,7 +252,7 @@ func TestAutomaticFailoverSemiSync(t *testing.T) {
 	if !rec2.Success || rec2.NewPrimary != f.key(other) {
 		t.Fatalf("second recovery: %+v\naudit:\n%s", rec2, f.auditText())
 	}
-	f.waitValue(other, "SELECT COUNT(*) FROM app.t", "21", 5*time.Second)
+	f.waitValue(other, "SELECT COUNT(*) FROM app.t", "21", 30*time.Second)
 }
 
 func TestNoFailoverWhenOnlyDbpilotLosesThePrimary(t *testing.T) {
@@ -280,7 +280,7 @@ func TestNoFailoverWhenOnlyDbpilotLosesThePrimary(t *testing.T) {
 		t.Errorf("manual failover: %v", err)
 	}
 	f.exec("node1", "CREATE DATABASE stillalive")
-	f.waitValue("node2", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='stillalive'", "1", 5*time.Second)
+	f.waitValue("node2", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='stillalive'", "1", 30*time.Second)
 	proxy.Restore()
 	f.waitState(dbpilot.ClusterOK, 10*time.Second)
 }
@@ -349,12 +349,12 @@ func TestSwitchoverAndRelocate(t *testing.T) {
 	if err != nil || !rec.Success || rec.NewPrimary != f.key("node2") {
 		t.Fatalf("switchover: %v %+v\n%s", err, rec, f.auditText())
 	}
-	f.waitValue("node2", "SELECT @@read_only", "0", 5*time.Second)
-	f.waitValue("node1", "SELECT @@read_only", "1", 5*time.Second)
+	f.waitValue("node2", "SELECT @@read_only", "0", 30*time.Second)
+	f.waitValue("node1", "SELECT @@read_only", "1", 30*time.Second)
 	f.assertFollows("node1", "node2")
 	f.assertFollows("node3", "node2")
 	f.exec("node2", "CREATE DATABASE after")
-	f.waitValue("node1", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='after'", "1", 5*time.Second)
+	f.waitValue("node1", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='after'", "1", 30*time.Second)
 	if st := f.waitState(dbpilot.ClusterOK, 10*time.Second); st.Primary != f.key("node2") {
 		t.Errorf("status primary %s after switchover", st.Primary)
 	}
@@ -369,7 +369,7 @@ func TestSwitchoverAndRelocate(t *testing.T) {
 	}
 	f.assertFollows("node3", "node1")
 	f.exec("node2", "CREATE DATABASE chain")
-	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='chain'", "1", 5*time.Second)
+	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='chain'", "1", 30*time.Second)
 	// Refusals: below itself; below its own replica (a cycle).
 	if _, err := f.dm.Relocate(ctx, f.key("node3"), dbpilot.OperationOptions{To: f.key("node3")}); err == nil {
 		t.Error("relocate below itself accepted")

@@ -41,24 +41,41 @@ func startMonitoring(t *testing.T, d *sandbox.Descriptor, rules string) (*fixtur
 
 func waitAlert(t *testing.T, f *fixture, rule, instance, state string, timeout time.Duration) *dbpilot.Alert {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var seen []string
-	for time.Now().Before(deadline) {
+	var found *dbpilot.Alert
+	testutil.WaitFor(t, timeout, fmt.Sprintf("alert %s on %s %s", rule, instance, state), func() (bool, string) {
 		alerts, err := f.dm.Alerts(context.Background(), dbpilot.AlertFilter{Cluster: f.d.Name, Limit: 100})
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
-		seen = seen[:0]
+		// Every alert with its times, so that a failure tells an alert
+		// stuck pending from one raised again and again.
+		var seen []string
 		for _, a := range alerts {
-			seen = append(seen, fmt.Sprintf("%s/%s/%s", a.Rule, a.Labels["instance"], a.State))
 			if a.Rule == rule && a.Labels["instance"] == instance && a.State == state {
-				return a
+				found = a
+				return true, ""
 			}
+			seen = append(seen, fmt.Sprintf("%s/%s/%s active %s resolved %s %s", a.Rule, a.Labels["instance"], a.State,
+				a.ActiveAt.Format("15:04:05.000"), a.ResolvedAt.Format("15:04:05.000"), a.Suppressed))
 		}
-		time.Sleep(100 * time.Millisecond)
+		st := f.status()
+		return false, fmt.Sprintf("now %s, alerts %v; cluster %s, %d monitored, instances %s, detached %s",
+			time.Now().Format("15:04:05.000"), seen, st.State, f.dm.Monitored(), instanceList(st.Instances), instanceList(st.Detached))
+	})
+	return found
+}
+
+// instanceList names instances with their reachability and sources.
+func instanceList(is []*dbpilot.Instance) string {
+	var b strings.Builder
+	for _, i := range is {
+		fmt.Fprintf(&b, "[%s reachable=%t", i.Key, i.Reachable)
+		for _, c := range i.Channels {
+			fmt.Fprintf(&b, " from %s", c.Source)
+		}
+		b.WriteString("] ")
 	}
-	t.Fatalf("alert %s on %s never %s within %s; alerts: %v", rule, instance, state, timeout, seen)
-	return nil
+	return b.String()
 }
 
 // TestAlertFiresAndResolves: an alert fires within its `for` after a

@@ -44,8 +44,8 @@ func TestLaggingCandidateCaughtUp(t *testing.T) {
 	ctx := context.Background()
 	f.exec("node1", "CREATE DATABASE app")
 	f.exec("node1", "CREATE TABLE app.t (id INT PRIMARY KEY)")
-	f.waitValue("node2", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app'", "1", 5*time.Second)
-	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app'", "1", 5*time.Second)
+	f.waitValue("node2", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app'", "1", 30*time.Second)
+	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app'", "1", 30*time.Second)
 	// node2's applier blocks on a lock; node3 stops receiving.
 	lock := session(t, d, "node2")
 	if err := lock.Exec(ctx, "LOCK TABLES app.t WRITE"); err != nil {
@@ -57,14 +57,14 @@ func TestLaggingCandidateCaughtUp(t *testing.T) {
 	}
 	pos := f.value("node1", "SELECT @@gtid_binlog_pos")
 	// node2 has received everything (IO) but applied none of the inserts.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		st, _ := sandbox.Exec(ctx, d, "node2", "SHOW SLAVE STATUS")
-		if m := st.Maps(); len(m) == 1 && m[0]["Gtid_IO_Pos"] == pos {
-			break
+	testutil.WaitFor(t, 15*time.Second, "node2 received "+pos, func() (bool, string) {
+		st, err := sandbox.Exec(ctx, d, "node2", "SHOW SLAVE STATUS")
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		m := st.Maps()
+		return len(m) == 1 && m[0]["Gtid_IO_Pos"] == pos, fmt.Sprint(m)
+	})
 	if got := f.value("node2", "SELECT @@gtid_slave_pos"); got == pos {
 		t.Fatalf("node2 applied everything despite the lock (%s)", got)
 	}
@@ -94,8 +94,8 @@ func TestMultiDomainFailover(t *testing.T) {
 	f.exec("node1", "CREATE DATABASE app")
 	f.exec("node1", "CREATE TABLE app.d1 (id INT PRIMARY KEY)")
 	f.exec("node1", "CREATE TABLE app.d2 (id INT PRIMARY KEY)")
-	f.waitValue("node2", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app'", "2", 5*time.Second)
-	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app'", "2", 5*time.Second)
+	f.waitValue("node2", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app'", "2", 30*time.Second)
+	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='app'", "2", 30*time.Second)
 	w := session(t, d, "node1")
 	// Domain 1 reaches node2 only.
 	f.exec("node3", "STOP SLAVE IO_THREAD")
@@ -107,7 +107,7 @@ func TestMultiDomainFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.waitValue("node2", "SELECT COUNT(*) FROM app.d1", "5", 5*time.Second)
+	f.waitValue("node2", "SELECT COUNT(*) FROM app.d1", "5", 30*time.Second)
 	// Domain 2 reaches node3 only.
 	f.exec("node2", "STOP SLAVE IO_THREAD")
 	f.exec("node3", "STOP SLAVE")
@@ -121,7 +121,7 @@ func TestMultiDomainFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.waitValue("node3", "SELECT COUNT(*) FROM app.d2", "7", 5*time.Second)
+	f.waitValue("node3", "SELECT COUNT(*) FROM app.d2", "7", 30*time.Second)
 	if f.value("node3", "SELECT COUNT(*) FROM app.d1") != "0" || f.value("node2", "SELECT COUNT(*) FROM app.d2") != "0" {
 		t.Fatal("set-up failed: the domains did not split")
 	}
@@ -173,8 +173,8 @@ func TestOldPrimaryErrantFenced(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 3})
 	f := startDaemon(t, d, func(c *daemon.Config) { c.Clusters[0].Rejoin = true }, daemon.Wiring{})
 	f.exec("node1", "CREATE DATABASE app")
-	f.waitValue("node2", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='app'", "1", 5*time.Second)
-	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='app'", "1", 5*time.Second)
+	f.waitValue("node2", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='app'", "1", 30*time.Second)
+	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='app'", "1", 30*time.Second)
 	f.exec("node2", "STOP SLAVE IO_THREAD")
 	f.exec("node3", "STOP SLAVE IO_THREAD")
 	f.exec("node1", "CREATE DATABASE lost_on_failover")
@@ -216,7 +216,7 @@ func TestCandidateDiesMidRecovery(t *testing.T) {
 		c.Hooks.PreFailover = []string{fmt.Sprintf("pkill -9 -f -- '--defaults-file=%s$'; sleep 0.3", n2.Config)}
 	}, daemon.Wiring{})
 	f.exec("node1", "CREATE DATABASE app")
-	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='app'", "1", 5*time.Second)
+	f.waitValue("node3", "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name='app'", "1", 30*time.Second)
 	if err := sandbox.Kill(d, "node1"); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestCandidateDiesMidRecovery(t *testing.T) {
 	if a := f.auditText(); !strings.Contains(a, "candidate-failed") && !strings.Contains(a, "lost") {
 		t.Errorf("the failed candidate is not in the audit:\n%s", a)
 	}
-	f.waitValue("node3", "SELECT @@read_only", "0", 5*time.Second)
+	f.waitValue("node3", "SELECT @@read_only", "0", 30*time.Second)
 	t.Logf("audit:\n%s", f.auditText())
 }
 

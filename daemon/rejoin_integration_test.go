@@ -119,7 +119,7 @@ func TestRejoinOldPrimary(t *testing.T) {
 		t.Fatalf("rejoin: %v %+v\n%s", err, rec, f.auditText())
 	}
 	f.waitRejoined("node1", newP)
-	f.waitValue("node1", "SELECT @@rpl_semi_sync_slave_enabled", "1", 5*time.Second)
+	f.waitValue("node1", "SELECT @@rpl_semi_sync_slave_enabled", "1", 30*time.Second)
 	if a := f.auditText(); !strings.Contains(a, "rejoin "+f.key("node1").String()+": done") || !strings.Contains(a, "rejoined the cluster") {
 		t.Errorf("audit lacks the rejoin:\n%s", a)
 	}

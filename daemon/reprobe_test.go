@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mock"
 )
 
@@ -34,7 +36,11 @@ func TestReprobeHungPrimary(t *testing.T) {
 	}}
 	cfg := &Config{Credentials: CredentialsConfig{User: "admin"}, Replication: CredentialsConfig{User: "repl"},
 		Clusters: []ClusterConfig{{Name: "c", Seeds: []string{"127.0.0.1:3306"}}}}
-	cfg.Detection.ConfirmTimeout = Duration(600 * time.Millisecond)
+	// An attempt lasts attempt; a round that does not wait for it returns
+	// after failingEvery (250 ms). The bounds between keep room for a
+	// loaded machine on both sides.
+	const attempt = 1500 * time.Millisecond
+	cfg.Detection.ConfirmTimeout = Duration(attempt)
 	d := &Daemon{cfg: cfg, probe: probe}
 	cs := &clusterState{}
 	key := dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}
@@ -42,13 +48,13 @@ func TestReprobeHungPrimary(t *testing.T) {
 
 	start := time.Now()
 	r := d.reprobe(ctx, cs, key)
-	if r.Answers() || time.Since(start) < 500*time.Millisecond {
+	if r.Answers() || time.Since(start) < attempt-100*time.Millisecond {
 		t.Fatalf("first round: %+v after %s; want no answer after the whole attempt", r, time.Since(start))
 	}
 	for i := 0; i < 3; i++ {
 		start = time.Now()
 		r = d.reprobe(ctx, cs, key)
-		if took := time.Since(start); r.Answers() || took > 500*time.Millisecond {
+		if took := time.Since(start); r.Answers() || took > time.Second {
 			t.Fatalf("round %d: %+v after %s; want no answer after failingEvery", i+2, r, took)
 		}
 	}
@@ -57,7 +63,9 @@ func TestReprobeHungPrimary(t *testing.T) {
 	}
 	// The server answers with an error packet: alive.
 	hung.Store(false)
-	time.Sleep(700 * time.Millisecond) // the attempt in flight ends
+	testutil.WaitFor(t, 2*attempt, "the attempt in flight ends", func() (bool, string) {
+		return inflight.Load() == 0, fmt.Sprint(inflight.Load(), " in flight")
+	})
 	r = d.reprobe(ctx, cs, key)
 	if !r.Answers() || r.RefusedErrno != 4151 {
 		t.Fatalf("after the server answered: %+v, want an answer (4151)", r)
@@ -65,7 +73,7 @@ func TestReprobeHungPrimary(t *testing.T) {
 	// After an answer the next failure gets a whole attempt again.
 	hung.Store(true)
 	start = time.Now()
-	if r = d.reprobe(ctx, cs, key); r.Answers() || time.Since(start) < 500*time.Millisecond {
+	if r = d.reprobe(ctx, cs, key); r.Answers() || time.Since(start) < attempt-100*time.Millisecond {
 		t.Fatalf("after an answer: %+v after %s; want a whole attempt", r, time.Since(start))
 	}
 	t.Logf("%d attempts", attempts.Load())

@@ -105,7 +105,7 @@ func TestWatchdogInServe(t *testing.T) {
 	}
 
 	var kill, dry *dbpilot.AuditEvent
-	testutil.WaitFor(t, 5*time.Second, "watchdog audit events", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "watchdog audit events", func() (bool, string) {
 		evs, err := f.store.AuditEvents(context.Background(), dbpilot.AuditFilter{Cluster: d.Name})
 		if err != nil {
 			return false, err.Error()
@@ -140,7 +140,7 @@ func TestWatchdogInServe(t *testing.T) {
 		`dbpilot_watchdog_kills_total{rule="runaway",result="killed",instance="` + inst + `"}`:         1,
 		`dbpilot_watchdog_matches_total{rule="watch-only",decision="dry_run",instance="` + inst + `"}`: 1,
 	} {
-		testutil.WaitFor(t, 5*time.Second, expr, func() (bool, string) {
+		testutil.WaitFor(t, 20*time.Second, expr, func() (bool, string) {
 			s, err := ms.QueryInstant(context.Background(), expr, time.Now())
 			if err != nil {
 				return false, err.Error()

@@ -1,6 +1,7 @@
 package dbcopy
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -159,6 +160,7 @@ func TestCopyUnderLoad(t *testing.T) {
 
 	signal := make(chan struct{})
 	bulkDone := make(chan string, 1)
+	progress := &lockedBuffer{}
 	opt := Options{
 		Filter:        backup.Filter{Databases: []string{"shop"}},
 		Rename:        map[string]string{"shop": "shop_v2"},
@@ -168,13 +170,27 @@ func TestCopyUnderLoad(t *testing.T) {
 		CutoverSignal: signal,
 		Heartbeat:     200 * time.Millisecond,
 		OnBulkDone:    func(g string) { bulkDone <- g },
+		Progress:      progress,
 	}
 	type out struct {
 		res *Result
 		err error
 	}
 	done := make(chan out, 1)
-	time.Sleep(300 * time.Millisecond) // the writer runs before the snapshot
+	// moreWrites waits for n more of the writer's transactions than it
+	// has made now.
+	moreWrites := func(n int, what string) {
+		t.Helper()
+		mu.Lock()
+		from := writes
+		mu.Unlock()
+		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%d writes %s", n, what), func() (bool, string) {
+			mu.Lock()
+			defer mu.Unlock()
+			return writes >= from+n, fmt.Sprintf("%d writes (the writer stops at its first error)", writes-from)
+		})
+	}
+	moreWrites(10, "before the snapshot")
 	go func() {
 		res, err := Copy(ctx, a.key, a.opts, b.key, b.opts, opt)
 		done <- out{res, err}
@@ -184,12 +200,23 @@ func TestCopyUnderLoad(t *testing.T) {
 	case o := <-done:
 		t.Fatalf("copy ended before change capture: %v", o.err)
 	}
-	time.Sleep(time.Second)
+	moreWrites(20, "during change capture")
 	a.exec(t, "ALTER TABLE shop.items ADD COLUMN extra INT NOT NULL DEFAULT 7")
 	mu.Lock()
 	altered = true
 	mu.Unlock()
-	time.Sleep(1500 * time.Millisecond)
+	moreWrites(20, "after the ALTER")
+	// Lag is measured once the copy has caught up with the bulk copy's
+	// backlog (on a loaded machine that takes seconds): the cut-over
+	// waits for it and for a heartbeat written after it.
+	testutil.WaitFor(t, time.Minute, "the copy caught up", func() (bool, string) {
+		return strings.Contains(progress.String(), "caught up after"), progress.String()
+	})
+	hb := a.value(t, "SELECT MAX(ts) FROM dbpilot.copy_heartbeat")
+	testutil.WaitFor(t, 10*time.Second, "a heartbeat after the catch-up", func() (bool, string) {
+		now := a.value(t, "SELECT MAX(ts) FROM dbpilot.copy_heartbeat")
+		return now != hb, now
+	})
 	close(signal)
 	var o out
 	select {
@@ -242,6 +269,25 @@ func TestCopyUnderLoad(t *testing.T) {
 	if res.Apply.LagSource != "heartbeat" || res.Apply.LagSamples == 0 || res.Apply.Transactions == 0 {
 		t.Errorf("apply statistics: %+v", res.Apply)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the copy's writes and the
+// test's reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestCopyRefusals: a STATEMENT-format source is refused before anything

@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +62,14 @@ func TestLivenessStandbyFence(t *testing.T) {
 		_, err := app.SQL().ExecContext(ctx, "INSERT INTO fencetest.t VALUES (1)")
 		insert <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// The commit waits for its acknowledgement before the server hangs.
+	testutil.WaitFor(t, 10*time.Second, "the application's INSERT waiting for a semi-sync acknowledgement", func() (bool, string) {
+		v, err := testutil.Value(d, "node1", "SELECT GROUP_CONCAT(CONCAT(command, '/', IFNULL(state, ''))) FROM information_schema.processlist WHERE user = 'app'")
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(strings.ToLower(v), "semi-sync"), v
+	})
 
 	resume := testutil.Hang(t, d.Nodes[0])
 	done := l.Fence(key)

@@ -104,7 +104,14 @@ func TestSlowLogSources(t *testing.T) {
 	}
 	long := make(chan error, 1)
 	go func() { _, err := db.Query(ctx, "SELECT SLEEP(2) AS dbpilot_slow_spanning"); long <- err }()
-	time.Sleep(500 * time.Millisecond)
+	testutil.WaitFor(t, 10*time.Second, "the spanning statement running", func() (bool, string) {
+		// The pattern leaves the alias out: this probe is in the slow log too.
+		v, err := testutil.Value(d, d.Nodes[0].Name, "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP(2)%'")
+		if err != nil {
+			return false, err.Error()
+		}
+		return v == "1", v
+	})
 	if _, err := db.Query(ctx, "SELECT 1 AS dbpilot_slow_during"); err != nil {
 		t.Fatal(err)
 	}

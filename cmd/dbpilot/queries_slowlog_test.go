@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mysql"
@@ -28,7 +27,12 @@ func TestQueriesSlowLogTable(t *testing.T) {
 	const alias = "dbpilot_cli_slow_probe"
 	done := make(chan error, 1)
 	go func() {
-		time.Sleep(2 * time.Second) // after the first read, well before the second
+		// After the first read, well before the second.
+		if err := waitFirstRead(ctx, db, "SELECT COUNT(*) AS dbpilot_first_read_wait FROM mysql.slow_log"+
+			" WHERE sql_text LIKE '%FROM mysql.slow_log%' AND sql_text NOT LIKE '%dbpilot_first_read_wait%'"); err != nil {
+			done <- err
+			return
+		}
 		for i := range 30 {
 			if _, _, err := db.QueryValue(ctx, "SELECT ? + 1 AS "+alias, i); err != nil {
 				done <- err

@@ -37,6 +37,27 @@ func TestQueriesBadInput(t *testing.T) {
 	}
 }
 
+// waitFirstRead polls query (a count of the CLI's reads of the server's
+// statement statistics, which leaves the poll's own statements out) until
+// it is positive: the CLI has taken its first sample. A fixed sleep was
+// too short when the CLI started slowly on a loaded machine.
+func waitFirstRead(ctx context.Context, db *mysql.DB, query string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, _, err := db.QueryValue(ctx, query)
+		if err != nil {
+			return err
+		}
+		if v != "0" && v != "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the CLI's first read did not happen within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // The probe statement run 50 times inside the interval shows as one row
 // with count 50; --since-start shows the cumulative count; a server with
 // performance_schema off is refused with how to turn it on.
@@ -51,9 +72,12 @@ func TestQueriesSandbox(t *testing.T) {
 	const alias = "dbpilot_cli_probe"
 	done := make(chan error, 1)
 	go func() {
-		// After the first sample (taken once the CLI has connected), well
-		// before the second (5 s): margins for a loaded machine.
-		time.Sleep(2 * time.Second)
+		// After the first sample, well before the second (5 s later).
+		if err := waitFirstRead(ctx, db, "SELECT COUNT(*) AS dbpilot_first_read_wait FROM performance_schema.events_statements_summary_by_digest"+
+			" WHERE digest_text LIKE '%events_statements_summary_by_digest%' AND digest_text NOT LIKE '%dbpilot_first_read_wait%'"); err != nil {
+			done <- err
+			return
+		}
 		for i := range 50 {
 			if _, _, err := db.QueryValue(ctx, "SELECT ? + 1 AS "+alias, i); err != nil {
 				done <- err

@@ -170,10 +170,19 @@ func TestWatchdogIntegration(t *testing.T) {
 	batch := mysql.Credentials{User: "batch", Password: "batchpw"}
 	primary := func() *wdSession { return openWDSession(t, primaryKey, d.Admin, killer(primaryKey)) }
 
+	// busy waits until session s on node has run its statement for at
+	// least age (start sends it in the background: on a loaded machine it
+	// may begin late, so the age is read, not assumed from a sleep).
+	busy := func(node string, s *wdSession, age time.Duration) {
+		t.Helper()
+		q := fmt.Sprintf("SELECT IFNULL(MAX(time_ms), 0) >= %d FROM information_schema.processlist WHERE id = %d AND command = 'Query'", age.Milliseconds(), s.id)
+		testutil.WaitValue(t, d, node, q, "1", 30*time.Second)
+	}
+
 	// Dry-run: the rule reports, the session keeps sleeping.
 	s1 := primary()
 	s1.start("SELECT SLEEP(100)")
-	time.Sleep(2500 * time.Millisecond)
+	busy("1", s1, 2500*time.Millisecond)
 	dry := writeRules(t, "rules:\n  - {name: dry, info: SLEEP, busy: 2s, action: kill_query}\n")
 	evs := runWatchdog(t, "--rules", dry, "--sandbox", d.Name, "--node", "1", "--duration", "1500ms")
 	if len(evs) != 1 || evs[0].Decision != watchdog.DecisionDryRun || evs[0].Session.ID != s1.id || evs[0].Result != "" {
@@ -194,7 +203,8 @@ func TestWatchdogIntegration(t *testing.T) {
 	r1.start("SELECT SLEEP(100)")
 	b1 := openWDSession(t, primaryKey, batch, killer(primaryKey))
 	b1.start("SELECT SLEEP(100)")
-	time.Sleep(2500 * time.Millisecond)
+	busy("2", r1, 2500*time.Millisecond)
+	busy("1", b1, 2500*time.Millisecond)
 	kill := writeRules(t, "rules:\n  - {name: busy, busy: 2s, action: kill_connection, dry_run: false, victims: all, except: {users: [batch]}}\n")
 	evs = runWatchdog(t, "--rules", kill, "--sandbox", d.Name, "--duration", "2s")
 	want := map[string]uint64{primaryKey.String(): s1.id, replicaKey.String(): r1.id}
@@ -259,7 +269,9 @@ func TestWatchdogIntegration(t *testing.T) {
 		s.start("SELECT SLEEP(100)")
 		sleepers = append(sleepers, s)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	for _, s := range sleepers {
+		busy("1", s, 1500*time.Millisecond)
+	}
 	guard := writeRules(t, "rules:\n  - {name: guard, info: SLEEP, busy: 1s, action: kill_query, dry_run: false, victims: all, max_kills_per_minute: 2}\n")
 	evs = runWatchdog(t, "--rules", guard, "--sandbox", d.Name, "--node", "1", "--duration", "2500ms")
 	count := map[watchdog.Decision]int{}
@@ -284,7 +296,7 @@ func TestWatchdogIntegration(t *testing.T) {
 	// waits; test shows the SELECT, run kills it and the ALTER applies.
 	sel := openWDSession(t, replicaKey, batch, killer(replicaKey))
 	sel.start("SELECT v, SLEEP(100) FROM wd.t")
-	time.Sleep(500 * time.Millisecond)
+	busy("2", sel, 500*time.Millisecond) // it holds wd.t's metadata lock
 	if err := admin[primaryKey].Exec(ctx, "ALTER TABLE wd.t ADD COLUMN c INT"); err != nil {
 		t.Fatal(err)
 	}

@@ -631,15 +631,19 @@ clusters:
 		}
 		// The demoted primary applies what the new one writes (serve's
 		// heartbeats at least): nothing was written on it after its final
-		// position, which would stop its replication (error 1950).
-		time.Sleep(2 * time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		// position, which would stop its replication (error 1950). A write
+		// on node2 after this point is awaited, not assumed from a sleep.
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 		defer cancel()
-		rows, err := sandbox.Exec(ctx, d, "node2", "SELECT @@global.gtid_binlog_pos AS pos")
-		if err != nil || len(rows.Maps()) != 1 {
+		before, err := testutil.Value(d, "node2", "SELECT @@global.gtid_binlog_pos")
+		if err != nil {
 			t.Fatalf("gtid_binlog_pos of node2: %v", err)
 		}
-		pos := rows.Maps()[0]["pos"]
+		pos := before
+		testutil.WaitFor(t, 20*time.Second, "a write on node2 after the switchover", func() (bool, string) {
+			pos, err = testutil.Value(d, "node2", "SELECT @@global.gtid_binlog_pos")
+			return err == nil && pos != before, fmt.Sprint(pos, err)
+		})
 		for _, node := range []string{"node1", "node3"} {
 			rows, err := sandbox.Exec(ctx, d, node, fmt.Sprintf("SELECT MASTER_GTID_WAIT('%s', 10) AS w", pos))
 			if err != nil || len(rows.Maps()) != 1 {

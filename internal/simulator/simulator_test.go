@@ -17,6 +17,7 @@ import (
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/daemon"
+	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/topology"
 	driver "github.com/go-sql-driver/mysql"
@@ -142,8 +143,11 @@ func TestWireProtocol(t *testing.T) {
 	var gtid1, gtid2 string
 	q1 := questions()
 	pdb.QueryRow("SELECT @@global.gtid_current_pos").Scan(&gtid1)
-	time.Sleep(250 * time.Millisecond)
-	pdb.QueryRow("SELECT @@global.gtid_current_pos").Scan(&gtid2)
+	// The simulated primary writes on its own: its position moves.
+	testutil.WaitFor(t, 10*time.Second, "gtid_current_pos moves", func() (bool, string) {
+		pdb.QueryRow("SELECT @@global.gtid_current_pos").Scan(&gtid2)
+		return gtid2 != gtid1, gtid2
+	})
 	if q2 := questions(); q2 <= q1 {
 		t.Errorf("Questions did not move: %d then %d", q1, q2)
 	}
@@ -262,20 +266,21 @@ func TestLivenessSeesKill(t *testing.T) {
 	}()
 	select {
 	case <-connected:
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("liveness session did not connect")
 	}
-	deadline := time.Now().Add(time.Second)
-	for in.sleepers.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "the liveness session's statement running", func() (bool, string) {
+		return in.sleepers.Load() > 0, ""
+	})
 	killed, _ := f.Kill(in.Port)
 	select {
 	case err := <-errc:
 		if err == nil {
 			t.Fatal("Hold returned no error after the kill")
 		}
-		if d := time.Since(killed); d > 100*time.Millisecond {
+		// At once, from the closed connection, not after a probe's
+		// timeout (seconds); 1 s leaves room for a loaded machine.
+		if d := time.Since(killed); d > time.Second {
 			t.Errorf("liveness saw the kill after %s", d)
 		}
 	case <-time.After(2 * time.Second):
