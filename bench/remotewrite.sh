@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 INSTANCES="${1:-50}"
 SERIES="${2:-1000}"
 STEPS="${3:-100}"
-bash scripts/install-deps.sh >/dev/null
+bash scripts/install-deps.sh --test >/dev/null
 for b in prometheus victoria-metrics; do
 	command -v "$b" >/dev/null || { echo "remotewrite.sh: $b is not installed (make deps)" >&2; exit 2; }
 done

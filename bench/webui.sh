@@ -20,13 +20,13 @@
 # Grafana is not packaged by Debian, so it is not compared here.
 #
 # Usage: bash bench/webui.sh [SECONDS] [TABS] [RUNS]   (defaults 60 5 5)
-# Needs: mariadb-server and chromium (make deps / scripts/install-deps.sh).
+# Needs: mariadb-server and chromium (make test-deps / scripts/install-deps.sh --test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 TABS="${2:-5}"
 RUNS="${3:-5}"
-bash scripts/install-deps.sh >/dev/null
+bash scripts/install-deps.sh --test >/dev/null
 command -v chromium >/dev/null || { echo "webui.sh: chromium is not installed (make deps)" >&2; exit 2; }
 make build >/dev/null
 DBP="$PWD/bin/dbpilot"
