@@ -280,15 +280,6 @@ func labels(p panelJSON) []string {
 	return ls
 }
 
-func containsStr(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // UnmarshalJSON reads what MarshalJSON writes: null is NaN.
 func (ns *nums) UnmarshalJSON(b []byte) error {
 	var vs []*float64

@@ -166,7 +166,7 @@ func (q *Querier) do(ctx context.Context, endpoint string, args url.Values) (mod
 		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil); err != nil {
 			return nil, err
 		}
-		code, data, err = q.send(req)
+		_, data, err = q.send(req)
 	}
 	if err != nil {
 		return nil, err
