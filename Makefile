@@ -16,20 +16,27 @@ STATICCHECK_VERSION := v0.8.2
 # under 15 minutes on 2 cores.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build test unit lint demo deps bench bench-backup bench-webui bench-faults fuzz clean web-vendor
+.PHONY: all build test unit lint demo deps test-deps bench bench-backup bench-webui bench-faults fuzz clean web-vendor
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dbpilot
 
-# deps installs the MariaDB server and client when mariadbd is missing.
+# deps installs what the demo needs when it is missing: the MariaDB server
+# and client, nothing else.
 deps:
 	@bash scripts/install-deps.sh
 
+# test-deps installs, besides, what the tests use: Prometheus, tmux,
+# Chromium, etcd, VictoriaMetrics, Galera with rsync, mariadb-backup and
+# socat, zstd (scripts/install-deps.sh --test).
+test-deps:
+	@bash scripts/install-deps.sh --test
+
 # test runs every test: unit tests and integration tests against real
 # MariaDB sandboxes. With CI=true a server that cannot start fails the run.
-test: deps
+test: test-deps
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # unit runs the tests that need no server.

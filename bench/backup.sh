@@ -51,7 +51,7 @@ TOOL_TIMEOUT="${TOOL_TIMEOUT:-7200}"
 
 log() { echo "bench: $*" >&2; }
 
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 bash scripts/install-bench-deps.sh
 if [ -n "${DBPILOT_BIN:-}" ]; then
 	DBP="$DBPILOT_BIN"

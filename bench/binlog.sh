@@ -33,7 +33,7 @@ SECTIONS="${SECTIONS:-stream}"
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 log() { echo "bench: $*" >&2; }
 
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 bash scripts/install-bench-deps.sh
 if [ -n "${DBPILOT_BIN:-}" ]; then
 	DBP="$DBPILOT_BIN"

@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-10}"
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 make build >/dev/null
 DBP="$PWD/bin/dbpilot"
 export DBPILOT_HOME="$(mktemp -d /tmp/dbpcoord.XXXXXX)"

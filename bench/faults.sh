@@ -36,7 +36,7 @@
 # Takes about 7-9 minutes on 2 cores. Not part of `make test`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 make build >/dev/null
 DBP="$PWD/bin/dbpilot"
 WORK="$(mktemp -d /tmp/dbpfaults.XXXXXX)"

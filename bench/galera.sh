@@ -36,7 +36,7 @@ SECTIONS="${SECTIONS:-drill desync}"
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 log() { echo "bench: $*" >&2; }
 
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 make build >/dev/null
 DBP="$PWD/bin/dbpilot"
 export DBPILOT_HOME="$(mktemp -d "${TMPDIR:-/tmp}/dbpgalera.XXXXXX")"

@@ -26,7 +26,7 @@ WINDOW="${2:-60}"
 SECTIONS="${SECTIONS:-1 2 3}"
 DIGESTS="${DIGESTS:-300}"
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 need=()
 command -v sysbench >/dev/null || need+=(sysbench)
 command -v prometheus >/dev/null || need+=(prometheus)

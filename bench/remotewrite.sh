@@ -14,15 +14,15 @@
 # then VictoriaMetrics' figures relative to Prometheus'.
 #
 # Usage: bash bench/remotewrite.sh [INSTANCES] [SERIES] [STEPS]
-# Needs: prometheus and victoria-metrics (make deps installs them).
+# Needs: prometheus and victoria-metrics (make test-deps installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 INSTANCES="${1:-50}"
 SERIES="${2:-1000}"
 STEPS="${3:-100}"
-bash scripts/install-deps.sh >/dev/null
+bash scripts/install-deps.sh --test >/dev/null
 for b in prometheus victoria-metrics; do
-	command -v "$b" >/dev/null || { echo "remotewrite.sh: $b is not installed (make deps)" >&2; exit 2; }
+	command -v "$b" >/dev/null || { echo "remotewrite.sh: $b is not installed (make test-deps)" >&2; exit 2; }
 done
 WORK="$(mktemp -d /tmp/dbprw.XXXXXX)"
 PIDS=()

@@ -20,14 +20,14 @@
 # Grafana is not packaged by Debian, so it is not compared here.
 #
 # Usage: bash bench/webui.sh [SECONDS] [TABS] [RUNS]   (defaults 60 5 5)
-# Needs: mariadb-server and chromium (make deps / scripts/install-deps.sh).
+# Needs: mariadb-server and chromium (make test-deps / scripts/install-deps.sh --test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 TABS="${2:-5}"
 RUNS="${3:-5}"
-bash scripts/install-deps.sh >/dev/null
-command -v chromium >/dev/null || { echo "webui.sh: chromium is not installed (make deps)" >&2; exit 2; }
+bash scripts/install-deps.sh --test >/dev/null
+command -v chromium >/dev/null || { echo "webui.sh: chromium is not installed (make test-deps)" >&2; exit 2; }
 make build >/dev/null
 DBP="$PWD/bin/dbpilot"
 export DBPILOT_HOME="$(mktemp -d /tmp/dbpweb.XXXXXX)"
@@ -93,7 +93,7 @@ if command -v prometheus >/dev/null; then
 	echo "== $(prometheus --version 2>&1 | head -1) on $PROM_LISTEN with a copy of the same samples"
 	PROM_FLAG=(-prom "http://$PROM_LISTEN")
 else
-	echo "== prometheus is not installed (make deps): no side-by-side figures"
+	echo "== prometheus is not installed (make test-deps): no side-by-side figures"
 fi
 
 echo "== dbpilot serve on $LISTEN"

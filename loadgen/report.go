@@ -2,10 +2,9 @@ package loadgen
 
 import (
 	"bytes"
-	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"html/template"
-	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,31 +14,14 @@ import (
 	"sync"
 	"time"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
+	"github.com/dbpilot/dbpilot/web"
 )
 
-// Chart sizes: 10 in wide; PNGs at chartDPI (1440 pixels wide).
-const (
-	chartWidth  = 10 * vg.Inch
-	chartHeight = 4 * vg.Inch // rate, latency and errors
-	// concurrencyHeight is the concurrency chart's height: two panels
-	// (busy connections above, backlog below) on one time axis.
-	concurrencyHeight = 5 * vg.Inch
-	chartDPI          = 144
-)
-
-// WriteReport writes the report of a run into dir (created if needed): the
-// charts rate, latency, concurrency and, when there were errors, errors, each
-// as PNG (1440 pixels wide) and SVG, and index.html, a page that needs
-// nothing else: the charts are inline SVG, their typeface and the style are
-// in the page, values are escaped by html/template. It returns
+// WriteReport writes the report of a run into dir (created if needed):
+// index.html, a page that needs nothing else. Its charts (rate, latency,
+// concurrency and, when there were errors, errors) are drawn in the page by
+// the web console's chart library (uPlot, embedded in the page with the
+// charts' data as JSON); values are escaped by html/template. It returns
 // index.html's path.
 //
 // The charts' time axis is seconds since the first interval's start; each
@@ -53,21 +35,24 @@ func WriteReport(dir string, sum Summary, intervals []Interval) (index string, e
 		return "", fmt.Errorf("report: create %s: %w", dir, err)
 	}
 	tl := newTimeline(sum, intervals)
-	var figs []figure
+	var charts []chart
 	if len(intervals) > 0 {
-		for _, c := range reportCharts(sum, intervals, tl) {
-			svg, err := c.write(dir, tl)
-			if err != nil {
-				return "", fmt.Errorf("report: chart %s: %w", c.name, err)
-			}
-			figs = append(figs, figure{ID: "chart-" + c.name, Caption: c.caption, SVG: svg})
-		}
+		charts = reportCharts(sum, intervals, tl)
 	}
-	page := newReportPage(sum, intervals, tl, figs)
-	if len(figs) > 0 {
-		if page.FontCSS, err = chartFont(); err != nil {
+	page := newReportPage(sum, intervals, tl, charts)
+	if len(charts) > 0 {
+		lib, err := chartLib()
+		if err != nil {
 			return "", fmt.Errorf("report: %w", err)
 		}
+		page.ChartCSS, page.ChartJS = lib.css, lib.js
+		data, err := json.Marshal(chartsJSON(charts, tl))
+		if err != nil {
+			return "", fmt.Errorf("report: chart data: %w", err)
+		}
+		// json.Marshal escapes <, > and &: the data cannot end its script
+		// element.
+		page.ChartData = template.JS(data)
 	}
 	var buf bytes.Buffer
 	if err := reportTemplate.Execute(&buf, page); err != nil {
@@ -105,61 +90,29 @@ func newTimeline(sum Summary, intervals []Interval) timeline {
 // sec is t in seconds since the start.
 func (tl timeline) sec(t time.Time) float64 { return t.Sub(tl.t0).Seconds() }
 
-// Colours of the charts (Okabe–Ito, readable by colour-blind readers).
-var (
-	colBlue    = color.RGBA{0, 114, 178, 255}
-	colOrange  = color.RGBA{230, 159, 0, 255}
-	colGreen   = color.RGBA{0, 158, 115, 255}
-	colVermil  = color.RGBA{213, 94, 0, 255}
-	colPurple  = color.RGBA{204, 121, 167, 255}
-	colSky     = color.RGBA{86, 180, 233, 255}
-	colGrey    = color.RGBA{110, 110, 110, 255}
-	colBlack   = color.RGBA{30, 30, 30, 255}
-	colEvent   = color.RGBA{180, 20, 40, 255}
-	colBand    = color.NRGBA{220, 40, 60, 46} // translucent
-	colGrid    = color.RGBA{225, 225, 225, 255}
-	errPalette = []color.Color{colVermil, colBlue, colOrange, colPurple, colGreen, colSky, colBlack}
-)
-
-// sans is the charts' typeface (Liberation Sans, embedded in gonum/plot).
-var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
+// Colours of the charts (Okabe–Ito, readable by colour-blind readers), as
+// CSS colours.
 const (
-	// sansFamily is sans's family name, as SVG text names it.
-	sansFamily = "Liberation Sans"
-	// fallbackFamilies are the SVG files' font families: Liberation Sans,
-	// else fonts of the same metrics (Arial), else near them.
-	fallbackFamilies = "'Liberation Sans',Arial,Helvetica,sans-serif"
+	colBlue   = "rgb(0,114,178)"
+	colOrange = "rgb(230,159,0)"
+	colGreen  = "rgb(0,158,115)"
+	colVermil = "rgb(213,94,0)"
+	colPurple = "rgb(204,121,167)"
+	colSky    = "rgb(86,180,233)"
+	colGrey   = "rgb(110,110,110)"
+	colBlack  = "rgb(30,30,30)"
 )
 
-// chartFont is an @font-face rule for the page that carries the charts'
-// typeface (about 550 kB), so that their text has the metrics it was laid
-// out with on any computer, and the page needs no installed font.
-var chartFont = sync.OnceValues(func() (template.CSS, error) {
-	face := font.DefaultCache.Lookup(sans, 10)
-	if face.Face == nil {
-		return "", fmt.Errorf("no %s font in gonum/plot's cache", sansFamily)
-	}
-	var raw bytes.Buffer
-	if _, err := face.Face.WriteSourceTo(nil, &raw); err != nil {
-		return "", fmt.Errorf("read the %s font: %w", sansFamily, err)
-	}
-	return template.CSS(`@font-face { font-family: "` + sansFamily + `"; src: url(data:font/ttf;base64,` +
-		base64.StdEncoding.EncodeToString(raw.Bytes()) + `) format("truetype"); }`), nil
-})
-
-func textStyle(size vg.Length, c color.Color) text.Style {
-	return text.Style{Color: c, Font: font.From(sans, size), Handler: plot.DefaultTextHandler}
-}
+var errPalette = []string{colVermil, colBlue, colOrange, colPurple, colGreen, colSky, colBlack}
 
 // series is one line of a chart: a value per point, NaN where a point has
 // none (no point is drawn, the line breaks); lo and hi, when set, are the
 // range of the point's intervals, shaded.
 type series struct {
 	name   string
-	color  color.Color
-	width  vg.Length
-	dashes []vg.Length
+	color  string  // CSS colour
+	width  float64 // CSS pixels
+	dashes []float64
 	ys     []float64
 	lo, hi []float64
 }
@@ -171,16 +124,23 @@ type panel struct {
 	series []series
 }
 
-// chart is one figure of the report, written as name.png and name.svg.
+// chart is one figure of the report.
 type chart struct {
 	name    string
 	title   string
 	caption string
-	height  vg.Length
+	aspect  float64 // height / width
 	panels  []panel
 	xs      []float64 // the points' times: the middles of their intervals
 	event   *EventReport
 }
+
+// Chart shapes: 10 wide by 4 high; concurrency, two panels (busy
+// connections above, backlog below) on one time axis, 10 by 5.
+const (
+	chartAspect       = 0.4
+	concurrencyAspect = 0.5
+)
 
 // maxPoints is the most points on a line: a longer run has a point per
 // group of intervals (a round number of them), so that a line stays a line
@@ -304,7 +264,7 @@ func reportCharts(sum Summary, intervals []Interval, tl timeline) []chart {
 	caption := "Transactions per second completed, per interval."
 	if hasTarget(sum, intervals) {
 		caption = "Transactions per second scheduled (target) and completed (achieved), per interval."
-		rate.series = append(rate.series, series{name: "target", color: colGrey, width: 1.5, dashes: []vg.Length{5, 3},
+		rate.series = append(rate.series, series{name: "target", color: colGrey, width: 1.5, dashes: []float64{5, 3},
 			ys: ps.ys(always(func(iv Interval) float64 { return iv.RateTarget }), aggMean)})
 	}
 	achieved := always(func(iv Interval) float64 { return iv.Rate })
@@ -315,20 +275,20 @@ func reportCharts(sum Summary, intervals []Interval, tl timeline) []chart {
 		caption += pointNote + "the mean rate, with the range of its intervals' rates shaded."
 	}
 	rate.series = append(rate.series, rs)
-	charts = append(charts, chart{name: "rate", title: "Rate: " + on + suffix, height: chartHeight, panels: []panel{rate},
+	charts = append(charts, chart{name: "rate", title: "Rate: " + on + suffix, aspect: chartAspect, panels: []panel{rate},
 		caption: caption})
 
 	caption = "Latency percentiles of the transactions completed in each interval, from their intended start; an interval where none completed has no point."
 	if ps.per > 1 {
 		caption += pointNote + "the highest of its intervals' values."
 	}
-	charts = append(charts, chart{name: "latency", title: "Latency: " + on + suffix, height: chartHeight, panels: []panel{{
+	charts = append(charts, chart{name: "latency", title: "Latency: " + on + suffix, aspect: chartAspect, panels: []panel{{
 		ylabel: "latency (ms, log scale)", log: true,
 		series: []series{
 			{name: "p50", color: colGreen, width: 1.5, ys: ps.ys(latency(func(iv Interval) float64 { return iv.P50 }), aggMax)},
 			{name: "p99", color: colOrange, width: 1.5, ys: ps.ys(latency(func(iv Interval) float64 { return iv.P99 }), aggMax)},
 			{name: "p99.9", color: colVermil, width: 1.5, ys: ps.ys(latency(func(iv Interval) float64 { return iv.P999 }), aggMax)},
-			{name: "max", color: colBlack, width: 1, dashes: []vg.Length{2, 2}, ys: ps.ys(latency(func(iv Interval) float64 { return iv.Max }), aggMax)},
+			{name: "max", color: colBlack, width: 1, dashes: []float64{2, 2}, ys: ps.ys(latency(func(iv Interval) float64 { return iv.Max }), aggMax)},
 		}}},
 		caption: caption})
 
@@ -336,7 +296,7 @@ func reportCharts(sum Summary, intervals []Interval, tl timeline) []chart {
 	if ps.per > 1 {
 		caption += pointNote + "the highest of its intervals' values."
 	}
-	charts = append(charts, chart{name: "concurrency", title: "Concurrency: " + on + suffix, height: concurrencyHeight, panels: []panel{
+	charts = append(charts, chart{name: "concurrency", title: "Concurrency: " + on + suffix, aspect: concurrencyAspect, panels: []panel{
 		{ylabel: "busy connections", series: []series{
 			{name: "busy (max)", color: colSky, width: 1, ys: ps.ys(always(func(iv Interval) float64 { return float64(iv.BusyMax) }), aggMax)},
 			{name: "busy (at end)", color: colBlue, width: 1.5, ys: ps.ys(always(func(iv Interval) float64 { return float64(iv.Busy) }), aggMax)},
@@ -352,7 +312,7 @@ func reportCharts(sum Summary, intervals []Interval, tl timeline) []chart {
 		var es []series
 		classes := errorClasses(intervals)
 		if len(classes) > 1 {
-			es = append(es, series{name: "all", color: colGrey, width: 1, dashes: []vg.Length{4, 2},
+			es = append(es, series{name: "all", color: colGrey, width: 1, dashes: []float64{4, 2},
 				ys: ps.ys(always(func(iv Interval) float64 { return float64(iv.Errors) }), aggSum)})
 		}
 		for i, class := range classes {
@@ -367,7 +327,7 @@ func reportCharts(sum Summary, intervals []Interval, tl timeline) []chart {
 		if ps.per > 1 {
 			ylabel, caption = "errors per "+ps.span, "Failed transactions per "+ps.span+" ("+strconv.Itoa(ps.per)+" intervals), by error class."
 		}
-		charts = append(charts, chart{name: "errors", title: "Errors: " + on + suffix, height: chartHeight,
+		charts = append(charts, chart{name: "errors", title: "Errors: " + on + suffix, aspect: chartAspect,
 			panels:  []panel{{ylabel: ylabel, series: es}},
 			caption: caption})
 	}
@@ -440,117 +400,126 @@ func byCount(m map[string]int64) []string {
 	return keys
 }
 
-// write writes the chart's PNG and SVG into dir and returns the SVG
-// element (without the XML prolog) for the page.
-func (c chart) write(dir string, tl timeline) (template.HTML, error) {
-	img := vgimg.NewWith(vgimg.UseWH(chartWidth, c.height), vgimg.UseDPI(chartDPI))
-	if err := c.draw(draw.New(img), tl); err != nil {
-		return "", err
+// The charts in the page: their data as JSON, drawn by uPlot.
+
+// nums is a series' values in JSON: NaN is null (no point).
+type nums []float64
+
+// MarshalJSON implements json.Marshaler.
+func (ns nums) MarshalJSON() ([]byte, error) {
+	if ns == nil {
+		return []byte("null"), nil
 	}
-	var png bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&png); err != nil {
-		return "", err
+	b := []byte{'['}
+	for i, v := range ns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			b = append(b, "null"...)
+			continue
+		}
+		b = strconv.AppendFloat(b, v, 'g', -1, 64)
 	}
-	if err := os.WriteFile(filepath.Join(dir, c.name+".png"), png.Bytes(), 0o644); err != nil {
-		return "", err
-	}
-	sv := vgsvg.New(chartWidth, c.height)
-	if err := c.draw(draw.New(sv), tl); err != nil {
-		return "", err
-	}
-	var svg bytes.Buffer
-	if _, err := sv.WriteTo(&svg); err != nil {
-		return "", err
-	}
-	// Where Liberation Sans is missing, Arial has the same metrics.
-	s := strings.ReplaceAll(svg.String(), "font-family:"+sansFamily+";", "font-family:"+fallbackFamilies+";")
-	if err := os.WriteFile(filepath.Join(dir, c.name+".svg"), []byte(s), 0o644); err != nil {
-		return "", err
-	}
-	if i := strings.Index(s, "<svg"); i >= 0 {
-		s = s[i:]
-	}
-	// The SVG is gonum/plot's output: its texts are escaped (our workload,
-	// target and class names among them), it holds no script.
-	return template.HTML(s), nil
+	return append(b, ']'), nil
 }
 
-// draw draws the chart: its title across the top, the panels stacked on
-// one time axis (their plot areas aligned) and the legend in a column on
-// the right, outside the data.
-func (c chart) draw(dc draw.Canvas, tl timeline) error {
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
-	pad := vg.Points(8)
-	area := draw.Crop(dc, pad, -pad, pad, -pad)
-
-	title := textStyle(14, colBlack)
-	title.XAlign, title.YAlign = draw.XLeft, draw.YTop
-	t := c.title
-	for r := []rune(t); title.Width(t) > area.Size().X && len(r) > 1; t = string(r) + "…" {
-		r = r[:len(r)-1]
-	}
-	area.FillText(title, vg.Point{X: area.Min.X, Y: area.Max.Y}, t)
-	area.Max.Y -= title.Height(t) + vg.Points(6)
-
-	leg := c.legend(tl)
-	legW := leg.Rectangle(area).Size().X
-	plots := draw.Crop(area, 0, -(legW + vg.Points(14)), 0, 0)
-
-	ps := make([]*plot.Plot, len(c.panels))
-	cs := make([]draw.Canvas, len(c.panels))
-	h := (plots.Max.Y - plots.Min.Y) / vg.Length(len(c.panels))
-	for i, p := range c.panels {
-		pl, err := c.plot(p, i == 0, i == len(c.panels)-1, tl)
-		if err != nil {
-			return err
-		}
-		ps[i] = pl
-		cv := plots
-		cv.Max.Y = plots.Max.Y - vg.Length(i)*h
-		cv.Min.Y = cv.Max.Y - h
-		cs[i] = cv
-	}
-	// Align the plot areas: Y axes with wider tick labels push their
-	// area to the right; move the others as far.
-	var left vg.Length
-	for i, pl := range ps {
-		left = max(left, pl.DataCanvas(cs[i]).Min.X)
-	}
-	var top vg.Length
-	for i, pl := range ps {
-		cs[i].Min.X += left - pl.DataCanvas(cs[i]).Min.X
-		pl.Draw(cs[i])
-		if i == 0 {
-			top = pl.DataCanvas(cs[i]).Max.Y
-		}
-	}
-	lc := area
-	lc.Min.X = area.Max.X - legW
-	lc.Max.Y = top
-	leg.Draw(lc)
-	return nil
+// seriesJSON is one line in the page's chart data.
+type seriesJSON struct {
+	Label string    `json:"label"`
+	Color string    `json:"color"`
+	Width float64   `json:"width"`
+	Dash  []float64 `json:"dash,omitempty"`
+	Y     nums      `json:"y"`
+	// Lo and Hi are the range of the point's intervals, shaded and named
+	// RangeLabel in the legend.
+	Lo         nums   `json:"lo,omitempty"`
+	Hi         nums   `json:"hi,omitempty"`
+	RangeLabel string `json:"rangeLabel,omitempty"`
+	RangeColor string `json:"rangeColor,omitempty"`
 }
 
-// plot builds one panel's plot: the top one carries the event's label, the
-// bottom one the time axis's label.
-func (c chart) plot(p panel, first, last bool, tl timeline) (*plot.Plot, error) {
-	pl := plot.New()
-	pl.BackgroundColor = nil
-	axisStyle(&pl.X)
-	axisStyle(&pl.Y)
-	pl.X.Min, pl.X.Max = 0, tl.end
-	if last {
-		pl.X.Label.Text = "time since start (s)"
-	}
-	pl.Y.Label.Text = p.ylabel
+// panelJSON is one plot area.
+type panelJSON struct {
+	YLabel string       `json:"ylabel"`
+	Log    bool         `json:"log"`
+	YMin   float64      `json:"ymin"` // log: a power of ten
+	YMax   float64      `json:"ymax"`
+	Series []seriesJSON `json:"series"`
+}
 
-	pl.X.Tick.Marker = timeTicks{}
+// eventJSON is where a chart marks the event.
+type eventJSON struct {
+	Kind  string  `json:"kind"`  // by the line on the top panel
+	Label string  `json:"label"` // in the legend: "kill-primary at 29.4 s"
+	At    float64 `json:"at"`
+	// From and To are the write-unavailability window, when Band.
+	Band      bool    `json:"band"`
+	From      float64 `json:"from"`
+	To        float64 `json:"to"`
+	BandLabel string  `json:"bandLabel,omitempty"`
+}
+
+// chartJSON is one chart in the page's data.
+type chartJSON struct {
+	Name   string      `json:"name"` // the figure is #chart-<name>
+	Aspect float64     `json:"aspect"`
+	XLabel string      `json:"xlabel"`
+	End    float64     `json:"end"` // the time axis runs from 0 to End
+	Dots   bool        `json:"dots"`
+	X      nums        `json:"x"`
+	Panels []panelJSON `json:"panels"`
+	Event  *eventJSON  `json:"event,omitempty"`
+}
+
+// reportData is the page's chart data, read by its script.
+type reportData struct {
+	Charts []chartJSON `json:"charts"`
+}
+
+// Colours of the event's marks.
+const (
+	colEvent = "rgb(180,20,40)"
+	colBand  = "rgba(220,40,60,0.18)"
+)
+
+func chartsJSON(charts []chart, tl timeline) reportData {
+	var d reportData
+	for _, c := range charts {
+		cj := chartJSON{Name: c.name, Aspect: c.aspect, XLabel: "time since start (s)", End: tl.end,
+			Dots: len(c.xs) <= 30, X: c.xs}
+		for _, p := range c.panels {
+			pj := panelJSON{YLabel: p.ylabel, Log: p.log}
+			pj.YMin, pj.YMax = yRange(p)
+			for _, s := range p.series {
+				sj := seriesJSON{Label: shorten(s.name, 32), Color: s.color, Width: s.width, Dash: s.dashes, Y: s.ys}
+				if s.lo != nil && !p.log {
+					sj.Lo, sj.Hi = s.lo, s.hi
+					sj.RangeLabel = s.name[:strings.IndexByte(s.name+" ", ' ')] + " (range)"
+					sj.RangeColor = translucent(s.color)
+				}
+				pj.Series = append(pj.Series, sj)
+			}
+			cj.Panels = append(cj.Panels, pj)
+		}
+		if m := c.eventMarks(tl); m != nil {
+			ej := &eventJSON{Kind: shorten(m.kind, 32), Label: shorten(m.kind, 20) + " at " + seconds(m.at) + " s", At: m.at}
+			if m.band {
+				ej.Band, ej.From, ej.To, ej.BandLabel = true, m.from, m.to, "write unavailable"
+			}
+			cj.Event = ej
+		}
+		d.Charts = append(d.Charts, cj)
+	}
+	return d
+}
+
+// yRange is a panel's Y axis: from 0 to 15% above the highest point
+// (headroom for the event's label); on a log axis from the power of ten at
+// or below the lowest point to the one at or above the highest.
+func yRange(p panel) (lo, hi float64) {
 	if p.log {
-		// The log axis is a linear axis of log10(value) with ticks
-		// labelled by value (gonum's LogScale misplaces the axis label's
-		// box, which shrinks the plot).
-		lo, hi := math.Inf(1), math.Inf(-1)
+		lo, hi = math.Inf(1), math.Inf(-1)
 		for _, s := range p.series {
 			for _, y := range s.ys {
 				if y > 0 {
@@ -561,185 +530,27 @@ func (c chart) plot(p panel, first, last bool, tl timeline) (*plot.Plot, error) 
 		if math.IsInf(lo, 0) {
 			lo, hi = 1, 10 // no point at all
 		}
-		pl.Y.Min = math.Floor(math.Log10(lo))
-		pl.Y.Max = math.Ceil(math.Log10(hi))
-		if pl.Y.Max <= pl.Y.Min {
-			pl.Y.Max = pl.Y.Min + 1
+		elo, ehi := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+		if ehi <= elo {
+			ehi = elo + 1
 		}
-		pl.Y.Tick.Marker = logTicks{}
-	} else {
-		hi := 0.0
-		for _, s := range p.series {
-			for _, ys := range [][]float64{s.ys, s.hi} {
-				for _, y := range ys {
-					if !math.IsNaN(y) {
-						hi = math.Max(hi, y)
-					}
-				}
-			}
-		}
-		// Headroom above the highest point for the event's label.
-		pl.Y.Min, pl.Y.Max = 0, math.Max(hi*1.15, 1)
-		pl.Y.Tick.Marker = linearTicks{}
-	}
-
-	grid := plotter.NewGrid()
-	grid.Vertical.Color = colGrid
-	grid.Horizontal.Color = colGrid
-	grid.Vertical.Width, grid.Horizontal.Width = 0.5, 0.5
-	pl.Add(grid)
-	ev := c.eventMarks(tl)
-	if ev != nil {
-		pl.Add(eventBand{ev})
+		return math.Pow(10, elo), math.Pow(10, ehi)
 	}
 	for _, s := range p.series {
-		if err := addSeries(pl, s, p.log, len(c.xs) <= 30, c.xs); err != nil {
-			return nil, err
-		}
-	}
-	if ev != nil {
-		pl.Add(eventLine{ev, first})
-	}
-	return pl, nil
-}
-
-func axisStyle(a *plot.Axis) {
-	a.Label.TextStyle.Font = font.From(sans, 11)
-	a.Label.TextStyle.Color = colBlack
-	a.Tick.Label.Font = font.From(sans, 10)
-	a.Tick.Label.Color = colBlack
-	a.Tick.Length = vg.Points(4)
-	a.Padding = vg.Points(2)
-	a.Label.Padding = vg.Points(2)
-}
-
-// linePiece is the most segments in one stroked path.
-const linePiece = 50
-
-// addSeries adds s to pl: a line for each run of points (NaN, and on a log
-// axis a value <= 0, breaks it), a dot for a point alone; dots on every
-// point when dots.
-func addSeries(pl *plot.Plot, s series, log, dots bool, xs []float64) error {
-	if s.lo != nil && !log {
-		if err := addEnvelope(pl, s, xs); err != nil {
-			return err
-		}
-	}
-	style := draw.LineStyle{Color: s.color, Width: vg.Points(float64(s.width)), Dashes: s.dashes}
-	var run plotter.XYs
-	var alone plotter.XYs
-	flush := func() error {
-		switch len(run) {
-		case 0:
-		case 1:
-			alone = append(alone, run...)
-		default:
-			// The PNG rasterizer slows down with the square of a path's
-			// length: stroke a long line as pieces that share their ends.
-			for i := 0; i < len(run)-1; i += linePiece {
-				l, err := plotter.NewLine(run[i:min(i+linePiece+1, len(run))])
-				if err != nil {
-					return err
+		for _, ys := range [][]float64{s.ys, s.hi} {
+			for _, y := range ys {
+				if !math.IsNaN(y) {
+					hi = math.Max(hi, y)
 				}
-				l.LineStyle = style
-				pl.Add(l)
-			}
-			if dots {
-				alone = append(alone, run...)
 			}
 		}
-		run = nil
-		return nil
 	}
-	for i, y := range s.ys {
-		if math.IsNaN(y) || (log && y <= 0) {
-			if err := flush(); err != nil {
-				return err
-			}
-			continue
-		}
-		if log {
-			y = math.Log10(y)
-		}
-		run = append(run, plotter.XY{X: xs[i], Y: y})
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if len(alone) > 0 {
-		sc, err := plotter.NewScatter(alone)
-		if err != nil {
-			return err
-		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: s.color, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
-		pl.Add(sc)
-	}
-	return nil
+	return 0, math.Max(hi*1.15, 1)
 }
 
-// addEnvelope shades the range between s.lo and s.hi, a polygon for each
-// run of points.
-func addEnvelope(pl *plot.Plot, s series, xs []float64) error {
-	var upper, lower plotter.XYs
-	flush := func() error {
-		if len(upper) > 1 {
-			ring := append(upper, lower...)
-			for i, j := len(upper), len(ring)-1; i < j; i, j = i+1, j-1 {
-				ring[i], ring[j] = ring[j], ring[i]
-			}
-			poly, err := plotter.NewPolygon(ring)
-			if err != nil {
-				return err
-			}
-			poly.LineStyle.Width = 0
-			poly.Color = envelopeColor(s.color)
-			pl.Add(poly)
-		}
-		upper, lower = nil, nil
-		return nil
-	}
-	for i := range xs {
-		if math.IsNaN(s.lo[i]) || math.IsNaN(s.hi[i]) {
-			if err := flush(); err != nil {
-				return err
-			}
-			continue
-		}
-		upper = append(upper, plotter.XY{X: xs[i], Y: s.hi[i]})
-		lower = append(lower, plotter.XY{X: xs[i], Y: s.lo[i]})
-	}
-	return flush()
-}
-
-// envelopeColor is c, translucent.
-func envelopeColor(c color.Color) color.Color {
-	r, g, b, _ := c.RGBA()
-	return color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 60}
-}
-
-// legend is the chart's legend: every series of every panel, then the
-// event's line and window.
-func (c chart) legend(tl timeline) plot.Legend {
-	leg := plot.NewLegend()
-	leg.TextStyle = textStyle(10, colBlack)
-	leg.Top, leg.Left = true, true
-	leg.Padding = vg.Points(4)
-	leg.ThumbnailWidth = vg.Points(22)
-	for _, p := range c.panels {
-		for _, s := range p.series {
-			leg.Add(shorten(s.name, 32), lineThumb{draw.LineStyle{Color: s.color, Width: vg.Points(float64(max(s.width, 1.5))), Dashes: s.dashes}})
-			if s.lo != nil {
-				leg.Add(s.name[:strings.IndexByte(s.name+" ", ' ')]+" (range)", bandThumb{envelopeColor(s.color)})
-			}
-		}
-	}
-	if ev := c.eventMarks(tl); ev != nil {
-		leg.Add(shorten(ev.kind, 20)+" at "+seconds(ev.at)+" s", lineThumb{eventLineStyle})
-		if ev.band {
-			leg.Add("write unavailable", bandThumb{colBand})
-		}
-	}
-	return leg
+// translucent is the CSS colour rgb(r,g,b) with alpha 0.24.
+func translucent(c string) string {
+	return strings.Replace(strings.Replace(c, "rgb(", "rgba(", 1), ")", ",0.24)", 1)
 }
 
 // eventMarks is where the chart marks the event (nil: no event).
@@ -768,58 +579,167 @@ func (c chart) eventMarks(tl timeline) *eventMarks {
 	return m
 }
 
-var eventLineStyle = draw.LineStyle{Color: colEvent, Width: vg.Points(1.5), Dashes: []vg.Length{6, 3}}
-
-// eventBand shades the write-unavailability window over the whole height.
-type eventBand struct{ m *eventMarks }
-
-// Plot implements plot.Plotter.
-func (b eventBand) Plot(c draw.Canvas, pl *plot.Plot) {
-	if !b.m.band {
-		return
-	}
-	trX, _ := pl.Transforms(&c)
-	x0 := max(trX(b.m.from), c.Min.X)
-	x1 := min(trX(b.m.to), c.Max.X)
-	if w := vg.Points(4); x1-x0 < w { // narrower than 4 pt: widened to be seen
-		mid := (x0 + x1) / 2
-		x0, x1 = max(mid-w/2, c.Min.X), min(mid+w/2, c.Max.X)
-	}
-	c.FillPolygon(colBand, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+// library is the chart library and the page's drawing script.
+type library struct {
+	css template.CSS
+	js  template.JS
 }
 
-// eventLine draws the event's line and, on the top panel, its label.
-type eventLine struct {
-	m     *eventMarks
-	label bool
-}
+// chartLib is uPlot, as the web console embeds it (web/static/vendor), made
+// a plain script, followed by reportJS.
+var chartLib = sync.OnceValues(func() (library, error) {
+	js, err := web.Asset("vendor/uplot/uPlot.esm.min.js")
+	if err != nil {
+		return library{}, err
+	}
+	css, err := web.Asset("vendor/uplot/uPlot.min.css")
+	if err != nil {
+		return library{}, err
+	}
+	const export = "export default uPlot;"
+	if !bytes.Contains(js, []byte(export)) {
+		return library{}, fmt.Errorf("the console's uPlot (web/static/vendor/uplot) does not end with %q: update report.go for it", export)
+	}
+	src := strings.Replace(string(js), export, "", 1)
+	return library{css: template.CSS(css), js: template.JS(src + "\n" + reportJS)}, nil
+})
 
-// Plot implements plot.Plotter.
-func (l eventLine) Plot(c draw.Canvas, pl *plot.Plot) {
-	trX, _ := pl.Transforms(&c)
-	x := trX(l.m.at)
-	if x < c.Min.X || x > c.Max.X {
-		return
-	}
-	c.StrokeLine2(eventLineStyle, x, c.Min.Y, x, c.Max.Y)
-	if !l.label {
-		return
-	}
-	kind := shorten(l.m.kind, 32)
-	sty := textStyle(10, colEvent)
-	sty.YAlign = draw.YTop
-	w := sty.Width(kind)
-	h := sty.Height(kind)
-	gap := vg.Points(4)
-	tx := x + gap
-	if tx+w > c.Max.X { // no room on the right: write it on the left
-		tx = x - gap - w
-	}
-	ty := c.Max.Y - vg.Points(2)
-	c.FillPolygon(color.NRGBA{255, 255, 255, 210}, []vg.Point{
-		{X: tx - 2, Y: ty - h - 1}, {X: tx + w + 2, Y: ty - h - 1}, {X: tx + w + 2, Y: ty + 1}, {X: tx - 2, Y: ty + 1}})
-	c.FillText(sty, vg.Point{X: tx, Y: ty}, kind)
-}
+// reportJS draws the charts of #report-data with uPlot: each panel of a
+// chart a plot (panels of one chart share the time axis and the cursor),
+// lines broken where a point has none, a dot for a point alone (every
+// point when there are few), the range of a point's intervals shaded, the
+// event's window shaded and its line drawn with its kind on the top panel.
+// Names are set as text (uPlot's legend uses textContent), never as markup.
+// Each figure gets data-drawn="true" once drawn.
+const reportJS = `
+(() => {
+  const data = JSON.parse(document.getElementById('report-data').textContent);
+  const FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif';
+  const lone = (ys) => {
+    const out = [];
+    for (let i = 0; i < ys.length; i++) {
+      if (ys[i] == null) continue;
+      if ((i === 0 || ys[i - 1] == null) && (i === ys.length - 1 || ys[i + 1] == null)) out.push(i);
+    }
+    return out;
+  };
+  const runs = (xs, lo, hi) => {
+    const out = [];
+    let cur = [];
+    for (let i = 0; i < xs.length; i++) {
+      if (lo[i] == null || hi[i] == null) { if (cur.length) out.push(cur); cur = []; continue; }
+      cur.push(i);
+    }
+    if (cur.length) out.push(cur);
+    return out;
+  };
+  function build(c, fig) {
+    const box = fig.querySelector('.plots');
+    box.textContent = '';
+    const width = Math.max(box.clientWidth, 300);
+    const height = Math.round(width * c.aspect / c.panels.length);
+    c.panels.forEach((p, pi) => {
+      const first = pi === 0, last = pi === c.panels.length - 1;
+      const ys = p.series.map((s) => s.y.map((v) => (v == null || (p.log && v <= 0)) ? null : v));
+      const el = document.createElement('div');
+      box.appendChild(el);
+      const hooks = {
+        drawClear: [(u) => {
+          const ctx = u.ctx, b = u.bbox;
+          ctx.save();
+          ctx.beginPath(); ctx.rect(b.left, b.top, b.width, b.height); ctx.clip();
+          p.series.forEach((s) => {
+            if (!s.lo) return;
+            ctx.fillStyle = s.rangeColor;
+            for (const r of runs(c.x, s.lo, s.hi)) {
+              if (r.length < 2) continue;
+              ctx.beginPath();
+              r.forEach((i, k) => { const x = u.valToPos(c.x[i], 'x', true), y = u.valToPos(s.hi[i], 'y', true); k ? ctx.lineTo(x, y) : ctx.moveTo(x, y); });
+              for (let k = r.length - 1; k >= 0; k--) ctx.lineTo(u.valToPos(c.x[r[k]], 'x', true), u.valToPos(s.lo[r[k]], 'y', true));
+              ctx.closePath(); ctx.fill();
+            }
+          });
+          const e = c.event;
+          if (e && e.band) {
+            let x0 = Math.max(u.valToPos(e.from, 'x', true), b.left), x1 = Math.min(u.valToPos(e.to, 'x', true), b.left + b.width);
+            const w = 5 * devicePixelRatio;
+            if (x1 - x0 < w) { const m = (x0 + x1) / 2; x0 = m - w / 2; x1 = m + w / 2; }
+            ctx.fillStyle = '` + colBand + `';
+            ctx.fillRect(x0, b.top, x1 - x0, b.height);
+          }
+          ctx.restore();
+        }],
+        draw: [(u) => {
+          const e = c.event;
+          if (!e) return;
+          const ctx = u.ctx, b = u.bbox, r = devicePixelRatio;
+          const x = u.valToPos(e.at, 'x', true);
+          if (x < b.left || x > b.left + b.width) return;
+          ctx.save();
+          ctx.strokeStyle = '` + colEvent + `'; ctx.lineWidth = 1.5 * r; ctx.setLineDash([6 * r, 3 * r]);
+          ctx.beginPath(); ctx.moveTo(x, b.top); ctx.lineTo(x, b.top + b.height); ctx.stroke();
+          if (first) {
+            ctx.setLineDash([]);
+            ctx.font = FONT.replace('12px', (12 * r) + 'px');
+            const w = ctx.measureText(e.kind).width, h = 14 * r, gap = 4 * r;
+            let tx = x + gap;
+            if (tx + w > b.left + b.width) tx = x - gap - w;
+            const ty = b.top + 2 * r;
+            ctx.fillStyle = 'rgba(255,255,255,0.82)'; ctx.fillRect(tx - 2 * r, ty, w + 4 * r, h + 2 * r);
+            ctx.fillStyle = '` + colEvent + `'; ctx.textBaseline = 'top'; ctx.fillText(e.kind, tx, ty + r);
+          }
+          ctx.restore();
+        }],
+      };
+      const logTicks = (u, splits) => splits.map((v) => {
+        const m = Math.round(v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9)));
+        const dense = Math.log10(p.ymax / p.ymin) <= 2.01;
+        return (m === 1 || (dense && (m === 2 || m === 5))) ? String(+v.toPrecision(3)) : '';
+      });
+      const opts = {
+        width, height,
+        cursor: { sync: { key: 'report-' + c.name }, drag: { x: false, y: false } },
+        legend: { show: true, live: false },
+        scales: {
+          x: { time: false, range: [0, c.end] },
+          y: p.log ? { distr: 3, log: 10, range: [p.ymin, p.ymax] } : { range: [p.ymin, p.ymax] },
+        },
+        axes: [
+          { label: last ? c.xlabel : '', labelSize: last ? 24 : 0, font: FONT, labelFont: FONT, grid: { stroke: '#e1e1e1', width: 1 }, ticks: { stroke: '#c8c8c8' } },
+          { label: p.ylabel, font: FONT, labelFont: FONT, size: 56, grid: { stroke: '#e1e1e1', width: 1 }, ticks: { stroke: '#c8c8c8' }, values: p.log ? logTicks : undefined },
+        ],
+        series: [{ label: 'time (s)' }, ...p.series.map((s, si) => ({
+          label: s.label, stroke: s.color, width: s.width, dash: s.dash || undefined, spanGaps: false,
+          points: { show: c.dots, size: 5, fill: s.color, stroke: s.color, filter: (u, i, show) => (show ? null : lone(ys[si])) },
+        }))],
+        hooks,
+      };
+      new uPlot(opts, [c.x, ...ys], el);
+    });
+    const marks = fig.querySelector('.marks');
+    marks.textContent = '';
+    const mark = (label, style) => {
+      const li = document.createElement('li');
+      const sw = document.createElement('span');
+      sw.className = 'swatch';
+      Object.assign(sw.style, style);
+      li.appendChild(sw);
+      li.appendChild(document.createTextNode(label));
+      marks.appendChild(li);
+    };
+    for (const p of c.panels) for (const s of p.series) if (s.lo) mark(s.rangeLabel, { background: s.rangeColor });
+    if (c.event) {
+      mark(c.event.label, { borderTop: '2px dashed ` + colEvent + `', height: '0' });
+      if (c.event.band) mark(c.event.bandLabel, { background: '` + colBand + `' });
+    }
+    fig.dataset.drawn = 'true';
+  }
+  const draw = () => { for (const c of data.charts) build(c, document.getElementById('chart-' + c.name)); };
+  draw();
+  let t = 0, w = innerWidth;
+  addEventListener('resize', () => { if (innerWidth === w) return; w = innerWidth; clearTimeout(t); t = setTimeout(draw, 150); });
+})();
+`
 
 // shorten cuts s to n characters, the last one an ellipsis.
 func shorten(s string, n int) string {
@@ -827,131 +747,6 @@ func shorten(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
-}
-
-type lineThumb struct{ draw.LineStyle }
-
-// Thumbnail implements plot.Thumbnailer.
-func (t lineThumb) Thumbnail(c *draw.Canvas) {
-	y := c.Center().Y
-	c.StrokeLine2(t.LineStyle, c.Min.X, y, c.Max.X, y)
-}
-
-type bandThumb struct{ color color.Color }
-
-// Thumbnail implements plot.Thumbnailer.
-func (t bandThumb) Thumbnail(c *draw.Canvas) {
-	c.FillPolygon(t.color, []vg.Point{c.Min, {X: c.Max.X, Y: c.Min.Y}, c.Max, {X: c.Min.X, Y: c.Max.Y}})
-}
-
-// logTicks marks an axis of log10(value): a labelled tick at every power
-// of ten, and at 2 and 5 times them too when the axis spans at most two
-// decades; minor ticks at the other multiples.
-type logTicks struct{}
-
-// Ticks implements plot.Ticker; lo and hi are powers of ten.
-func (logTicks) Ticks(lo, hi float64) []plot.Tick {
-	if hi <= lo {
-		return nil
-	}
-	dense := hi-lo <= 2.01
-	var ticks []plot.Tick
-	for e := int(math.Floor(lo)); float64(e) <= hi; e++ {
-		for m := 1; m <= 9; m++ {
-			v := math.Log10(float64(m)) + float64(e)
-			if v < lo-1e-9 || v > hi+1e-9 {
-				continue
-			}
-			t := plot.Tick{Value: v}
-			if m == 1 || (dense && (m == 2 || m == 5)) {
-				t.Label = tickNumber(float64(m) * math.Pow10(e))
-			}
-			ticks = append(ticks, t)
-		}
-	}
-	return ticks
-}
-
-// timeTicks marks a time axis in seconds at a round step (1, 2, 5, 10, 15,
-// 30 s, 1, 2, 5, 10, 15, 30 min, 1 h, ...) giving at most 12 labels.
-type timeTicks struct{}
-
-// Ticks implements plot.Ticker.
-func (timeTicks) Ticks(lo, hi float64) []plot.Tick {
-	span := hi - lo
-	if span <= 0 {
-		return nil
-	}
-	steps := []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400}
-	step := steps[len(steps)-1]
-	for _, s := range steps {
-		if span/s <= 12 {
-			step = s
-			break
-		}
-	}
-	for span/step > 12 {
-		step *= 2
-	}
-	minor := step / 5
-	if math.Mod(step, 5) != 0 {
-		minor = step / 2
-	}
-	if span < 3 {
-		step, minor = 0.5, 0.1
-	}
-	var ticks []plot.Tick
-	for i := math.Ceil(lo / minor); i*minor <= hi+1e-9; i++ {
-		v := i * minor
-		t := plot.Tick{Value: v}
-		if r := math.Mod(v, step); math.Abs(r) < 1e-9 || math.Abs(r-step) < 1e-9 {
-			t.Label = seconds(v)
-		}
-		ticks = append(ticks, t)
-	}
-	return ticks
-}
-
-// linearTicks labels a linear axis from 0 at a round step (1, 2, 2.5 or 5
-// times a power of ten) giving 4 to 8 labels, with minor ticks between.
-type linearTicks struct{}
-
-// Ticks implements plot.Ticker.
-func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
-	span := hi - lo
-	if span <= 0 {
-		return nil
-	}
-	var step, minor float64
-	for e := math.Floor(math.Log10(span / 8)); step == 0; e++ {
-		for _, m := range []struct{ step, minors float64 }{{1, 5}, {2, 4}, {2.5, 5}, {5, 5}} {
-			if s := m.step * math.Pow(10, e); span/s <= 8 {
-				step, minor = s, s/m.minors
-				break
-			}
-		}
-	}
-	if step < 5 { // counts: whole numbers, no minor ticks
-		step = math.Max(math.Round(step), 1)
-		minor = step
-	}
-	var ticks []plot.Tick
-	for i := math.Ceil(lo / minor); i*minor <= hi+1e-9; i++ {
-		v := i * minor
-		t := plot.Tick{Value: v}
-		if r := math.Mod(v, step); math.Abs(r) < 1e-9 || math.Abs(r-step) < 1e-9 {
-			t.Label = strconv.FormatFloat(v, 'f', -1, 64)
-		}
-		ticks = append(ticks, t)
-	}
-	return ticks
-}
-
-func tickNumber(v float64) string {
-	if v >= 1 {
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // seconds formats a time on the axis: 29.4, 30, 0.25.
@@ -967,10 +762,10 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"rate":  fmtRate,
 }).Parse(reportHTML))
 
-// figure is one chart on the page.
+// figure is one chart on the page: its title and caption are text on the
+// page, its plots are drawn by the page's script from ChartData.
 type figure struct {
-	ID, Caption string
-	SVG         template.HTML
+	ID, Title, Caption string
 }
 
 // reportPage is what the page template reads.
@@ -985,7 +780,9 @@ type reportPage struct {
 	ErrorShare  string
 	Event       *eventView
 	Figures     []figure
-	FontCSS     template.CSS // the charts' typeface
+	ChartCSS    template.CSS // uPlot's style
+	ChartJS     template.JS  // uPlot and the script that draws the charts
+	ChartData   template.JS  // reportData as JSON
 	OpenLoop    bool
 	Interrupted bool
 }
@@ -1010,7 +807,11 @@ type phase struct {
 	OpSummary
 }
 
-func newReportPage(sum Summary, intervals []Interval, tl timeline, figs []figure) reportPage {
+func newReportPage(sum Summary, intervals []Interval, tl timeline, charts []chart) reportPage {
+	var figs []figure
+	for _, c := range charts {
+		figs = append(figs, figure{ID: "chart-" + c.name, Title: c.title, Caption: c.caption})
+	}
 	p := reportPage{
 		Sum:         sum,
 		Title:       "dbpilot bench: " + workloadOn(sum),
@@ -1093,8 +894,9 @@ func fmtRate(v float64) string {
 	return fmtCount(whole) + "." + strconv.FormatInt(tenth, 10)
 }
 
-// reportHTML is the page: html/template escapes every value; the charts
-// are the only template.HTML.
+// reportHTML is the page: html/template escapes every value; the chart
+// library, its style and the charts' data (JSON, with <, > and & escaped)
+// are the only unescaped values.
 const reportHTML = `<!doctype html>
 <html lang="en">
 <head>
@@ -1102,7 +904,7 @@ const reportHTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-{{.FontCSS}}
+{{.ChartCSS}}
 :root { --fg: #1e1e1e; --muted: #5f6368; --line: #e2e4e8; --bad: #b41428; --badbg: #fdecee; }
 * { box-sizing: border-box; }
 body { margin: 0; background: #f3f4f6; color: var(--fg);
@@ -1129,7 +931,12 @@ td.lost { background: var(--bad); color: #fff; font-weight: 700; }
 td.ok { color: #006b4f; font-weight: 600; }
 .bad { color: var(--bad); font-weight: 600; }
 figure { margin: 0 0 28px; }
-figure svg { display: block; width: 100%; height: auto; }
+.chart-title { font-size: 15px; font-weight: 600; margin: 0 0 4px; overflow-wrap: anywhere; }
+.plots { width: 100%; min-height: 120px; }
+.plots .uplot { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; }
+.plots .u-legend { font-size: 13px; text-align: left; margin: 0 0 6px 56px; }
+.marks { list-style: none; margin: 0 0 4px 56px; padding: 0; font-size: 13px; display: flex; flex-wrap: wrap; gap: 4px 18px; }
+.marks .swatch { display: inline-block; width: 22px; height: 10px; margin-right: 6px; vertical-align: middle; }
 figcaption { margin-top: 2px; color: var(--muted); font-size: 13px; }
 footer { margin-top: 32px; color: var(--muted); font-size: 13px; }
 </style>
@@ -1215,7 +1022,10 @@ footer { margin-top: 32px; color: var(--muted); font-size: 13px; }
 <section id="charts">
 <h2>Charts</h2>
 {{range .Figures}}<figure id="{{.ID}}">
-{{.SVG}}<figcaption>{{.Caption}}</figcaption>
+<div class="chart-title">{{.Title}}</div>
+<div class="plots"></div>
+<ul class="marks"></ul>
+<figcaption>{{.Caption}}</figcaption>
 </figure>
 {{else}}<p>No interval was recorded.</p>
 {{end}}</section>
@@ -1227,6 +1037,8 @@ footer { margin-top: 32px; color: var(--muted); font-size: 13px; }
 </section>
 <footer>Report written by dbpilot bench.</footer>
 </main>
-</body>
+{{with .ChartData}}<script type="application/json" id="report-data">{{.}}</script>
+<script type="module">{{$.ChartJS}}</script>
+{{end}}</body>
 </html>
 `

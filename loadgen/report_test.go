@@ -3,10 +3,6 @@ package loadgen
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
-	"errors"
-	"image/png"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -161,127 +157,152 @@ func keep(t *testing.T, name, dir string) {
 }
 
 var (
-	inlineSVG    = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
-	embeddedFont = regexp.MustCompile(`(url\(data:font/ttf;base64,)[A-Za-z0-9+/=]{1000,}\)`)
+	dataScript   = regexp.MustCompile(`(?s)<script type="application/json" id="report-data">(.*?)</script>`)
+	moduleScript = regexp.MustCompile(`(?s)<script type="module">.*?</script>`)
+	scriptTag    = regexp.MustCompile(`<script\b[^>]*>`)
+	srcAttr      = regexp.MustCompile(`<[a-zA-Z]+\b[^>]*\s(src|href)=[^>]*>`)
 )
 
-// checkReport checks the files of a report: index.html with charts inline
-// (each the same as the chart's SVG file) and nothing fetched from
-// elsewhere, every PNG decodes with the chart's size, every SVG parses.
-// It returns the page with the SVG bodies replaced by a placeholder.
-func checkReport(t *testing.T, dir, index string, charts []string) string {
+// checkReport checks the files of a report: index.html alone, nothing
+// fetched from elsewhere, the charts' data in the page (one chart per name
+// of charts, in that order) and the chart library with it when there are
+// charts. It returns the page with the library, its style and the data
+// replaced by placeholders, and the data.
+func checkReport(t *testing.T, dir, index string, charts []string) (string, reportData) {
 	t.Helper()
 	if index != filepath.Join(dir, "index.html") {
 		t.Errorf("index = %s, want %s", index, filepath.Join(dir, "index.html"))
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the report is %v, want index.html alone", names)
 	}
 	page, err := os.ReadFile(index)
 	if err != nil {
 		t.Fatal(err)
 	}
 	html := string(page)
-	for _, ref := range []string{"<link", "<script", "src=", "@import", "<img", "https:"} {
-		if strings.Contains(html, ref) {
+	// The page's own markup and style (the library's license banner names
+	// its home page): no element, style or script loads another file.
+	own := moduleScript.ReplaceAllString(html, "")
+	for _, ref := range []string{"<link", "@import", "<img", "<iframe", "https:", "http:"} {
+		if strings.Contains(own, ref) {
 			t.Errorf("index.html contains %q: the page must need no other file", ref)
+		}
+	}
+	if tag := srcAttr.FindString(html); tag != "" {
+		t.Errorf("index.html has %s: the page must need no other file", tag)
+	}
+	for _, call := range []string{"fetch(", "XMLHttpRequest", "import("} {
+		if strings.Contains(html, call) {
+			t.Errorf("index.html's script calls %s: the page must need no other file", call)
 		}
 	}
 	if n, data := strings.Count(html, "url("), strings.Count(html, "url(data:"); n != data {
 		t.Errorf("index.html has %d url() not data: the page must need no other file", n-data)
 	}
-	if fonts := embeddedFont.FindAllString(html, -1); len(charts) > 0 && len(fonts) != 1 {
-		t.Errorf("index.html embeds %d fonts, want the charts' one", len(fonts))
+	tags := scriptTag.FindAllString(html, -1)
+	var d reportData
+	if len(charts) == 0 {
+		if len(tags) != 0 {
+			t.Errorf("a report without charts has scripts %v", tags)
+		}
+		return html, d
 	}
-	svgs := inlineSVG.FindAllString(html, -1)
-	if len(svgs) != len(charts) {
-		t.Fatalf("index.html has %d inline SVG, want %d (%v)", len(svgs), len(charts), charts)
+	if want := []string{`<script type="application/json" id="report-data">`, `<script type="module">`}; strings.Join(tags, " ") != strings.Join(want, " ") {
+		t.Errorf("index.html's scripts are %v, want %v", tags, want)
 	}
-	for _, name := range []string{"rate", "latency", "concurrency", "errors"} {
-		want := containsStr(charts, name)
-		for _, ext := range []string{".png", ".svg"} {
-			_, err := os.Stat(filepath.Join(dir, name+ext))
-			if want && err != nil {
-				t.Errorf("%s%s: %v", name, ext, err)
+	m := dataScript.FindStringSubmatch(html)
+	if m == nil {
+		t.Fatal("index.html has no chart data")
+	}
+	if err := json.Unmarshal([]byte(m[1]), &d); err != nil {
+		t.Fatalf("the chart data does not parse: %v", err)
+	}
+	var names []string
+	for _, c := range d.Charts {
+		names = append(names, c.Name)
+		if len(c.Panels) == 0 {
+			t.Errorf("chart %s has no panel", c.Name)
+		}
+		for _, p := range c.Panels {
+			for _, s := range p.Series {
+				if len(s.Y) != len(c.X) {
+					t.Errorf("chart %s, series %s: %d values for %d points", c.Name, s.Label, len(s.Y), len(c.X))
+				}
 			}
-			if !want && !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("%s%s written (%v), want none", name, ext, err)
-			}
+		}
+		if !strings.Contains(html, `<figure id="chart-`+c.Name+`">`) {
+			t.Errorf("index.html has no figure for chart %s", c.Name)
 		}
 	}
-	for i, name := range charts {
-		f, err := os.Open(filepath.Join(dir, name+".png"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := png.DecodeConfig(f)
-		if err == nil {
-			_, err = f.Seek(0, io.SeekStart)
-		}
-		if err == nil {
-			_, err = png.Decode(f)
-		}
-		f.Close()
-		if err != nil {
-			t.Errorf("%s.png: %v", name, err)
-		}
-		// 10 in x 4 in (concurrency: 5 in) at 144 dpi.
-		wantW, wantH := 1440, 576
-		if name == "concurrency" {
-			wantH = 720
-		}
-		if cfg.Width != wantW || cfg.Height != wantH {
-			t.Errorf("%s.png is %dx%d, want %dx%d", name, cfg.Width, cfg.Height, wantW, wantH)
-		}
-
-		b, err := os.ReadFile(filepath.Join(dir, name+".svg"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkXML(t, name+".svg", b)
-		if !bytes.Contains(b, []byte("font-family:'Liberation Sans',Arial,")) {
-			t.Errorf("%s.svg names no fallback for Liberation Sans", name)
-		}
-		checkXML(t, "inline "+name, []byte(svgs[i]))
-		if !strings.HasSuffix(string(b), svgs[i]+"\n") {
-			t.Errorf("the page's chart %d is not %s.svg", i+1, name)
-		}
+	if strings.Join(names, " ") != strings.Join(charts, " ") {
+		t.Errorf("the page's charts are %v, want %v", names, charts)
 	}
-	html = inlineSVG.ReplaceAllString(html, "<svg><!-- chart --></svg>")
-	return embeddedFont.ReplaceAllString(html, "${1}...)")
+	lib, err := chartLib()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html, string(lib.js)) || !strings.Contains(html, string(lib.css)) {
+		t.Error("index.html does not carry the chart library and its style")
+	}
+	html = strings.Replace(html, string(lib.css), "/* uPlot.min.css */", 1)
+	html = dataScript.ReplaceAllString(html, `<script type="application/json" id="report-data">/* chart data */</script>`)
+	html = moduleScript.ReplaceAllString(html, `<script type="module">/* uPlot and reportJS */</script>`)
+	return html, d
 }
 
-func containsStr(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// checkXML parses b as XML whose root is an svg element.
-func checkXML(t *testing.T, name string, b []byte) {
+// chartByName is the chart of d named name.
+func chartByName(t *testing.T, d reportData, name string) chartJSON {
 	t.Helper()
-	d := xml.NewDecoder(bytes.NewReader(b))
-	root := ""
-	for {
-		tok, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Errorf("%s does not parse as XML: %v", name, err)
-			return
-		}
-		if se, ok := tok.(xml.StartElement); ok && root == "" {
-			root = se.Name.Local
+	for _, c := range d.Charts {
+		if c.Name == name {
+			return c
 		}
 	}
-	if root != "svg" {
-		t.Errorf("%s: root element %q, want svg", name, root)
-	}
+	t.Fatalf("no chart %s", name)
+	return chartJSON{}
 }
 
-// TestReportGolden renders the recorded failover run and compares the page
-// (charts replaced by a placeholder) with testdata/report/index.html.
+// labels are the labels of a panel's series.
+func labels(p panelJSON) []string {
+	var ls []string
+	for _, s := range p.Series {
+		ls = append(ls, s.Label)
+	}
+	return ls
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: null is NaN.
+func (ns *nums) UnmarshalJSON(b []byte) error {
+	var vs []*float64
+	if err := json.Unmarshal(b, &vs); err != nil {
+		return err
+	}
+	if vs == nil {
+		*ns = nil
+		return nil
+	}
+	*ns = make(nums, len(vs))
+	for i, v := range vs {
+		(*ns)[i] = math.NaN()
+		if v != nil {
+			(*ns)[i] = *v
+		}
+	}
+	return nil
+}
+
+// TestReportGolden renders the recorded failover run, compares the page
+// (chart library and data replaced by placeholders) with
+// testdata/report/index.html and checks the charts' data.
 func TestReportGolden(t *testing.T) {
 	run := loadRecorded(t, "report", failoverRun())
 	dir := filepath.Join(t.TempDir(), "report")
@@ -290,18 +311,68 @@ func TestReportGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep(t, "failover", dir)
-	html := checkReport(t, dir, index, []string{"rate", "latency", "concurrency", "errors"})
+	html, d := checkReport(t, dir, index, []string{"rate", "latency", "concurrency", "errors"})
 	testutil.Golden(t, filepath.Join("testdata", "report", "index.html"), []byte(html))
 
-	// The event is marked on every chart: its kind by the line (and in the
-	// legend) and the unavailability window in the legend.
-	for _, name := range []string{"rate", "latency", "concurrency", "errors"} {
-		b, _ := os.ReadFile(filepath.Join(dir, name+".svg"))
-		for _, want := range []string{">kill-primary<", ">kill-primary at 29.4 s<", ">write unavailable<"} {
-			if !bytes.Contains(b, []byte(want)) {
-				t.Errorf("%s.svg lacks %s", name, want)
-			}
+	// The series, their axes and values: a point per 1 s interval, at its
+	// middle.
+	for _, want := range []struct {
+		chart  string
+		panel  int
+		ylabel string
+		log    bool
+		series []string
+	}{
+		{"rate", 0, "transactions/s", false, []string{"target", "achieved"}},
+		{"latency", 0, "latency (ms, log scale)", true, []string{"p50", "p99", "p99.9", "max"}},
+		{"concurrency", 0, "busy connections", false, []string{"busy (max)", "busy (at end)"}},
+		{"concurrency", 1, "backlog (transactions)", false, []string{"backlog (max)", "backlog (at end)"}},
+		{"errors", 0, "errors per interval", false, []string{"all", "connection", "read_only"}},
+	} {
+		c := chartByName(t, d, want.chart)
+		if len(c.X) != 60 || c.X[0] != 0.5 || c.X[59] != 59.5 || c.End != 60 {
+			t.Errorf("chart %s: %d points from %v to %v, axis to %v; want 60 from 0.5 to 59.5, axis to 60", c.Name, len(c.X), c.X[0], c.X[len(c.X)-1], c.End)
 		}
+		p := c.Panels[want.panel]
+		if p.YLabel != want.ylabel || p.Log != want.log || strings.Join(labels(p), ",") != strings.Join(want.series, ",") {
+			t.Errorf("chart %s panel %d: %q log=%v %v, want %q log=%v %v", c.Name, want.panel, p.YLabel, p.Log, labels(p), want.ylabel, want.log, want.series)
+		}
+		// The event on every chart: its line at 29.4 s, the window shaded
+		// from the first failed write to the first successful one.
+		if e := c.Event; e == nil || e.Kind != "kill-primary" || e.Label != "kill-primary at 29.4 s" || r3(e.At) != 29.4 ||
+			!e.Band || r3(e.From) != 29.5 || r3(e.To) != 31.513 || e.BandLabel != "write unavailable" {
+			t.Errorf("chart %s marks the event as %+v", c.Name, e)
+		}
+	}
+	rate := chartByName(t, d, "rate").Panels[0]
+	if got := rate.Series[1].Y; got[28] != float64(run.Intervals[28].Completed) || got[29] != 540 || got[30] != 0 || got[31] != 700 {
+		t.Errorf("achieved rate at 28..31 s = %v %v %v %v, want %d 540 0 700", got[28], got[29], got[30], got[31], run.Intervals[28].Completed)
+	}
+	if got := rate.Series[0].Y; got[0] != 1000 || got[59] != 1000 || rate.Series[0].Dash == nil {
+		t.Errorf("target rate = %v..%v (dash %v), want a dashed line at 1000", got[0], got[59], rate.Series[0].Dash)
+	}
+	if rate.YMin != 0 || rate.YMax != 1820*1.15 {
+		t.Errorf("rate axis %v..%v, want 0..%v", rate.YMin, rate.YMax, 1820*1.15)
+	}
+	lat := chartByName(t, d, "latency").Panels[0]
+	if p50 := lat.Series[0].Y; !math.IsNaN(p50[30]) || p50[31] != 1480 || p50[32] != 540 {
+		t.Errorf("p50 at 30..32 s = %v %v %v, want none (nothing completed), 1480, 540", p50[30], p50[31], p50[32])
+	}
+	if max := lat.Series[3].Y; max[31] != 2046.3 {
+		t.Errorf("max latency at 31 s = %v, want 2046.3", max[31])
+	}
+	if lat.YMin != 1 || lat.YMax != 10000 {
+		t.Errorf("latency axis %v..%v, want 1..10000 (decades around 1.7..2046.3 ms)", lat.YMin, lat.YMax)
+	}
+	if backlog := chartByName(t, d, "concurrency").Panels[1].Series[0].Y; backlog[31] != 1950 {
+		t.Errorf("backlog (max) at 31 s = %v, want 1950", backlog[31])
+	}
+	errs := chartByName(t, d, "errors").Panels[0]
+	if all, conn, ro := errs.Series[0].Y, errs.Series[1].Y, errs.Series[2].Y; all[29] != 40 || conn[29] != 40 || ro[31] != 25 || ro[29] != 0 || all[0] != 0 {
+		t.Errorf("errors at 29 s: all %v connection %v read_only %v; at 31 s read_only %v", all[29], conn[29], ro[29], ro[31])
+	}
+	if !strings.Contains(html, `<div class="chart-title">Rate: linkbench on 127.0.0.1:19301</div>`) {
+		t.Error("the rate chart lacks its title")
 	}
 }
 
@@ -315,22 +386,27 @@ func TestReportQuiet(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep(t, "quiet", dir)
-	html := checkReport(t, dir, index, []string{"rate", "latency", "concurrency"})
+	html, d := checkReport(t, dir, index, []string{"rate", "latency", "concurrency"})
 	testutil.Golden(t, filepath.Join("testdata", "report-quiet", "index.html"), []byte(html))
 	for _, unwanted := range []string{`id="event"`, `id="lost-writes"`, "write-unavailability", `id="chart-errors"`} {
 		if strings.Contains(html, unwanted) {
 			t.Errorf("index.html contains %s", unwanted)
 		}
 	}
-	for _, name := range []string{"rate", "latency", "concurrency"} {
-		b, _ := os.ReadFile(filepath.Join(dir, name+".svg"))
-		if bytes.Contains(b, []byte("write unavailable")) || bytes.Contains(b, []byte(" at ")) {
-			t.Errorf("%s.svg marks an event the run did not have", name)
+	for _, c := range d.Charts {
+		if c.Event != nil {
+			t.Errorf("chart %s marks an event the run did not have: %+v", c.Name, c.Event)
 		}
-		// Closed loop: no target line.
-		if bytes.Contains(b, []byte(">target<")) {
-			t.Errorf("%s.svg has a target line in a closed-loop run", name)
+		if !c.Dots {
+			t.Errorf("chart %s of 5 points draws no dots", c.Name)
 		}
+	}
+	// Closed loop: no target line.
+	if got := labels(chartByName(t, d, "rate").Panels[0]); strings.Join(got, ",") != "achieved" {
+		t.Errorf("the closed-loop rate chart has %v, want achieved alone", got)
+	}
+	if got := chartByName(t, d, "rate").Panels[0].Series[0].Y; len(got) != 5 || got[0] != 2400 || got[4] != 2548 {
+		t.Errorf("achieved rate = %v, want 2400 .. 2548", got)
 	}
 }
 
@@ -360,6 +436,15 @@ func TestReportEscapes(t *testing.T) {
 	}
 	if !bytes.Contains(b, []byte("&lt;script&gt;window.__pwned=1&lt;/script&gt;")) {
 		t.Error("index.html lacks the escaped workload name")
+	}
+	// In the charts' data the names are JSON strings with < and >
+	// escaped, shortened; the script sets them as text.
+	_, d := checkReport(t, dir, index, []string{"rate", "latency", "concurrency", "errors"})
+	if e := chartByName(t, d, "rate").Event; e == nil || e.Kind != shorten(evil, 32) {
+		t.Errorf("the event's kind in the chart data = %+v, want %q", e, shorten(evil, 32))
+	}
+	if got := labels(chartByName(t, d, "errors").Panels[0]); len(got) != 1 || got[0] != shorten(evil, 32) {
+		t.Errorf("the error classes in the chart data = %q, want %q", got, shorten(evil, 32))
 	}
 }
 
@@ -391,8 +476,23 @@ func TestReportLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("3600 intervals rendered in %s", time.Since(start).Round(time.Millisecond))
-	checkReport(t, dir, index, []string{"rate", "latency", "concurrency", "errors"})
+	_, d := checkReport(t, dir, index, []string{"rate", "latency", "concurrency", "errors"})
 	keep(t, "long", dir)
+	// A point per 10 s, the mean rate with its intervals' range.
+	c := chartByName(t, d, "rate")
+	if len(c.X) != 360 || c.X[0] != 5 || c.Dots {
+		t.Errorf("the long rate chart has %d points from %v (dots %v), want 360 from 5 s without dots", len(c.X), c.X[0], c.Dots)
+	}
+	if s := c.Panels[0].Series[1]; s.Label != "achieved (mean)" || s.RangeLabel != "achieved (range)" || len(s.Lo) != 360 || len(s.Hi) != 360 ||
+		s.Lo[0] > s.Y[0] || s.Hi[0] < s.Y[0] || s.Lo[0] < 4900 || s.Hi[0] >= 5100 {
+		t.Errorf("the long run's achieved series: %s / %s, first point %v in [%v, %v]", s.Label, s.RangeLabel, s.Y[0], s.Lo[0], s.Hi[0])
+	}
+	if e := chartByName(t, d, "errors").Panels[0]; e.YLabel != "errors per 10 s" || e.Series[0].Y[30] != 3 {
+		t.Errorf("the long run's errors: %q, all at 300 s = %v, want errors per 10 s and 3", e.YLabel, e.Series[0].Y[30])
+	}
+	if !strings.Contains(c.Panels[0].Series[1].Label, "mean") || chartByName(t, d, "latency").Event.Label != "switchover at 1800 s" {
+		t.Errorf("the long run's event: %+v", chartByName(t, d, "latency").Event)
+	}
 
 	one := quietRun()
 	one.Intervals = one.Intervals[:1]
@@ -408,7 +508,7 @@ func TestReportLong(t *testing.T) {
 	if index, err = WriteReport(dir, one.Summary, nil); err != nil {
 		t.Fatal(err)
 	}
-	html := checkReport(t, dir, index, nil)
+	html, _ := checkReport(t, dir, index, nil)
 	if !strings.Contains(html, "No interval was recorded.") {
 		t.Error("a run without intervals does not say so")
 	}
@@ -431,8 +531,17 @@ func TestReportBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Navigate("file://" + index)
-	p.WaitSelector("#charts figure svg", 10*time.Second)
+	p.WaitSelector(`#charts figure:last-of-type[data-drawn="true"]`, 10*time.Second)
 	checkCharts(t, p, []string{"chart-rate", "chart-latency", "chart-concurrency", "chart-errors"})
+	// The legends: every series, the event's line and window.
+	if got := p.Text("#chart-latency .u-legend"); !strings.Contains(got, "p99.9") || !strings.Contains(got, "max") {
+		t.Errorf("the latency chart's legend reads %q", got)
+	}
+	for _, id := range []string{"chart-rate", "chart-latency", "chart-concurrency", "chart-errors"} {
+		if got := p.Text("#" + id + " .marks"); !strings.Contains(got, "kill-primary at 29.4 s") || !strings.Contains(got, "write unavailable") {
+			t.Errorf("%s marks the event as %q", id, got)
+		}
+	}
 	text := p.EvalString("document.body.innerText")
 	for _, want := range []string{
 		"dbpilot bench: linkbench on 127.0.0.1:19301",
@@ -471,7 +580,7 @@ func TestReportBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Navigate("file://" + index)
-	p.WaitSelector("#charts figure svg", 10*time.Second)
+	p.WaitSelector(`#charts figure:last-of-type[data-drawn="true"]`, 10*time.Second)
 	checkCharts(t, p, []string{"chart-rate", "chart-latency", "chart-concurrency"})
 	if p.Has("#event") || p.Has("#lost-writes") {
 		t.Error("the quiet run's page has an event block")
@@ -485,17 +594,28 @@ func TestReportBrowser(t *testing.T) {
 	p.Screenshot("bench-report-quiet")
 }
 
-// checkCharts checks that the page's figures are ids, each with one svg
-// drawn at a width of at least 600 CSS pixels and a proportionate height.
+// checkCharts checks that the page's figures are ids, each drawn by uPlot
+// at a width of at least 600 CSS pixels and a proportionate height
+// (concurrency: two plots), its canvases painted, and that no script of
+// the data ran.
 func checkCharts(t *testing.T, p *browser.Page, ids []string) {
 	t.Helper()
 	var charts []struct {
 		ID            string
+		Plots         int
 		Width, Height float64
+		Painted       int
 	}
 	p.Eval(`Array.from(document.querySelectorAll("#charts figure"), f => {
-		const r = f.querySelector("svg")?.getBoundingClientRect();
-		return {ID: f.id, Width: r?.width ?? 0, Height: r?.height ?? 0};
+		const cs = Array.from(f.querySelectorAll(".plots canvas"));
+		let painted = 0;
+		for (const c of cs) {
+			const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+			for (let i = 3; i < px.length; i += 4 * 7) if (px[i] > 0) painted++;
+		}
+		const r = f.querySelector(".plots").getBoundingClientRect();
+		return {ID: f.id, Plots: cs.length, Width: cs.length ? cs[0].getBoundingClientRect().width : 0,
+			Height: cs.reduce((h, c) => h + c.getBoundingClientRect().height, 0), Painted: painted};
 	})`, &charts)
 	if len(charts) != len(ids) {
 		t.Fatalf("the page has %d charts (%+v), want %v", len(charts), charts, ids)
@@ -504,12 +624,19 @@ func checkCharts(t *testing.T, p *browser.Page, ids []string) {
 		if c.ID != ids[i] {
 			t.Errorf("chart %d is %s, want %s", i+1, c.ID, ids[i])
 		}
+		want := 1
+		if c.ID == "chart-concurrency" {
+			want = 2
+		}
+		if c.Plots != want {
+			t.Errorf("chart %s has %d plots, want %d", c.ID, c.Plots, want)
+		}
 		if c.Width < 600 || c.Height < c.Width/4 || c.Height > c.Width {
 			t.Errorf("chart %s drawn at %.0fx%.0f px", c.ID, c.Width, c.Height)
 		}
-	}
-	if n := p.Count("svg"); n != len(ids) {
-		t.Errorf("the page has %d svg elements, want %d", n, len(ids))
+		if c.Painted < 1000 {
+			t.Errorf("chart %s: %d painted pixels sampled, want its axes, grid and lines", c.ID, c.Painted)
+		}
 	}
 	var pwned any
 	p.Eval("window.__pwned ?? null", &pwned)

@@ -26,7 +26,7 @@ func requireGalera(t *testing.T, sst string) {
 		if testutil.InCI() {
 			t.Fatalf("CI=true and Galera cannot run: "+format, args...)
 		}
-		t.Skipf("Galera cannot run (run 'make deps'): "+format, args...)
+		t.Skipf("Galera cannot run (run 'make test-deps'): "+format, args...)
 	}
 	if srv.Flavor != dbpilot.FlavorMariaDB {
 		missing("the server is %s, not MariaDB", srv.Flavor)

@@ -1,18 +1,35 @@
 #!/usr/bin/env bash
-# Installs what dbpilot's build, demo and tests need and the machine lacks:
-# the MariaDB server and client (Debian/Ubuntu packages mariadb-server and
-# mariadb-client), Prometheus (package prometheus, used by a test that
-# scrapes dbpilot's /metrics), tmux (the `dbpilot top` test) and Chromium
-# (package chromium: the web console is tested in a real headless browser),
-# etcd (package etcd-server: coordination of several serves),
-# VictoriaMetrics (package victoria-metrics: a remote-write receiver), and
-# for Galera sandboxes the Galera provider (package galera-4) with the state
-# transfer tools: rsync, mariabackup (package mariadb-backup) and socat.
-# Idempotent: does nothing when all are found.
+# Installs what dbpilot needs and the machine lacks, with apt-get on
+# Debian/Ubuntu. Idempotent: does nothing when all are found.
+#
+#   bash scripts/install-deps.sh          # the demo: MariaDB server and client
+#   bash scripts/install-deps.sh --test   # and what the tests use
+#
+# The demo (`make demo`, `make deps`) needs only the MariaDB server and
+# client (packages mariadb-server and mariadb-client). The tests (`make test`,
+# `.ci/run`) and the bench scripts that use them also need, with --test:
+# Prometheus (package prometheus, a test scrapes dbpilot's /metrics), tmux
+# (the `dbpilot top` test), Chromium (package chromium: the web console is
+# tested in a real headless browser), etcd (package etcd-server: coordination
+# of several serves), VictoriaMetrics (package victoria-metrics: a
+# remote-write receiver), zstd (the reference decoder dump files are checked
+# against) and, for Galera sandboxes, the Galera provider (package galera-4)
+# with the state transfer tools: rsync, mariabackup (package mariadb-backup)
+# and socat.
 set -euo pipefail
 
+test_deps=false
+case "${1:-}" in
+--test) test_deps=true ;;
+"") ;;
+*)
+	echo "install-deps: unknown argument $1; usage: bash scripts/install-deps.sh [--test]" >&2
+	exit 2
+	;;
+esac
+
 if ! command -v go >/dev/null 2>&1; then
-	echo "install-deps: Go is not installed; install Go 1.24 or newer (https://go.dev/doc/install)" >&2
+	echo "install-deps: Go is not installed; install Go 1.26 or newer, as go.mod names (https://go.dev/doc/install)" >&2
 	exit 1
 fi
 
@@ -38,13 +55,17 @@ have_mariabackup() { command -v mariabackup >/dev/null 2>&1 || command -v mariad
 have_socat() { command -v socat >/dev/null 2>&1; }
 have_zstd() { command -v zstd >/dev/null 2>&1; }
 
-if have_server && have_client && have_prometheus && have_tmux && have_chromium && have_etcd && have_victoria &&
-	have_galera && have_rsync && have_mariabackup && have_socat && have_zstd; then
+have_test_deps() {
+	have_prometheus && have_tmux && have_chromium && have_etcd && have_victoria &&
+		have_galera && have_rsync && have_mariabackup && have_socat && have_zstd
+}
+
+if have_server && have_client && { ! $test_deps || have_test_deps; }; then
 	exit 0
 fi
 
 if ! command -v apt-get >/dev/null 2>&1 && have_server && have_client; then
-	echo "install-deps: prometheus is not installed and this is not a Debian/Ubuntu system; the test that scrapes /metrics with a real Prometheus will be skipped (it fails with CI=true)" >&2
+	echo "install-deps: some test tools (prometheus, chromium, etcd, victoria-metrics, galera-4, ...) are missing and this is not a Debian/Ubuntu system; install them with your package manager: the tests that need them skip (they fail with CI=true)" >&2
 	exit 0
 fi
 
@@ -59,31 +80,33 @@ if [ "$(id -u)" -ne 0 ]; then
 	if command -v sudo >/dev/null 2>&1; then
 		SUDO="sudo"
 	else
-		echo "install-deps: need root to install mariadb-server (no sudo found); run: apt-get install mariadb-server mariadb-client" >&2
+		echo "install-deps: need root to install packages (no sudo found); run this script as root, or: apt-get install mariadb-server mariadb-client" >&2
 		exit 1
 	fi
 fi
 
 pkgs=()
 { have_server && have_client; } || pkgs+=(mariadb-server mariadb-client)
-# prometheus: the tests check that a real Prometheus server scrapes /metrics.
-have_prometheus || pkgs+=(prometheus)
-# tmux: `dbpilot top` is tested in a real terminal.
-have_tmux || pkgs+=(tmux)
-# chromium: the web console's pages are tested in headless Chromium.
-have_chromium || pkgs+=(chromium)
-# etcd-server: coordinated serves are tested against a real 3-member etcd.
-have_etcd || pkgs+=(etcd-server)
-# victoria-metrics: remote write is tested against a real VictoriaMetrics.
-have_victoria || pkgs+=(victoria-metrics)
-# Galera sandboxes: the provider, and the tools of both state transfer
-# methods the tests exercise (rsync; mariabackup streams through socat).
-have_galera || pkgs+=(galera-4)
-have_rsync || pkgs+=(rsync)
-have_mariabackup || pkgs+=(mariadb-backup)
-have_socat || pkgs+=(socat)
-# zstd: the reference decoder that dump files are checked against.
-have_zstd || pkgs+=(zstd)
+if $test_deps; then
+	# prometheus: the tests check that a real Prometheus server scrapes /metrics.
+	have_prometheus || pkgs+=(prometheus)
+	# tmux: `dbpilot top` is tested in a real terminal.
+	have_tmux || pkgs+=(tmux)
+	# chromium: the web console's pages are tested in headless Chromium.
+	have_chromium || pkgs+=(chromium)
+	# etcd-server: coordinated serves are tested against a real 3-member etcd.
+	have_etcd || pkgs+=(etcd-server)
+	# victoria-metrics: remote write is tested against a real VictoriaMetrics.
+	have_victoria || pkgs+=(victoria-metrics)
+	# Galera sandboxes: the provider, and the tools of both state transfer
+	# methods the tests exercise (rsync; mariabackup streams through socat).
+	have_galera || pkgs+=(galera-4)
+	have_rsync || pkgs+=(rsync)
+	have_mariabackup || pkgs+=(mariadb-backup)
+	have_socat || pkgs+=(socat)
+	# zstd: the reference decoder that dump files are checked against.
+	have_zstd || pkgs+=(zstd)
+fi
 echo "install-deps: installing ${pkgs[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

@@ -229,3 +229,14 @@ func contentSecurityPolicy(index []byte) string {
 	}
 	return "default-src 'self'; script-src " + script + "; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 }
+
+// Asset returns the embedded file static/name, e.g.
+// "vendor/uplot/uPlot.esm.min.js": the bench report (package loadgen)
+// draws its charts with the console's chart library.
+func Asset(name string) ([]byte, error) {
+	b, err := files.ReadFile(path.Join("static", name))
+	if err != nil {
+		return nil, fmt.Errorf("web: embedded file %s: %w", name, err)
+	}
+	return b, nil
+}

@@ -321,7 +321,7 @@ acknowledged write was lost.` + exitHelp,
 	f.Int64Var(&rf.seed, "seed", 1, "random seed (same seed, same transactions)")
 	f.BoolVar(&rf.asJSON, "json", false, "print the summary and intervals as one JSON object")
 	f.StringVar(&rf.csv, "csv", "", "write the intervals as CSV to this file")
-	f.StringVar(&rf.out, "out", "", "write an HTML report with charts (PNG and SVG too) to this directory")
+	f.StringVar(&rf.out, "out", "", "write an HTML report with charts (one self-contained index.html) to this directory")
 	f.StringVar(&rf.readFrom, "read-from", "primary", "read-only transactions go to: primary or replicas")
 	f.StringVar(&rf.during, "during", "", "a topology change mid-run: failover, switchover or kill-primary")
 	f.Var(durationFlag(&rf.at, 30*time.Second), "at", "with --during: when, from the start")

@@ -44,7 +44,7 @@ func ExecPath() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("no chromium on $PATH (Debian package chromium; 'make deps' installs it)")
+	return "", errors.New("no chromium on $PATH (Debian package chromium; 'make test-deps' installs it)")
 }
 
 // Options are the allocator options: headless, no sandbox, no GPU, and no

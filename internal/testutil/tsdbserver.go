@@ -64,9 +64,9 @@ func startTSDB(t testing.TB, name, writePath, addr string, args ...string) *TSDB
 	bin, err := exec.LookPath(name)
 	if err != nil {
 		if InCI() {
-			t.Fatalf("CI=true and the %s binary is not installed (make deps installs it)", name)
+			t.Fatalf("CI=true and the %s binary is not installed (make test-deps installs it)", name)
 		}
-		t.Skipf("%s not installed (make deps installs it)", name)
+		t.Skipf("%s not installed (make test-deps installs it)", name)
 	}
 	s := &TSDBServer{URL: "http://" + addr, WriteURL: "http://" + addr + writePath, Name: name, t: t, bin: bin, args: args, log: &syncBuffer{}}
 	t.Cleanup(func() {
