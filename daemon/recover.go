@@ -104,50 +104,67 @@ func keysOf(in []*dbpilot.Instance) []dbpilot.InstanceKey {
 }
 
 // failover recovers the cluster's dead primary. The caller holds cs.op.
-// With dryRun it only plans.
+// With dryRun it only plans (planFailover) and returns the plan unexecuted.
 func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dryRun bool, fence *dbpilot.Fence) (*dbpilot.Recovery, error) {
 	if dryRun {
-		return d.failoverPlan(ctx, cs, kind, true, fence, nil)
+		p := d.planFailover(ctx, cs, kind)
+		if p.err != nil {
+			return nil, p.err
+		}
+		return p.rec, nil
 	}
 	return d.failoverRun(ctx, cs, kind, fence, nil)
 }
 
-// failoverRun is failover under fence (nil: a serve alone or a forced
-// failover); resumed is the shared recovery of a previous leader this one
-// takes over (its ID is kept).
+// failoverRun plans and executes a failover under fence (nil: a serve
+// alone or a forced failover); resumed is the shared recovery of a previous
+// leader this one takes over (its ID is kept).
 func (d *Daemon) failoverRun(ctx context.Context, cs *clusterState, kind string, fence *dbpilot.Fence, resumed *dbpilot.SharedRecovery) (*dbpilot.Recovery, error) {
-	return d.failoverPlan(ctx, cs, kind, false, fence, resumed)
+	return d.executeFailover(ctx, cs, d.planFailover(ctx, cs, kind), fence, resumed)
 }
 
-func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string, dryRun bool, fence *dbpilot.Fence, resumed *dbpilot.SharedRecovery) (*dbpilot.Recovery, error) {
-	cs.mu.Lock()
-	old := cs.primary
-	members := append([]*dbpilot.Instance(nil), cs.instances...)
-	detectedAt := cs.failingSince
-	cs.mu.Unlock()
-	name := cs.cfg.Name
-	rules := recovery.Rules(cs.cfg.rules)
-	fresh := d.inspectMembers(ctx, members, old)
+// failoverPlanned is a failover planned over a fresh read of the cluster's
+// members: the recovery it would record and the plan, or why there is none.
+type failoverPlanned struct {
+	cs         *clusterState
+	old        dbpilot.InstanceKey
+	members    []*dbpilot.Instance // as last observed (planning again reads them afresh)
+	detectedAt time.Time
+	rules      recovery.Rules
+	plan       *recovery.Plan // nil when err is set
+	err        error          // no plan
+	rec        *dbpilot.Recovery
+}
 
-	plan, planErr := recovery.PlanFailover(name, old, fresh, rules)
-	rec := &dbpilot.Recovery{Cluster: name, Kind: kind, OldPrimary: old, DetectedAt: detectedAt, Started: d.now()}
-	if plan != nil {
-		rec.Plan = plan.String()
-		rec.NewPrimary = plan.Candidate
+// planFailover plans the failover of cs's dead primary; it changes nothing.
+func (d *Daemon) planFailover(ctx context.Context, cs *clusterState, kind string) *failoverPlanned {
+	cs.mu.Lock()
+	p := &failoverPlanned{cs: cs, old: cs.primary, members: append([]*dbpilot.Instance(nil), cs.instances...), detectedAt: cs.failingSince}
+	cs.mu.Unlock()
+	p.rules = recovery.Rules(cs.cfg.rules)
+	fresh := d.inspectMembers(ctx, p.members, p.old)
+	p.plan, p.err = recovery.PlanFailover(cs.cfg.Name, p.old, fresh, p.rules)
+	p.rec = &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: kind, OldPrimary: p.old, DetectedAt: p.detectedAt, Started: d.now()}
+	if p.plan != nil {
+		p.rec.Plan = p.plan.String()
+		p.rec.NewPrimary = p.plan.Candidate
 	}
-	if dryRun {
-		if planErr != nil {
-			return nil, planErr
-		}
-		return rec, nil
-	}
+	return p
+}
+
+// executeFailover records and carries out the planned failover p: shared
+// and durable records, pre-failover hooks, the standby fence, then the
+// executor's failover, planning again without a candidate that fails
+// before its promotion (up to maxCandidates), and the end (finishFailover).
+func (d *Daemon) executeFailover(ctx context.Context, cs *clusterState, p *failoverPlanned, fence *dbpilot.Fence, resumed *dbpilot.SharedRecovery) (*dbpilot.Recovery, error) {
+	rec, name, old := p.rec, cs.cfg.Name, p.old
 	if resumed != nil {
 		rec.Started, rec.DetectedAt = resumed.Started, time.Time{}
 	}
 	shared, err := d.sharedBegin(ctx, fence, rec, resumed)
 	if err != nil {
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Instance: old, Event: dbpilot.AuditCoordination,
-			Message: fmt.Sprintf("%s of %s not started: %v", kind, old, err)})
+			Message: fmt.Sprintf("%s of %s not started: %v", rec.Kind, old, err)})
 		return nil, err
 	}
 	if d.store != nil {
@@ -162,66 +179,22 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 	cs.status.State = dbpilot.ClusterRecovering
 	cs.touch()
 	cs.mu.Unlock()
-	detail := map[string]string{"kind": kind}
-	if !detectedAt.IsZero() {
-		detail["detection_ms"] = fmt.Sprint(d.now().Sub(detectedAt).Milliseconds())
+	detail := map[string]string{"kind": rec.Kind}
+	if !p.detectedAt.IsZero() {
+		detail["detection_ms"] = fmt.Sprint(d.now().Sub(p.detectedAt).Milliseconds())
 	}
 	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditDetect,
-		Message: fmt.Sprintf("primary %s is dead; starting %s", old, kind), Detail: detail})
+		Message: fmt.Sprintf("primary %s is dead; starting %s", old, rec.Kind), Detail: detail})
 
 	finish := func(err error) (*dbpilot.Recovery, error) {
-		d.endRecovery(ctx, rec, err)
-		d.sharedUpdate(ctx, fence, shared, rec, "")
-		hooks := d.cfg.HooksFor(cs.cfg)
-		if err == nil {
-			faultPoint("before-post-hooks")
-			d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
-			cs.mu.Lock()
-			cs.setPrimary(rec.NewPrimary)
-			cs.known = appendKey(cs.known, rec.NewPrimary)
-			cs.fenced[old] = true
-			cs.failingSince = time.Time{}
-			cs.status.State = dbpilot.ClusterOK
-			cs.status.Primary = rec.NewPrimary
-			cs.mu.Unlock()
-			d.watchOldPrimary(cs, old)
-			// Observe the new topology now, so that watchers are told of
-			// the new primary together with its replicas moved under it,
-			// not of a new primary over the old tree until the next tick.
-			if _, _, err := d.observe(ctx, cs); err != nil {
-				cs.notify()
-			}
-			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: dbpilot.AuditRecovered,
-				Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})
-		} else {
-			d.runHooks(ctx, cs, rec, "post-unsuccessful-failover", hooks.PostUnsuccessfulFailover, hooks)
-			cs.mu.Lock()
-			cs.status.State = dbpilot.ClusterDead
-			cs.touch()
-			cs.mu.Unlock()
-			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditFailed, Message: "recovery failed: " + err.Error()})
-		}
+		d.finishFailover(ctx, cs, fence, shared, rec, err)
 		return rec, err
 	}
-	if planErr != nil {
-		return finish(planErr)
+	if p.err != nil {
+		return finish(p.err)
 	}
-	hooks := d.cfg.HooksFor(cs.cfg)
-	faultPoint("before-hooks")
-	if resumed != nil && len(hooks.PreFailover) > 0 && (slices.Contains(resumed.Steps, preHooksStep) || d.hooksStarted(ctx, name, rec.ID, "pre-failover")) {
-		// The serve that began it ran (or was killed in) these hooks: a
-		// step never runs twice.
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Event: dbpilot.AuditHook,
-			Message: "pre-failover hooks not run again: the serve that began the recovery started them before it stopped"})
-	} else {
-		if len(hooks.PreFailover) > 0 {
-			// Shared before they start: another serve that takes the
-			// recovery over does not run them again.
-			d.sharedUpdate(ctx, fence, shared, rec, preHooksStep)
-		}
-		if err := d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks); err != nil {
-			return finish(err)
-		}
+	if err := d.preFailoverHooks(ctx, cs, fence, shared, rec, resumed); err != nil {
+		return finish(err)
 	}
 	// The hooks may have taken long: still the leader?
 	if fence != nil {
@@ -230,26 +203,34 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 		}
 	}
 	d.fenceStandby(ctx, cs, rec)
+	return finish(d.promoteWithRetries(ctx, p, fence, shared))
+}
+
+// promoteWithRetries runs the executor's failover of p's plan; a candidate
+// that dies before its promotion is replaced by a new plan without it, up
+// to maxCandidates.
+func (d *Daemon) promoteWithRetries(ctx context.Context, p *failoverPlanned, fence *dbpilot.Fence, shared *dbpilot.SharedRecovery) error {
+	rec, name, plan, rules := p.rec, p.cs.cfg.Name, p.plan, p.rules
 	exec := d.executor(fence)
-	exec.Opt.SemiSync = cs.cfg.SemiSync
+	exec.Opt.SemiSync = p.cs.cfg.SemiSync
 	for attempt := 1; ; attempt++ {
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditPlan, Message: plan.Reason, Detail: map[string]string{"plan": plan.String()}})
 		err := exec.Failover(ctx, plan, rec)
 		if err == nil {
 			rec.NewPrimary = plan.Candidate
-			return finish(nil)
+			return nil
 		}
 		// A candidate that died before promotion: plan again without it.
 		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || attempt >= maxCandidates || ctx.Err() != nil || errors.Is(err, dbpilot.ErrLeadershipLost) {
-			return finish(err)
+			return err
 		}
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditCandidateFailed,
 			Message: fmt.Sprintf("candidate %s failed (%v); planning again without it", plan.Candidate, err)})
 		rules = withRule(rules, plan.Candidate, dbpilot.PromoteMustNot)
-		fresh = d.inspectMembers(ctx, members, old)
-		next, perr := recovery.PlanFailover(name, old, fresh, rules)
+		fresh := d.inspectMembers(ctx, p.members, p.old)
+		next, perr := recovery.PlanFailover(name, p.old, fresh, rules)
 		if perr != nil {
-			return finish(fmt.Errorf("%w; no other candidate: %v", err, perr))
+			return fmt.Errorf("%w; no other candidate: %v", err, perr)
 		}
 		plan = next
 		rec.Plan = plan.String()
@@ -257,6 +238,66 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 		rec.LostReplicas = nil
 		d.sharedUpdate(ctx, fence, shared, rec, "replanned")
 	}
+}
+
+// preFailoverHooks runs the cluster's pre-failover hooks once per
+// recovery: a recovery resumed from a serve that started them skips them.
+// A failing hook vetoes the failover (its error).
+func (d *Daemon) preFailoverHooks(ctx context.Context, cs *clusterState, fence *dbpilot.Fence, shared *dbpilot.SharedRecovery, rec *dbpilot.Recovery, resumed *dbpilot.SharedRecovery) error {
+	name := cs.cfg.Name
+	hooks := d.cfg.HooksFor(cs.cfg)
+	faultPoint("before-hooks")
+	if resumed != nil && len(hooks.PreFailover) > 0 && (slices.Contains(resumed.Steps, preHooksStep) || d.hooksStarted(ctx, name, rec.ID, "pre-failover")) {
+		// The serve that began it ran (or was killed in) these hooks: a
+		// step never runs twice.
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Event: dbpilot.AuditHook,
+			Message: "pre-failover hooks not run again: the serve that began the recovery started them before it stopped"})
+		return nil
+	}
+	if len(hooks.PreFailover) > 0 {
+		// Shared before they start: another serve that takes the
+		// recovery over does not run them again.
+		d.sharedUpdate(ctx, fence, shared, rec, preHooksStep)
+	}
+	return d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks)
+}
+
+// finishFailover ends a failover with err (nil: done): the durable and
+// shared records, the post hooks, the cluster's new primary (or its dead
+// state), and an observation of the new topology.
+func (d *Daemon) finishFailover(ctx context.Context, cs *clusterState, fence *dbpilot.Fence, shared *dbpilot.SharedRecovery, rec *dbpilot.Recovery, err error) {
+	name, old := cs.cfg.Name, rec.OldPrimary
+	d.endRecovery(ctx, rec, err)
+	d.sharedUpdate(ctx, fence, shared, rec, "")
+	hooks := d.cfg.HooksFor(cs.cfg)
+	if err != nil {
+		d.runHooks(ctx, cs, rec, "post-unsuccessful-failover", hooks.PostUnsuccessfulFailover, hooks)
+		cs.mu.Lock()
+		cs.status.State = dbpilot.ClusterDead
+		cs.touch()
+		cs.mu.Unlock()
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditFailed, Message: "recovery failed: " + err.Error()})
+		return
+	}
+	faultPoint("before-post-hooks")
+	d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
+	cs.mu.Lock()
+	cs.setPrimary(rec.NewPrimary)
+	cs.known = appendKey(cs.known, rec.NewPrimary)
+	cs.fenced[old] = true
+	cs.failingSince = time.Time{}
+	cs.status.State = dbpilot.ClusterOK
+	cs.status.Primary = rec.NewPrimary
+	cs.mu.Unlock()
+	d.watchOldPrimary(cs, old)
+	// Observe the new topology now, so that watchers are told of the new
+	// primary together with its replicas moved under it, not of a new
+	// primary over the old tree until the next tick.
+	if _, _, err := d.observe(ctx, cs); err != nil {
+		cs.notify()
+	}
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: dbpilot.AuditRecovered,
+		Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})
 }
 
 func withRule(r recovery.Rules, k dbpilot.InstanceKey, rule dbpilot.PromotionRule) recovery.Rules {
