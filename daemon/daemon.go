@@ -27,6 +27,7 @@ type Daemon struct {
 	ctl     dbpilot.ReplicationController // every topology change goes through it
 	live    Liveness                      // nil: no liveness sessions
 	now     func() time.Time
+	sleep   func(ctx context.Context, d time.Duration) error // nil: a timer (recovery.Clock)
 	log     *slog.Logger
 	version string
 	started time.Time
@@ -164,7 +165,12 @@ type Options struct {
 	Forward     func(api string) dbpilot.ClusterService
 
 	// Now is the clock (nil: time.Now); tests drive time with it.
-	Now     func() time.Time
+	Now func() time.Time
+	// Sleep waits d or until ctx ends (nil: a timer). With Now, it is
+	// the recovery executor's clock: its polls and deadlines (apply,
+	// repoint verification, drain) run on it, so a test with a fake Now
+	// gives a Sleep that advances it.
+	Sleep   func(ctx context.Context, d time.Duration) error
 	Logger  *slog.Logger
 	Version string
 }
@@ -223,6 +229,7 @@ func New(cfg *Config, opt Options) *Daemon {
 		recloner: opt.Recloner,
 		live:     opt.Liveness,
 		now:      opt.Now,
+		sleep:    opt.Sleep,
 		log:      opt.Logger,
 		version:  opt.Version,
 		clusters: map[string]*clusterState{},

@@ -21,7 +21,7 @@ const maxCandidates = 3
 // executor returns the recovery executor acting through the controller
 // for fence (see controller).
 func (d *Daemon) executor(fence *dbpilot.Fence) *recovery.Executor {
-	return &recovery.Executor{Ctl: d.controller(fence), Audit: auditor{d}, Recloner: d.recloner, Opt: recovery.Options{
+	return &recovery.Executor{Ctl: d.controller(fence), Audit: auditor{d}, Recloner: d.recloner, Clock: recovery.Clock{Now: d.now, Sleep: d.sleep}, Opt: recovery.Options{
 		ApplyTimeout:  d.cfg.Recovery.ApplyTimeout.D(),
 		RepointVerify: d.cfg.Recovery.RepointVerify.D(),
 		KillGrace:     d.cfg.Recovery.KillGrace.D(),

@@ -77,6 +77,8 @@ type Executor struct {
 	// Recloner re-provisions a server for a rejoin with Reclone (nil:
 	// such a rejoin is refused).
 	Recloner dbpilot.Recloner
+	// Clock is the run's time (the zero Clock: the wall clock).
+	Clock Clock
 }
 
 // execMaxParallel bounds how many replicas are repointed at once.
@@ -110,7 +112,7 @@ func (e *Executor) newRun(cluster, verb string, rec *dbpilot.Recovery) *execRun 
 		rec = &dbpilot.Recovery{}
 	}
 	if rec.Started.IsZero() {
-		rec.Started = time.Now()
+		rec.Started = e.Clock.now()
 	}
 	if rec.Cluster == "" {
 		rec.Cluster = cluster
@@ -139,7 +141,7 @@ func (r *execRun) audit(ctx context.Context, key dbpilot.InstanceKey, event, msg
 	if r.e.Audit == nil {
 		return
 	}
-	ev := dbpilot.AuditEvent{Time: time.Now(), Cluster: r.cluster, RecoveryID: r.rec.ID, Instance: key, Event: event, Message: msg, Detail: detail}
+	ev := dbpilot.AuditEvent{Time: r.now(), Cluster: r.cluster, RecoveryID: r.rec.ID, Instance: key, Event: event, Message: msg, Detail: detail}
 	// The audit outlives a cancelled recovery: the record of what was done
 	// matters most then.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -151,7 +153,7 @@ func (r *execRun) audit(ctx context.Context, key dbpilot.InstanceKey, event, msg
 
 // finish completes rec and audits "done" or "failed".
 func (r *execRun) finish(ctx context.Context, err error, detail map[string]string) error {
-	r.rec.Ended = time.Now()
+	r.rec.Ended = r.now()
 	if detail == nil {
 		detail = map[string]string{}
 	}
@@ -204,7 +206,7 @@ func execKeyList(keys []dbpilot.InstanceKey) string {
 	return strings.Join(s, ",")
 }
 
-// execSleep waits d or until ctx ends.
+// execSleep waits d or until ctx ends (the wall clock's Sleep).
 func execSleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -214,6 +216,37 @@ func execSleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Clock is the executor's time. Now stamps records and audit events and
+// measures every deadline of a run (apply, repoint verification, drain,
+// acknowledgement waits); Sleep waits between polls, until ctx ends. A nil
+// field is the wall clock's. Tests drive a run's timeouts with a fake one.
+type Clock struct {
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (c Clock) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+func (c Clock) sleep(ctx context.Context, d time.Duration) error {
+	if c.Sleep == nil {
+		return execSleep(ctx, d)
+	}
+	return c.Sleep(ctx, d)
+}
+
+// now, since, until and sleep are the run's clock (Executor.Clock).
+func (r *execRun) now() time.Time                  { return r.e.Clock.now() }
+func (r *execRun) since(t time.Time) time.Duration { return r.now().Sub(t) }
+func (r *execRun) until(t time.Time) time.Duration { return t.Sub(r.now()) }
+func (r *execRun) sleep(ctx context.Context, d time.Duration) error {
+	return r.e.Clock.sleep(ctx, d)
 }
 
 // validate refuses, before anything is done, a plan a failover or a
@@ -263,10 +296,10 @@ func (r *execRun) waitApplied(ctx context.Context, key dbpilot.InstanceKey, pos 
 		return nil
 	}
 	ctl := r.e.Ctl
-	deadline := time.Now().Add(timeout)
+	deadline := r.now().Add(timeout)
 	step := 250 * time.Millisecond
 	for {
-		slice := min(time.Until(deadline), step)
+		slice := min(r.until(deadline), step)
 		step = min(2*step, time.Second)
 		if slice < 10*time.Millisecond {
 			slice = 10 * time.Millisecond
@@ -293,7 +326,7 @@ func (r *execRun) waitApplied(ctx context.Context, key dbpilot.InstanceKey, pos 
 				return dbpilot.Errorf(dbpilot.EUNAVAIL, "%s cannot reach %s: its IO thread failed (%s)", key, pos, execDescribeChannel(ch))
 			}
 		}
-		if !time.Now().Before(deadline) {
+		if !r.now().Before(deadline) {
 			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "%s did not reach %s within %s", key, pos, timeout.Round(time.Millisecond))
 		}
 	}
@@ -328,7 +361,7 @@ func (r *execRun) makeWritable(ctx context.Context, key dbpilot.InstanceKey, why
 	if err := r.e.Ctl.SetReadOnly(ctx, key, false); err != nil {
 		return time.Time{}, err
 	}
-	writable := time.Now()
+	writable := r.now()
 	r.rec.NewPrimary, r.rec.WritesOpen = key, writable
 	r.audit(ctx, key, dbpilot.AuditPromote, fmt.Sprintf("%s promoted (%s): replication removed, writable", key, why),
 		map[string]string{"semi_sync": strconv.FormatBool(r.primarySide())})
@@ -383,7 +416,7 @@ func execEach[T any](items []T, extra func(), f func(T)) {
 // repoint moves one replica's channel from oldSource to primary and verifies
 // it; it returns why it failed, or "".
 func (r *execRun) repoint(ctx context.Context, key, primary, oldSource dbpilot.InstanceKey) string {
-	start := time.Now()
+	start := r.now()
 	channel, reason := r.attach(ctx, key, primary, oldSource)
 	if reason != "" {
 		return reason
@@ -429,7 +462,7 @@ func (r *execRun) confirmRepoint(ctx context.Context, key dbpilot.InstanceKey, c
 		return reason
 	}
 	r.audit(ctx, key, dbpilot.AuditRepoint, fmt.Sprintf("%s replicates from %s", key, primary), map[string]string{
-		"channel": channel, "source": primary.String(), "old_source": oldSource.String(), "elapsed_ms": execMillis(time.Since(start))})
+		"channel": channel, "source": primary.String(), "old_source": oldSource.String(), "elapsed_ms": execMillis(r.since(start))})
 	return ""
 }
 
@@ -438,7 +471,7 @@ func (r *execRun) confirmRepoint(ctx context.Context, key dbpilot.InstanceKey, c
 // the replica's position answers right after the connection is up), for at
 // most RepointVerify. It returns why it failed, or "".
 func (r *execRun) verify(ctx context.Context, key dbpilot.InstanceKey, channel string, source dbpilot.InstanceKey) string {
-	deadline := time.Now().Add(r.opt.RepointVerify)
+	deadline := r.now().Add(r.opt.RepointVerify)
 	good := 0
 	last := "not inspected"
 	for {
@@ -462,10 +495,10 @@ func (r *execRun) verify(ctx context.Context, key dbpilot.InstanceKey, channel s
 		if good >= 2 {
 			return ""
 		}
-		if time.Now().After(deadline) {
+		if r.now().After(deadline) {
 			return fmt.Sprintf("not replicating from %s after %s: %s", source, r.opt.RepointVerify, last)
 		}
-		if err := execSleep(ctx, execPollInterval); err != nil {
+		if err := r.sleep(ctx, execPollInterval); err != nil {
 			return "verification interrupted: " + err.Error()
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/gtid"
@@ -310,7 +309,7 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 			return dbpilot.Errorf(dbpilot.ECONFLICT, "relocate: target %s is not ready, nothing changed: %s; let it catch up, or choose another target", target, rd.Refusal)
 		}
 	}
-	start := time.Now()
+	start := r.now()
 	if err := ctl.StopReplica(ctx, replica); err != nil {
 		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "relocate: cannot stop replication on %s", replica)
 	}
@@ -323,7 +322,7 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 		reason = r.verify(ctx, replica, ch.Name, target)
 	}
 	if reason == "" {
-		detail["elapsed_ms"] = execMillis(time.Since(start))
+		detail["elapsed_ms"] = execMillis(r.since(start))
 		r.audit(ctx, replica, dbpilot.AuditRelocate, fmt.Sprintf("%s replicates from %s (was %s)", replica, target, ch.Source), detail)
 		return nil
 	}
