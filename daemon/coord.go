@@ -409,9 +409,9 @@ func (d *Daemon) finishPromoted(ctx context.Context, cs *clusterState, fence *db
 	cs.mu.Lock()
 	keys := append([]dbpilot.InstanceKey(nil), cs.known...)
 	cs.mu.Unlock()
-	ctl := d.controller(fence)
+	exec := d.executor(fence)
 	if cand.ReadOnly {
-		if err := ctl.SetReadOnly(ctx, cand.Key, false); err != nil {
+		if err := exec.GiveWrites(ctx, cand.Key); err != nil {
 			d.endRecovery(ctx, rec, err)
 			d.sharedUpdate(ctx, fence, sr, rec, "")
 			return
@@ -424,14 +424,7 @@ func (d *Daemon) finishPromoted(ctx context.Context, cs *clusterState, fence *db
 		if inst.Key.Equal(cand.Key) || inst.Key.Equal(sr.OldPrimary) || !inst.Reachable || inst.Channel(sr.OldPrimary) == nil {
 			continue
 		}
-		err := ctl.StopReplica(ctx, inst.Key)
-		if err == nil {
-			err = ctl.ChangeSource(ctx, inst.Key, cand.Key, dbpilot.ChangeSourceOptions{})
-		}
-		if err == nil {
-			err = ctl.StartReplica(ctx, inst.Key)
-		}
-		if err != nil {
+		if err := exec.Reattach(ctx, inst.Key, cand.Key); err != nil {
 			lost = append(lost, inst.Key)
 			if firstErr == nil {
 				firstErr = err

@@ -641,3 +641,56 @@ func posReplace(pos, saved string, domains []uint32) (string, error) {
 	}
 	return gtid.NewMariaList(out...).String(), nil
 }
+
+// The statements below are the ones a recovery sends outside a planned run
+// (Failover, Switchover, Relocate, Rejoin): fencing an old primary that
+// answers again, and finishing or rolling back a run a stopped serve left
+// half done. They go through the executor's controller like every other
+// (under the fencing check when the executor's controller has one); the
+// caller audits them.
+
+// Fence takes writes away from old, a primary replaced by a recovery that
+// answers again: its client sessions are ended first (one waiting for a
+// semi-sync acknowledgement nobody will send would hold SET GLOBAL
+// read_only back for rpl_semi_sync_master_timeout, then tell its client
+// the commit succeeded); then the semi-sync primary side goes off, which
+// releases the killed sessions' commits still waiting (their clients are
+// gone), read_only goes on, and sessions that connected meanwhile are ended
+// too. It returns how many sessions it ended.
+func (e *Executor) Fence(ctx context.Context, old dbpilot.InstanceKey) (int, error) {
+	ctl := e.Ctl
+	n, err := ctl.KillClientConnections(ctx, old)
+	if err != nil {
+		return n, err
+	}
+	if err := ctl.SetSemiSync(ctx, old, false, false); err != nil {
+		return n, err
+	}
+	if err := ctl.SetReadOnly(ctx, old, true); err != nil {
+		return n, err
+	}
+	n2, err := ctl.KillClientConnections(ctx, old)
+	return n + n2, err
+}
+
+// GiveWrites sets read_only off on key: a candidate whose replication a
+// stopped serve removed before it made it writable, or a switchover's old
+// primary left read_only by a serve that stopped before the promotion.
+func (e *Executor) GiveWrites(ctx context.Context, key dbpilot.InstanceKey) error {
+	return e.Ctl.SetReadOnly(ctx, key, false)
+}
+
+// Reattach points replica at source (GTID auto-positioning): replication
+// stopped, the source changed, replication started; the first error ends
+// it. It finishes the repointing of a failover a stopped serve promoted.
+func (e *Executor) Reattach(ctx context.Context, replica, source dbpilot.InstanceKey) error {
+	ctl := e.Ctl
+	err := ctl.StopReplica(ctx, replica)
+	if err == nil {
+		err = ctl.ChangeSource(ctx, replica, source, dbpilot.ChangeSourceOptions{})
+	}
+	if err == nil {
+		err = ctl.StartReplica(ctx, replica)
+	}
+	return err
+}
