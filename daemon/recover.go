@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,10 +12,6 @@ import (
 	"github.com/dbpilot/dbpilot/recovery"
 	"github.com/dbpilot/dbpilot/topology"
 )
-
-// maxCandidates is how many candidates a failover tries when the chosen one
-// fails before it is promoted.
-const maxCandidates = 3
 
 // executor returns the recovery executor acting through the controller
 // for fence (see controller).
@@ -155,7 +150,7 @@ func (d *Daemon) planFailover(ctx context.Context, cs *clusterState, kind string
 // executeFailover records and carries out the planned failover p: shared
 // and durable records, pre-failover hooks, the standby fence, then the
 // executor's failover, planning again without a candidate that fails
-// before its promotion (up to maxCandidates), and the end (finishFailover).
+// before its promotion (up to recovery.MaxCandidates), and the end (finishFailover).
 func (d *Daemon) executeFailover(ctx context.Context, cs *clusterState, p *failoverPlanned, fence *dbpilot.Fence, resumed *dbpilot.SharedRecovery) (*dbpilot.Recovery, error) {
 	rec, name, old := p.rec, cs.cfg.Name, p.old
 	if resumed != nil {
@@ -207,37 +202,14 @@ func (d *Daemon) executeFailover(ctx context.Context, cs *clusterState, p *failo
 }
 
 // promoteWithRetries runs the executor's failover of p's plan; a candidate
-// that dies before its promotion is replaced by a new plan without it, up
-// to maxCandidates.
+// that dies before its promotion is replaced by a new plan without it
+// (recovery.Executor.FailoverRetrying), each new plan shared.
 func (d *Daemon) promoteWithRetries(ctx context.Context, p *failoverPlanned, fence *dbpilot.Fence, shared *dbpilot.SharedRecovery) error {
-	rec, name, plan, rules := p.rec, p.cs.cfg.Name, p.plan, p.rules
 	exec := d.executor(fence)
 	exec.Opt.SemiSync = p.cs.cfg.SemiSync
-	for attempt := 1; ; attempt++ {
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditPlan, Message: plan.Reason, Detail: map[string]string{"plan": plan.String()}})
-		err := exec.Failover(ctx, plan, rec)
-		if err == nil {
-			rec.NewPrimary = plan.Candidate
-			return nil
-		}
-		// A candidate that died before promotion: plan again without it.
-		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || attempt >= maxCandidates || ctx.Err() != nil || errors.Is(err, dbpilot.ErrLeadershipLost) {
-			return err
-		}
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditCandidateFailed,
-			Message: fmt.Sprintf("candidate %s failed (%v); planning again without it", plan.Candidate, err)})
-		rules = withRule(rules, plan.Candidate, dbpilot.PromoteMustNot)
-		fresh := d.inspectMembers(ctx, p.members, p.old)
-		next, perr := recovery.PlanFailover(name, p.old, fresh, rules)
-		if perr != nil {
-			return fmt.Errorf("%w; no other candidate: %v", err, perr)
-		}
-		plan = next
-		rec.Plan = plan.String()
-		rec.NewPrimary = plan.Candidate
-		rec.LostReplicas = nil
-		d.sharedUpdate(ctx, fence, shared, rec, "replanned")
-	}
+	return exec.FailoverRetrying(ctx, p.plan, p.rec, recovery.Retry{Cluster: p.cs.cfg.Name, OldPrimary: p.old, Rules: p.rules,
+		Members:   func(ctx context.Context) []*dbpilot.Instance { return d.inspectMembers(ctx, p.members, p.old) },
+		Replanned: func(ctx context.Context) { d.sharedUpdate(ctx, fence, shared, p.rec, "replanned") }})
 }
 
 // preFailoverHooks runs the cluster's pre-failover hooks once per
@@ -298,15 +270,6 @@ func (d *Daemon) finishFailover(ctx context.Context, cs *clusterState, fence *db
 	}
 	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: dbpilot.AuditRecovered,
 		Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})
-}
-
-func withRule(r recovery.Rules, k dbpilot.InstanceKey, rule dbpilot.PromotionRule) recovery.Rules {
-	out := recovery.Rules{}
-	for key, v := range r {
-		out[key] = v
-	}
-	out[k] = rule
-	return out
 }
 
 // runHooks runs a hook list; for pre-failover, a failure vetoes (returned
