@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/recovery"
 	"github.com/dbpilot/dbpilot/topology"
 )
 
@@ -77,10 +78,10 @@ type clusterState struct {
 	// member (withLastKnown): one observation that missed a crashed
 	// member does not lose its place for good.
 	placed       map[dbpilot.InstanceKey]*dbpilot.Instance
-	instances    []*dbpilot.Instance // the cluster's instances at the last tick
-	detached     []*dbpilot.Instance // seen but outside the cluster (a fenced old primary, a lone seed)
-	failingSince time.Time           // first failed probe of the primary in this failure
-	reprobe      primaryProbe        // the re-probe of a failing primary (own lock)
+	instances    []*dbpilot.Instance   // the cluster's instances at the last tick
+	detached     []*dbpilot.Instance   // seen but outside the cluster (a fenced old primary, a lone seed)
+	failingSince time.Time             // first failed probe of the primary in this failure
+	reprobe      recovery.PrimaryProbe // the re-probe of a failing primary (own lock)
 	lastVerdict  string
 	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
 	resumedToken int64                        // the leadership (fence token) whose takeover check ran
@@ -1014,7 +1015,7 @@ func (d *Daemon) note(cs *clusterState, event, msg string) {
 // replica of it in parallel, then decide with topology.AssessPrimary.
 func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.Instance, members []*dbpilot.Instance) topology.Verdict {
 	if primary.Reachable {
-		cs.reprobe.answered()
+		cs.reprobe.Answered()
 		cs.mu.Lock()
 		wasFailing := !cs.failingSince.IsZero()
 		cs.failingSince = time.Time{}
@@ -1047,36 +1048,9 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.Detection.ConfirmTimeout.D())
 	defer cancel()
-	var keys []dbpilot.InstanceKey
-	for _, m := range members {
-		if m.Channel(primary.Key) != nil {
-			keys = append(keys, m.Key)
-		}
-	}
-	fresh := make([]*dbpilot.Instance, len(keys))
-	var wg sync.WaitGroup
-	// The re-probe of the primary: any answer, an error packet included,
-	// is proof of life (Instance.Answers).
-	var again *dbpilot.Instance
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		again = d.reprobe(cctx, cs, primary.Key)
-	}()
-	for i, k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inst, err := d.probe.Inspect(cctx, k)
-			if err != nil {
-				inst = &dbpilot.Instance{Key: k, LastError: err.Error(), ObservedAt: d.now()}
-			}
-			fresh[i] = inst
-		}()
-	}
-	wg.Wait()
+	reprobe := func(ctx context.Context) *dbpilot.Instance { return d.reprobe(ctx, cs, primary.Key) }
+	v, fresh := recovery.Confirm(cctx, primary, members, reprobe, d.probe.Inspect, d.now)
 	d.silence.note(fresh, d.now())
-	v := topology.AssessPrimary(again, fresh)
 	cs.mu.Lock()
 	cs.status.State = v.State
 	cs.touch()
@@ -1097,25 +1071,7 @@ func (d *Daemon) blockedUntil(ctx context.Context, cs *clusterState) time.Time {
 	if err != nil {
 		return time.Time{}
 	}
-	var r *dbpilot.Recovery
-	for _, x := range recs {
-		if x.Kind != dbpilot.RecoveryRelocate && x.Kind != dbpilot.RecoveryRejoin {
-			r = x
-			break
-		}
-	}
-	if r == nil || r.Acked || r.Kind == dbpilot.RecoverySwitchover {
-		return time.Time{}
-	}
-	end := r.Ended
-	if end.IsZero() {
-		end = r.Started
-	}
-	until := end.Add(d.cfg.Recovery.BlockPeriod.D())
-	if d.now().Before(until) {
-		return until
-	}
-	return time.Time{}
+	return recovery.BlockedUntil(recs, d.cfg.Recovery.BlockPeriod.D(), d.now())
 }
 
 func (d *Daemon) audit(ctx context.Context, e dbpilot.AuditEvent) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/recovery"
-	"github.com/dbpilot/dbpilot/topology"
 )
 
 // executor returns the recovery executor acting through the controller
@@ -394,18 +393,13 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState, fence *dbpilot.Fen
 		if newPrimary == nil || !newPrimary.Reachable {
 			continue
 		}
-		errant, err := topology.Errant(old, newPrimary)
+		r, err := recovery.DecideReturning(old, newPrimary, cs.cfg.Rejoin)
 		if err != nil {
 			d.log.Warn("fence: compare GTIDs", "instance", old.Key.String(), "err", err)
 			continue
 		}
-		if errant != "" {
-			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has errant transactions the new primary %s lacks: %s; it stays read_only and out of the cluster ('dbpilot rejoin %s --reclone' re-provisions and attaches it)", old.Key, newPrimary.Key, errant, old.Key),
-				map[string]string{"errant": errant})
-			continue
-		}
-		if !cs.cfg.Rejoin {
-			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has no errant transactions; rejoin is off, so it stays read_only and detached ('dbpilot rejoin %s' attaches it)", old.Key, old.Key), nil)
+		if !r.Rejoin {
+			d.fenceNote(ctx, cs, old.Key, r.Note, r.Detail)
 			continue
 		}
 		if err := d.autoRejoin(ctx, cs, fence, old.Key, newPrimary.Key); err != nil {
