@@ -613,16 +613,52 @@ func withLastKnown(all, prev []*dbpilot.Instance) []*dbpilot.Instance {
 // cluster's instances and its primary.
 func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Instance, *dbpilot.Instance, error) {
 	defer d.noteDiscovery(cs, time.Now())
+	c, err := d.crawl(ctx, cs)
+	if err != nil {
+		return nil, nil, err
+	}
+	comp, members, primary, detached := placeMembers(c.all, c.cur, cs.cfg.seeds)
+	var pk dbpilot.InstanceKey
+	if primary != nil {
+		pk = primary.Key
+	}
+	problems, fenced, overlap := d.problemsOf(cs, members, primary, detached, c.toFence)
+	forgotten := d.record(cs, c, comp, members, primary, detached, problems, fenced, overlap)
+	if d.mon != nil && d.running.Load() {
+		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
+	}
+	d.noteProblems(cs, pk, problems)
+	d.forget(ctx, cs, forgotten)
+	if d.store != nil && len(members) > 0 && cs.shouldSave(d.now(), members) {
+		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil {
+			d.log.Warn("save instances", "cluster", cs.cfg.Name, "err", err)
+		}
+	}
+	return members, primary, nil
+}
+
+// crawled is one crawl of a cluster: every instance reached (with the
+// members it did not reach at their last observation), from the primary
+// cur it started at.
+type crawled struct {
+	all     []*dbpilot.Instance
+	stale   map[dbpilot.InstanceKey]bool // members kept from the last observation (normalized keys)
+	cur     dbpilot.InstanceKey
+	toFence map[dbpilot.InstanceKey]bool // old primaries to fence (normalized keys)
+}
+
+// crawl discovers cs from its known instances and primary, within the
+// poll interval (10 s acting directly).
+func (d *Daemon) crawl(ctx context.Context, cs *clusterState) (crawled, error) {
 	cs.mu.Lock()
 	seeds := append([]dbpilot.InstanceKey(nil), cs.known...)
 	if !cs.primary.IsZero() {
 		seeds = appendKey(seeds, cs.primary)
 	}
-	cur := cs.primary
+	c := crawled{cur: cs.primary, toFence: make(map[dbpilot.InstanceKey]bool, len(cs.fenced))}
 	prev := cs.instances
-	toFence := make(map[dbpilot.InstanceKey]bool, len(cs.fenced))
 	for k := range cs.fenced {
-		toFence[k.Normalized()] = true
+		c.toFence[k.Normalized()] = true
 	}
 	cs.mu.Unlock()
 
@@ -632,9 +668,8 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	}
 	all, err := topology.Discover(ctx, d.probe, seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now})
 	if err != nil && len(all) == 0 {
-		return nil, nil, err
+		return c, err
 	}
-	var stale map[dbpilot.InstanceKey]bool
 	if err != nil {
 		// A partial crawl (the bound passed before every instance was
 		// inspected): the members it did not reach keep their last
@@ -644,7 +679,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		// their monitoring stopped and their series ended, only for the
 		// next crawl to start them again (at 1000 instances under load,
 		// every cluster flapped).
-		all, stale = withUninspected(all, prev)
+		all, c.stale = withUninspected(all, prev)
 	}
 	cs.mu.Lock()
 	if cs.placed == nil {
@@ -653,7 +688,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	for _, obs := range [][]*dbpilot.Instance{prev, all} {
 		for _, p := range obs {
 			switch {
-			case !p.Reachable || stale[p.Key.Normalized()]:
+			case !p.Reachable || c.stale[p.Key.Normalized()]:
 			case len(p.Channels) > 0:
 				cs.placed[p.Key.Normalized()] = p
 			default:
@@ -666,13 +701,15 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		placed = append(placed, p)
 	}
 	cs.mu.Unlock()
-	all = withLastKnown(all, append(slices.Clone(prev), placed...))
-	d.silence.note(all, d.now())
-	comps := topology.Clusters(all)
-	comp := pickComponent(comps, cur, cs.cfg.seeds)
-	var members []*dbpilot.Instance
-	var primary *dbpilot.Instance
-	var detached []*dbpilot.Instance
+	c.all = withLastKnown(all, append(slices.Clone(prev), placed...))
+	d.silence.note(c.all, d.now())
+	return c, nil
+}
+
+// placeMembers splits a crawl into the cluster's component (comp, nil when
+// none), its members and primary, and the instances outside it (detached).
+func placeMembers(all []*dbpilot.Instance, cur dbpilot.InstanceKey, seeds []dbpilot.InstanceKey) (comp *dbpilot.Cluster, members []*dbpilot.Instance, primary *dbpilot.Instance, detached []*dbpilot.Instance) {
+	comp = pickComponent(topology.Clusters(all), cur, seeds)
 	in := map[dbpilot.InstanceKey]bool{}
 	if comp != nil {
 		members = comp.Instances
@@ -697,14 +734,19 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 			detached = append(detached, i)
 		}
 	}
-	problems := topology.Analyze(members, topology.AnalyzeOptions{})
+	return comp, members, primary, detached
+}
+
+// problemsOf analyzes an observation of cs: the members' problems, the old
+// primaries to fence among the detached (fenced, read_only, when they
+// answer, with the GTIDs they have that the primary lacks), writable
+// detached servers, and servers another cluster claims too (overlap).
+func (d *Daemon) problemsOf(cs *clusterState, members []*dbpilot.Instance, primary *dbpilot.Instance, detached []*dbpilot.Instance, toFence map[dbpilot.InstanceKey]bool) (problems []dbpilot.Problem, fenced []dbpilot.FencedInstance, overlap []dbpilot.Problem) {
+	problems = topology.Analyze(members, topology.AnalyzeOptions{})
 	var pk dbpilot.InstanceKey
 	if primary != nil {
 		pk = primary.Key
 	}
-	// The old primaries to fence among the detached: fenced (read_only)
-	// when they answer, with the GTIDs they have that the primary lacks.
-	var fenced []dbpilot.FencedInstance
 	for _, i := range detached {
 		if toFence[i.Key.Normalized()] {
 			fenced = append(fenced, topology.FencedOf(i, primary))
@@ -714,13 +756,20 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		problems = append(problems, topology.DetachedWritable(pk, members, detached)...)
 		problems = append(problems, topology.FencedProblems(fenced)...)
 	}
-	overlap := overlapProblems(cs.cfg.Name, d.owners.claim(cs.cfg.Name, members))
+	overlap = overlapProblems(cs.cfg.Name, d.owners.claim(cs.cfg.Name, members))
 	problems = append(problems, overlap...)
+	return problems, fenced, overlap
+}
 
+// record makes an observation cs's state and status, and returns the
+// instances not seen for forget_after.
+func (d *Daemon) record(cs *clusterState, c crawled, comp *dbpilot.Cluster, members []*dbpilot.Instance, primary *dbpilot.Instance, detached []*dbpilot.Instance,
+	problems []dbpilot.Problem, fenced []dbpilot.FencedInstance, overlap []dbpilot.Problem) []dbpilot.InstanceKey {
 	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	now := d.now()
-	for _, i := range all {
-		if i.Reachable && !stale[i.Key.Normalized()] {
+	for _, i := range c.all {
+		if i.Reachable && !c.stale[i.Key.Normalized()] {
 			cs.known = appendKey(cs.known, i.Key)
 			cs.lastSeen[i.Key.Normalized()] = now
 		}
@@ -730,7 +779,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	// A primary decided while the crawl ran (a recovery, another serve's
 	// recovery adopted) is newer than what the crawl started from: it is
 	// kept, and the next tick observes from it.
-	if primary != nil && cs.primary == cur {
+	if primary != nil && cs.primary == c.cur {
 		cs.setPrimary(primary.Key)
 		cs.status.Primary = primary.Key
 	}
@@ -747,11 +796,12 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		cs.status.State = dbpilot.ClusterOK
 	}
 	cs.touch()
-	cs.mu.Unlock()
-	if d.mon != nil && d.running.Load() {
-		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
-	}
-	d.noteProblems(cs, pk, problems)
+	return forgotten
+}
+
+// forget drops instances not seen for forget_after: their probes, their
+// saved state, audited.
+func (d *Daemon) forget(ctx context.Context, cs *clusterState, forgotten []dbpilot.InstanceKey) {
 	for _, k := range forgotten {
 		d.probe.Forget(k)
 		if d.store != nil {
@@ -762,12 +812,6 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: dbpilot.AuditForget,
 			Message: fmt.Sprintf("%s was not seen for %s: no longer part of cluster %s", k, d.cfg.ForgetAfter.D(), cs.cfg.Name)})
 	}
-	if d.store != nil && len(members) > 0 && cs.shouldSave(d.now(), members) {
-		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil {
-			d.log.Warn("save instances", "cluster", cs.cfg.Name, "err", err)
-		}
-	}
-	return members, primary, nil
 }
 
 // saveEvery is how often an unchanged cluster's instances are saved (their
