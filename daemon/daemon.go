@@ -193,13 +193,9 @@ type Liveness interface {
 }
 
 // StandbyFencer is implemented by Liveness adapters that keep an idle
-// session on each primary they hold (mysql.Liveness): Fence sends SET
-// GLOBAL read_only=ON on it without waiting, so that a hung primary runs it
-// first when it runs again, before any client can open a session. The
-// channel receives the outcome; it is nil when no session is held.
-type StandbyFencer interface {
-	Fence(key dbpilot.InstanceKey) <-chan error
-}
+// session on each primary they hold (mysql.Liveness); the recovery
+// executor sends the standby fence through it (recovery.StandbyFencer).
+type StandbyFencer = recovery.StandbyFencer
 
 // CollectorStarter starts metric collection on one instance. The heartbeat
 // collector writes on the instance only as gate allows (heartbeat.go).

@@ -15,13 +15,15 @@ import (
 // executor returns the recovery executor acting through the controller
 // for fence (see controller).
 func (d *Daemon) executor(fence *dbpilot.Fence) *recovery.Executor {
-	return &recovery.Executor{Ctl: d.controller(fence), Audit: auditor{d}, Recloner: d.recloner, Clock: recovery.Clock{Now: d.now, Sleep: d.sleep}, Opt: recovery.Options{
-		ApplyTimeout:  d.cfg.Recovery.ApplyTimeout.D(),
-		RepointVerify: d.cfg.Recovery.RepointVerify.D(),
-		KillGrace:     d.cfg.Recovery.KillGrace.D(),
-		MaxLag:        d.cfg.Switchover.MaxLag.D(),
-		DrainTimeout:  d.cfg.Switchover.DrainTimeout.D(),
-	}}
+	standby, _ := d.live.(StandbyFencer)
+	return &recovery.Executor{Ctl: d.controller(fence), Audit: auditor{d}, Recloner: d.recloner, Standby: standby,
+		Clock: recovery.Clock{Now: d.now, Sleep: d.sleep}, Opt: recovery.Options{
+			ApplyTimeout:  d.cfg.Recovery.ApplyTimeout.D(),
+			RepointVerify: d.cfg.Recovery.RepointVerify.D(),
+			KillGrace:     d.cfg.Recovery.KillGrace.D(),
+			MaxLag:        d.cfg.Switchover.MaxLag.D(),
+			DrainTimeout:  d.cfg.Switchover.DrainTimeout.D(),
+		}}
 }
 
 // auditor routes the executor's audit events through the daemon's log and store.

@@ -314,11 +314,10 @@ func (d *Daemon) fenceNow(ctx context.Context, old dbpilot.InstanceKey) (int, er
 // The outcome is audited when it comes; fenceNow still ends the sessions
 // of a primary that answers again (watchOldPrimary).
 func (d *Daemon) fenceStandby(ctx context.Context, cs *clusterState, rec *dbpilot.Recovery) {
-	sf, ok := d.live.(StandbyFencer)
-	if !ok || rec.OldPrimary.IsZero() {
+	if _, ok := d.live.(StandbyFencer); !ok || rec.OldPrimary.IsZero() {
 		return
 	}
-	done := sf.Fence(rec.OldPrimary)
+	done := d.executor(nil).FenceStandby(rec.OldPrimary)
 	if done == nil {
 		d.log.Info("no standby session on the old primary: it is fenced when it answers again", "cluster", cs.cfg.Name, "instance", rec.OldPrimary.String())
 		return

@@ -79,6 +79,18 @@ type Executor struct {
 	Recloner dbpilot.Recloner
 	// Clock is the run's time (the zero Clock: the wall clock).
 	Clock Clock
+	// Standby sends read_only on an idle session kept on a primary (nil:
+	// none): FenceStandby.
+	Standby StandbyFencer
+}
+
+// StandbyFencer is implemented by liveness adapters that keep an idle
+// session on each primary they hold (mysql.Liveness): Fence sends SET
+// GLOBAL read_only=ON on it without waiting, so that a hung primary runs it
+// first when it runs again, before any client can open a session. The
+// channel receives the outcome; it is nil when no session is held.
+type StandbyFencer interface {
+	Fence(key dbpilot.InstanceKey) <-chan error
 }
 
 // execMaxParallel bounds how many replicas are repointed at once.
@@ -671,6 +683,16 @@ func (e *Executor) Fence(ctx context.Context, old dbpilot.InstanceKey) (int, err
 	}
 	n2, err := ctl.KillClientConnections(ctx, old)
 	return n + n2, err
+}
+
+// FenceStandby sends read_only to old, the primary of a failover about to
+// run, on the standby session (Standby) without waiting; the channel
+// receives the outcome. It is nil when there is no standby session.
+func (e *Executor) FenceStandby(old dbpilot.InstanceKey) <-chan error {
+	if e.Standby == nil {
+		return nil
+	}
+	return e.Standby.Fence(old)
 }
 
 // GiveWrites sets read_only off on key: a candidate whose replication a
