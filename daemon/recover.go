@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -37,58 +36,20 @@ func (a auditor) Audit(ctx context.Context, e dbpilot.AuditEvent) error {
 	return nil
 }
 
-// inspectAllTimeout bounds each read of inspectAll: a recovery never waits
-// on an unresponsive server (a SIGSTOPped primary kept the plan waiting
-// for the 30 s query timeout).
-const inspectAllTimeout = 2 * time.Second
-
 // preHooksStep is the step a shared recovery records before its
 // pre-failover hooks start.
 const preHooksStep = "pre-failover-hooks-started"
 
 // inspectMembers reads the members of a cluster afresh for a failover
-// plan, except its old primary, confirmed dead: it keeps its last
-// observation (unreachable). A hung old primary would cost the plan the
-// whole read bound for an answer it does not give.
+// plan, its dead old primary kept as last observed (recovery.ReadMembers).
 func (d *Daemon) inspectMembers(ctx context.Context, members []*dbpilot.Instance, old dbpilot.InstanceKey) []*dbpilot.Instance {
-	var keys []dbpilot.InstanceKey
-	var dead *dbpilot.Instance
-	for _, m := range members {
-		if m.Key.Equal(old) {
-			cp := *m
-			cp.Reachable = false
-			dead = &cp
-			continue
-		}
-		keys = append(keys, m.Key)
-	}
-	fresh := d.inspectAll(ctx, keys)
-	if dead != nil {
-		fresh = append(fresh, dead)
-	}
-	return fresh
+	return recovery.ReadMembers(ctx, d.ctl, members, old, d.now)
 }
 
 // inspectAll reads every key afresh through the controller, in parallel,
-// each within inspectAllTimeout.
+// each within recovery.ReadTimeout (recovery.ReadAll).
 func (d *Daemon) inspectAll(ctx context.Context, keys []dbpilot.InstanceKey) []*dbpilot.Instance {
-	ctx, cancel := context.WithTimeout(ctx, inspectAllTimeout)
-	defer cancel()
-	out := make([]*dbpilot.Instance, len(keys))
-	var wg sync.WaitGroup
-	for i, k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inst, err := d.ctl.Inspect(ctx, k)
-			if err != nil {
-				inst = &dbpilot.Instance{Key: k, LastError: err.Error(), ObservedAt: d.now()}
-			}
-			out[i] = inst
-		}()
-	}
-	wg.Wait()
-	return out
+	return recovery.ReadAll(ctx, d.ctl, keys, d.now)
 }
 
 func keysOf(in []*dbpilot.Instance) []dbpilot.InstanceKey {
