@@ -19,6 +19,7 @@ import (
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/backup"
 	"github.com/dbpilot/dbpilot/collector"
+	"github.com/dbpilot/dbpilot/coord"
 	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/remotewrite"
@@ -31,9 +32,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// This file is the only place where the daemon meets concrete adapters:
-// mysql (probes, replication control, liveness sessions, credential files),
-// backup (re-provisioning a server for rejoin --reclone),
+// This file is the only place where the daemon meets concrete adapters
+// (remotewrite's URL checks and defaults in config_remote.go aside):
+// coord (the etcd coordinator), mysql (probes, replication control,
+// liveness sessions, credential files), backup (re-provisioning a server for rejoin --reclone),
 // collector (metrics, the gated heartbeat, the statements collector and the
 // watchdog's session: processlist, metadata locks, KILL), sqlite (state),
 // metrics (the embedded TSDB), remotewrite (remote-write targets and a
@@ -718,4 +720,23 @@ func sandboxCredentialsFile(d *sandbox.Descriptor, name string, c CredentialsCon
 		return "", fmt.Errorf("write credentials file %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// NewCoordinator returns the etcd coordinator of cfg (nil without
+// coordination.etcd); the caller starts it (Start, then Run) and closes it.
+func NewCoordinator(cfg *Config, log *slog.Logger, version string) (*coord.Etcd, error) {
+	if !cfg.Coordinated() {
+		return nil, nil
+	}
+	e := cfg.Coordination.Etcd
+	names := make([]string, len(cfg.Clusters))
+	for i, c := range cfg.Clusters {
+		names[i] = c.Name
+	}
+	return coord.New(coord.Options{
+		Endpoints: e.Endpoints, Prefix: e.Prefix, LeaseTTL: e.LeaseTTL.D(), DialTimeout: e.DialTimeout.D(), RequestTimeout: e.RequestTimeout.D(),
+		Username: e.Username, Password: e.Password, CAFile: expandHome(e.CAFile), CertFile: expandHome(e.CertFile), KeyFile: expandHome(e.KeyFile),
+		InsecureSkipVerify: e.InsecureSkipVerify,
+		Member:             cfg.MemberID(), API: cfg.AdvertiseURL(), Version: version, Clusters: names, Logger: log,
+	})
 }
