@@ -1002,17 +1002,10 @@ func (d *Daemon) recoverDead(ctx context.Context, cs *clusterState, primary *dbp
 	}
 	cs.mu.Lock()
 	overlap := slices.Clone(cs.overlap)
+	members := slices.Clone(cs.instances)
 	cs.mu.Unlock()
-	if len(overlap) > 0 {
-		d.note(cs, "auto-failover-suspended", "automatic recovery suspended: "+overlap[0].Message)
-		return
-	}
-	if cs.multiPrimary() {
-		d.note(cs, "auto-failover-skipped", "the cluster has several writers (ring or multi-source): automatic failover is not supported")
-		return
-	}
-	if until := d.blockedUntil(ctx, cs); !until.IsZero() {
-		d.note(cs, "blocked", fmt.Sprintf("automatic recovery blocked until %s by a recent recovery; acknowledge it with 'dbpilot ack %s'", until.Format(time.RFC3339), cs.cfg.Name))
+	if h := recovery.HoldAutomatic(cs.cfg.Name, overlap, members, func() time.Time { return d.blockedUntil(ctx, cs) }); h.Event != "" {
+		d.note(cs, h.Event, h.Message)
 		return
 	}
 	if !cs.op.TryLock() {
@@ -1025,19 +1018,9 @@ func (d *Daemon) recoverDead(ctx context.Context, cs *clusterState, primary *dbp
 }
 
 func (cs *clusterState) multiPrimary() bool {
-	n := 0
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	for _, i := range cs.instances {
-		if !i.IsReplica() {
-			n++
-		}
-	}
-	if n > 1 {
-		return true
-	}
-	// A ring: every member is a replica.
-	return n == 0 && len(cs.instances) > 0
+	return recovery.MultiPrimary(cs.instances)
 }
 
 // note logs a message once per distinct text for the cluster's current failure.

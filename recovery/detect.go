@@ -191,3 +191,42 @@ func DecideReturning(old, newPrimary *dbpilot.Instance, rejoin bool) (Returning,
 	}
 	return Returning{Rejoin: true}, nil
 }
+
+// MultiPrimary reports whether members have several writers: more than
+// one without a source (multi-source), or none at all (a ring, where every
+// member is a replica). Failover and switchover support neither.
+func MultiPrimary(members []*dbpilot.Instance) bool {
+	n := 0
+	for _, i := range members {
+		if !i.IsReplica() {
+			n++
+		}
+	}
+	if n > 1 {
+		return true
+	}
+	return n == 0 && len(members) > 0
+}
+
+// Hold is why the automatic recovery of a cluster's dead primary waits:
+// Event names it for the log, Message says it. The zero Hold lets it run.
+type Hold struct {
+	Event, Message string
+}
+
+// HoldAutomatic decides whether the automatic recovery of cluster's dead
+// primary may start: not while servers are claimed by another cluster too
+// (overlap), not for several writers (MultiPrimary), not while a recent
+// recovery blocks it (blockedUntil, asked last, zero when not blocked).
+func HoldAutomatic(cluster string, overlap []dbpilot.Problem, members []*dbpilot.Instance, blockedUntil func() time.Time) Hold {
+	if len(overlap) > 0 {
+		return Hold{"auto-failover-suspended", "automatic recovery suspended: " + overlap[0].Message}
+	}
+	if MultiPrimary(members) {
+		return Hold{"auto-failover-skipped", "the cluster has several writers (ring or multi-source): automatic failover is not supported"}
+	}
+	if until := blockedUntil(); !until.IsZero() {
+		return Hold{"blocked", fmt.Sprintf("automatic recovery blocked until %s by a recent recovery; acknowledge it with 'dbpilot ack %s'", until.Format(time.RFC3339), cluster)}
+	}
+	return Hold{}
+}

@@ -55,3 +55,42 @@ func TestDecideReturning(t *testing.T) {
 		t.Errorf("errant, rejoin on: %+v, %v", r, err)
 	}
 }
+
+func TestHoldAutomatic(t *testing.T) {
+	k := func(p int) dbpilot.InstanceKey { return dbpilot.InstanceKey{Host: "10.0.0.1", Port: p} }
+	replica := func(p, src int) *dbpilot.Instance {
+		return &dbpilot.Instance{Key: k(p), Channels: []dbpilot.ReplicationChannel{{Source: k(src)}}}
+	}
+	tree := []*dbpilot.Instance{{Key: k(1)}, replica(2, 1), replica(3, 1)}
+	ring := []*dbpilot.Instance{replica(1, 2), replica(2, 1)}
+	multi := []*dbpilot.Instance{{Key: k(1)}, {Key: k(2)}, replica(3, 1)}
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	asked := 0
+	notBlocked := func() time.Time { asked++; return time.Time{} }
+	blocked := func() time.Time { return now }
+	overlap := []dbpilot.Problem{{Message: "10.0.0.1:2 is also in cluster other"}}
+	for _, tc := range []struct {
+		name    string
+		overlap []dbpilot.Problem
+		members []*dbpilot.Instance
+		blocked func() time.Time
+		event   string
+	}{
+		{"a tree", nil, tree, notBlocked, ""},
+		{"overlap", overlap, tree, notBlocked, "auto-failover-suspended"},
+		{"ring", nil, ring, notBlocked, "auto-failover-skipped"},
+		{"multi-source", nil, multi, notBlocked, "auto-failover-skipped"},
+		{"blocked", nil, tree, blocked, "blocked"},
+	} {
+		h := HoldAutomatic("c", tc.overlap, tc.members, tc.blocked)
+		if h.Event != tc.event || (tc.event != "" && h.Message == "") {
+			t.Errorf("%s: hold %+v, want event %q", tc.name, h, tc.event)
+		}
+	}
+	if asked != 1 {
+		t.Errorf("the block was read %d times, want once (only when nothing else holds)", asked)
+	}
+	if h := HoldAutomatic("c", nil, tree, blocked); !strings.Contains(h.Message, "dbpilot ack c") || !strings.Contains(h.Message, now.Format(time.RFC3339)) {
+		t.Errorf("blocked message %q", h.Message)
+	}
+}
