@@ -12,7 +12,6 @@ import (
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/binlog"
-	"github.com/dbpilot/dbpilot/mysql"
 )
 
 // BackupConfig configures serve's backups.
@@ -195,7 +194,9 @@ func (b *binlogBackup) primary() (dbpilot.InstanceKey, string) {
 func (b *binlogBackup) stream(ctx context.Context, primary dbpilot.InstanceKey) error {
 	conn := adminOptions(b.d.cfg)
 	conn.ConnectTimeout = max(conn.ConnectTimeout, 2*time.Second)
-	if err := b.setAside(ctx, primary, conn); err != nil {
+	if err := b.setAside(ctx, primary, func(ctx context.Context) (string, bool, error) {
+		return gtidBinlogState(ctx, primary, conn)
+	}); err != nil {
 		return err
 	}
 	st, err := binlog.New(binlog.Options{Key: primary, Conn: conn, Dir: b.cfg.Dir, From: b.cfg.From, SemiSync: b.cfg.SemiSync,
@@ -236,17 +237,15 @@ func (b *binlogBackup) stream(ctx context.Context, primary dbpilot.InstanceKey) 
 // not deleted), the archive is cut back before them, audited and counted,
 // so that streaming from primary continues without a duplicate sequence
 // number. A divergence before the file being written is a gap (ECONFLICT).
-func (b *binlogBackup) setAside(ctx context.Context, primary dbpilot.InstanceKey, conn mysql.Options) error {
+func (b *binlogBackup) setAside(ctx context.Context, primary dbpilot.InstanceKey, binlogState func(context.Context) (string, bool, error)) error {
 	if !archiveExists(b.cfg.Dir) {
 		return nil // a new archive
 	}
-	db, err := mysql.Open(ctx, primary, conn)
+	state, ok, err := binlogState(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	state, ok, err := db.QueryValue(ctx, "SELECT @@GLOBAL.gtid_binlog_state")
-	if err != nil || !ok {
+	if !ok {
 		return nil // MySQL: no such variable; its GTID sets are not set aside
 	}
 	aside, err := binlog.SetAside(b.cfg.Dir, state)

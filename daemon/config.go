@@ -466,7 +466,34 @@ func expandHome(p string) string {
 var clusterNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
 
 // Validate applies defaults and checks every field; errors name the key.
+// Each subsystem has its own validation, in this order.
 func (c *Config) Validate() error {
+	for _, validate := range []func() error{
+		c.validateServe,
+		c.validateCredentials,
+		c.validateDetection,
+		c.validateRecovery,
+		c.validateState,
+		c.validateMetrics,
+		c.validateAlerts,
+		func() error { return c.Hooks.validate("hooks") },
+		c.validateWatchdog,
+		c.validateQueries,
+	} {
+		if err := validate(); err != nil {
+			return err
+		}
+	}
+	names, err := c.validateClusters()
+	if err != nil {
+		return err
+	}
+	return c.validateBackup(names)
+}
+
+// validateServe checks the API (listen, allowed_hosts, token,
+// token_file), the state file and coordination.
+func (c *Config) validateServe() error {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -502,6 +529,11 @@ func (c *Config) Validate() error {
 	if c.ReadsNeedToken() && c.Token == "" {
 		return fmt.Errorf("token: serve listens on %s (not loopback), where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", c.Listen)
 	}
+	return nil
+}
+
+// validateCredentials resolves credentials and replication.
+func (c *Config) validateCredentials() error {
 	if err := c.Credentials.resolve("credentials", true); err != nil {
 		return err
 	}
@@ -511,6 +543,11 @@ func (c *Config) Validate() error {
 	if c.Replication.User == "" {
 		return errors.New("replication.user: required (the account replicas use in CHANGE MASTER)")
 	}
+	return nil
+}
+
+// validateDetection checks poll_interval and detection.
+func (c *Config) validateDetection() error {
 	if err := setDuration(&c.PollInterval, DefaultPollInterval, "poll_interval"); err != nil {
 		return err
 	}
@@ -534,6 +571,11 @@ func (c *Config) Validate() error {
 	if c.Detection.ProbeTimeout.D() >= c.PollInterval.D() && c.PollInterval.D() > 0 {
 		return fmt.Errorf("detection.probe_timeout: %s must be below poll_interval %s", c.Detection.ProbeTimeout.D(), c.PollInterval.D())
 	}
+	return nil
+}
+
+// validateRecovery checks recovery and switchover.
+func (c *Config) validateRecovery() error {
 	for _, d := range []struct {
 		v   *Duration
 		def time.Duration
@@ -543,13 +585,18 @@ func (c *Config) Validate() error {
 		{&c.Recovery.ApplyTimeout, 30 * time.Second, "recovery.apply_timeout"},
 		{&c.Recovery.RepointVerify, 10 * time.Second, "recovery.repoint_verify"},
 		{&c.Recovery.KillGrace, 100 * time.Millisecond, "recovery.kill_grace"},
-		{&c.ForgetAfter, time.Hour, "forget_after"},
 	} {
 		if err := setDuration(d.v, d.def, d.key); err != nil {
 			return err
 		}
 	}
-	if err := c.Switchover.validate(c.Recovery.KillGrace.D()); err != nil {
+	return c.Switchover.validate(c.Recovery.KillGrace.D())
+}
+
+// validateState checks how long serve keeps what it saw: forget_after,
+// retention; and discovery_bound.
+func (c *Config) validateState() error {
+	if err := setDuration(&c.ForgetAfter, time.Hour, "forget_after"); err != nil {
 		return err
 	}
 	if c.Retention == 0 {
@@ -561,6 +608,11 @@ func (c *Config) Validate() error {
 	if c.DiscoveryBound == 0 {
 		c.DiscoveryBound = 8
 	}
+	return nil
+}
+
+// validateMetrics checks metrics (collectors, intervals, remote write).
+func (c *Config) validateMetrics() error {
 	if c.Metrics.Dir == "" {
 		c.Metrics.Dir = filepath.Join(filepath.Dir(c.State), "metrics")
 	}
@@ -600,6 +652,11 @@ func (c *Config) Validate() error {
 	if err := c.Metrics.validateRemote(); err != nil {
 		return err
 	}
+	return nil
+}
+
+// validateAlerts checks alerts.
+func (c *Config) validateAlerts() error {
 	if c.Alerts.Interval == 0 {
 		c.Alerts.Interval = Duration(time.Second)
 	}
@@ -613,17 +670,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("alerts.webhook: %q is not an http(s) URL", c.Alerts.Webhook)
 	}
 	c.Alerts.Rules = expandHome(c.Alerts.Rules)
-	if err := c.Hooks.validate("hooks"); err != nil {
-		return err
-	}
-	if err := c.validateWatchdog(); err != nil {
-		return err
-	}
-	if err := c.validateQueries(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateClusters checks clusters and returns their names.
+func (c *Config) validateClusters() (map[string]bool, error) {
 	if len(c.Clusters) == 0 {
-		return errors.New("clusters: at least one cluster is needed")
+		return nil, errors.New("clusters: at least one cluster is needed")
 	}
 	names := map[string]bool{}
 	seedOf := map[dbpilot.InstanceKey]string{} // a seed's cluster: one server belongs to one cluster
@@ -631,23 +684,23 @@ func (c *Config) Validate() error {
 		cl := &c.Clusters[i]
 		where := fmt.Sprintf("clusters[%d]", i)
 		if !clusterNameRE.MatchString(cl.Name) {
-			return fmt.Errorf("%s.name: %q: use letters, digits, '.', ':', '_' or '-'", where, cl.Name)
+			return nil, fmt.Errorf("%s.name: %q: use letters, digits, '.', ':', '_' or '-'", where, cl.Name)
 		}
 		if names[cl.Name] {
-			return fmt.Errorf("%s.name: %q is used twice", where, cl.Name)
+			return nil, fmt.Errorf("%s.name: %q is used twice", where, cl.Name)
 		}
 		names[cl.Name] = true
 		if len(cl.Seeds) == 0 {
-			return fmt.Errorf("%s.seeds: at least one HOST:PORT is needed", where)
+			return nil, fmt.Errorf("%s.seeds: at least one HOST:PORT is needed", where)
 		}
 		cl.seeds = nil
 		for j, s := range cl.Seeds {
 			k, err := dbpilot.ParseInstanceKey(s)
 			if err != nil {
-				return fmt.Errorf("%s.seeds[%d]: %w", where, j, err)
+				return nil, fmt.Errorf("%s.seeds[%d]: %w", where, j, err)
 			}
 			if other, ok := seedOf[k.Normalized()]; ok && other != cl.Name {
-				return fmt.Errorf("%s.seeds[%d]: %s is also a seed of cluster %q: one server belongs to one cluster (two clusters over one replication tree would both recover it)", where, j, k, other)
+				return nil, fmt.Errorf("%s.seeds[%d]: %s is also a seed of cluster %q: one server belongs to one cluster (two clusters over one replication tree would both recover it)", where, j, k, other)
 			}
 			seedOf[k.Normalized()] = cl.Name
 			cl.seeds = append(cl.seeds, k)
@@ -656,20 +709,20 @@ func (c *Config) Validate() error {
 		for s, r := range cl.PromotionRules {
 			k, err := dbpilot.ParseInstanceKey(s)
 			if err != nil {
-				return fmt.Errorf("%s.promotion_rules: %w", where, err)
+				return nil, fmt.Errorf("%s.promotion_rules: %w", where, err)
 			}
 			if !r.Valid() {
-				return fmt.Errorf("%s.promotion_rules[%s]: %q: use prefer, neutral, prefer_not or must_not", where, s, r)
+				return nil, fmt.Errorf("%s.promotion_rules[%s]: %q: use prefer, neutral, prefer_not or must_not", where, s, r)
 			}
 			cl.rules[k] = r
 		}
 		if cl.Hooks != nil {
 			if err := cl.Hooks.validate(where + ".hooks"); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return c.validateBackup(names)
+	return names, nil
 }
 
 func (h *HooksConfig) validate(where string) error {

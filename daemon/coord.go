@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/recovery"
 )
 
 // Several serves on the same clusters (coordination.etcd): every serve
@@ -177,46 +178,21 @@ func (d *Daemon) autoLeader(cs *clusterState, event string) (*dbpilot.Fence, boo
 }
 
 // sharedBegin records a recovery in the coordination state before its
-// first mutating step and gives rec the shared ID. resumed is the shared
-// recovery taken over from a serve that stopped, nil for a new one.
+// first mutating step (recovery.Shared.Begin).
 func (d *Daemon) sharedBegin(ctx context.Context, fence *dbpilot.Fence, rec *dbpilot.Recovery, resumed *dbpilot.SharedRecovery) (*dbpilot.SharedRecovery, error) {
-	if fence == nil || d.coord == nil {
-		return nil, nil
-	}
-	sr := &dbpilot.SharedRecovery{Kind: rec.Kind, OldPrimary: rec.OldPrimary, Candidate: rec.NewPrimary, Started: rec.Started}
-	if resumed != nil {
-		sr = resumed
-		sr.ResumedBy = append(sr.ResumedBy, fence.Member)
-		sr.Candidate = rec.NewPrimary
-		sr.Member, sr.Token = fence.Member, fence.Token
-	}
-	if err := d.coord.BeginRecovery(ctx, *fence, sr); err != nil {
-		return nil, err
-	}
-	rec.ID = sr.ID
-	return sr, nil
+	return d.shared().Begin(ctx, fence, rec, resumed)
 }
 
-// sharedUpdate records the recovery's progress or end; a failure is
-// logged (the leadership may be gone: the next leader reads the servers).
+// sharedUpdate records the recovery's progress or end
+// (recovery.Shared.Update); a serve alone resumes from its state store
+// (resumeLocal).
 func (d *Daemon) sharedUpdate(ctx context.Context, fence *dbpilot.Fence, sr *dbpilot.SharedRecovery, rec *dbpilot.Recovery, step string) {
-	if sr == nil || fence == nil || d.coord == nil {
-		return // a serve alone resumes from its state store (resumeLocal)
-	}
-	sr.Candidate = rec.NewPrimary
-	if step != "" {
-		sr.Steps = append(sr.Steps, step)
-	}
-	if !rec.Ended.IsZero() {
-		sr.Ended = rec.Ended
-		sr.State = dbpilot.SharedDone
-		if !rec.Success {
-			sr.State, sr.Error = dbpilot.SharedFailed, rec.Error
-		}
-	}
-	if err := d.coord.UpdateRecovery(context.WithoutCancel(ctx), *fence, sr); err != nil {
-		d.log.Warn("coordination: record recovery progress", "cluster", sr.Cluster, "recovery", sr.ID, "err", err)
-	}
+	d.shared().Update(ctx, fence, sr, rec, step)
+}
+
+// shared is the shared-recovery bookkeeping over this serve's coordinator.
+func (d *Daemon) shared() recovery.Shared {
+	return recovery.Shared{Coord: d.coord, Log: d.log}
 }
 
 // mirror copies a recovery another serve recorded into this serve's state
@@ -409,9 +385,9 @@ func (d *Daemon) finishPromoted(ctx context.Context, cs *clusterState, fence *db
 	cs.mu.Lock()
 	keys := append([]dbpilot.InstanceKey(nil), cs.known...)
 	cs.mu.Unlock()
-	ctl := d.controller(fence)
+	exec := d.executor(fence)
 	if cand.ReadOnly {
-		if err := ctl.SetReadOnly(ctx, cand.Key, false); err != nil {
+		if err := exec.GiveWrites(ctx, cand.Key); err != nil {
 			d.endRecovery(ctx, rec, err)
 			d.sharedUpdate(ctx, fence, sr, rec, "")
 			return
@@ -424,14 +400,7 @@ func (d *Daemon) finishPromoted(ctx context.Context, cs *clusterState, fence *db
 		if inst.Key.Equal(cand.Key) || inst.Key.Equal(sr.OldPrimary) || !inst.Reachable || inst.Channel(sr.OldPrimary) == nil {
 			continue
 		}
-		err := ctl.StopReplica(ctx, inst.Key)
-		if err == nil {
-			err = ctl.ChangeSource(ctx, inst.Key, cand.Key, dbpilot.ChangeSourceOptions{})
-		}
-		if err == nil {
-			err = ctl.StartReplica(ctx, inst.Key)
-		}
-		if err != nil {
+		if err := exec.Reattach(ctx, inst.Key, cand.Key); err != nil {
 			lost = append(lost, inst.Key)
 			if firstErr == nil {
 				firstErr = err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/recovery"
 	"github.com/dbpilot/dbpilot/topology"
 )
 
@@ -27,6 +28,7 @@ type Daemon struct {
 	ctl     dbpilot.ReplicationController // every topology change goes through it
 	live    Liveness                      // nil: no liveness sessions
 	now     func() time.Time
+	sleep   func(ctx context.Context, d time.Duration) error // nil: a timer (recovery.Clock)
 	log     *slog.Logger
 	version string
 	started time.Time
@@ -76,10 +78,10 @@ type clusterState struct {
 	// member (withLastKnown): one observation that missed a crashed
 	// member does not lose its place for good.
 	placed       map[dbpilot.InstanceKey]*dbpilot.Instance
-	instances    []*dbpilot.Instance // the cluster's instances at the last tick
-	detached     []*dbpilot.Instance // seen but outside the cluster (a fenced old primary, a lone seed)
-	failingSince time.Time           // first failed probe of the primary in this failure
-	reprobe      primaryProbe        // the re-probe of a failing primary (own lock)
+	instances    []*dbpilot.Instance   // the cluster's instances at the last tick
+	detached     []*dbpilot.Instance   // seen but outside the cluster (a fenced old primary, a lone seed)
+	failingSince time.Time             // first failed probe of the primary in this failure
+	reprobe      recovery.PrimaryProbe // the re-probe of a failing primary (own lock)
 	lastVerdict  string
 	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
 	resumedToken int64                        // the leadership (fence token) whose takeover check ran
@@ -164,7 +166,12 @@ type Options struct {
 	Forward     func(api string) dbpilot.ClusterService
 
 	// Now is the clock (nil: time.Now); tests drive time with it.
-	Now     func() time.Time
+	Now func() time.Time
+	// Sleep waits d or until ctx ends (nil: a timer). With Now, it is
+	// the recovery executor's clock: its polls and deadlines (apply,
+	// repoint verification, drain) run on it, so a test with a fake Now
+	// gives a Sleep that advances it.
+	Sleep   func(ctx context.Context, d time.Duration) error
 	Logger  *slog.Logger
 	Version string
 }
@@ -186,13 +193,9 @@ type Liveness interface {
 }
 
 // StandbyFencer is implemented by Liveness adapters that keep an idle
-// session on each primary they hold (mysql.Liveness): Fence sends SET
-// GLOBAL read_only=ON on it without waiting, so that a hung primary runs it
-// first when it runs again, before any client can open a session. The
-// channel receives the outcome; it is nil when no session is held.
-type StandbyFencer interface {
-	Fence(key dbpilot.InstanceKey) <-chan error
-}
+// session on each primary they hold (mysql.Liveness); the recovery
+// executor sends the standby fence through it (recovery.StandbyFencer).
+type StandbyFencer = recovery.StandbyFencer
 
 // CollectorStarter starts metric collection on one instance. The heartbeat
 // collector writes on the instance only as gate allows (heartbeat.go).
@@ -223,6 +226,7 @@ func New(cfg *Config, opt Options) *Daemon {
 		recloner: opt.Recloner,
 		live:     opt.Liveness,
 		now:      opt.Now,
+		sleep:    opt.Sleep,
 		log:      opt.Logger,
 		version:  opt.Version,
 		clusters: map[string]*clusterState{},
@@ -605,16 +609,52 @@ func withLastKnown(all, prev []*dbpilot.Instance) []*dbpilot.Instance {
 // cluster's instances and its primary.
 func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Instance, *dbpilot.Instance, error) {
 	defer d.noteDiscovery(cs, time.Now())
+	c, err := d.crawl(ctx, cs)
+	if err != nil {
+		return nil, nil, err
+	}
+	comp, members, primary, detached := placeMembers(c.all, c.cur, cs.cfg.seeds)
+	var pk dbpilot.InstanceKey
+	if primary != nil {
+		pk = primary.Key
+	}
+	problems, fenced, overlap := d.problemsOf(cs, members, primary, detached, c.toFence)
+	forgotten := d.record(cs, c, comp, members, primary, detached, problems, fenced, overlap)
+	if d.mon != nil && d.running.Load() {
+		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
+	}
+	d.noteProblems(cs, pk, problems)
+	d.forget(ctx, cs, forgotten)
+	if d.store != nil && len(members) > 0 && cs.shouldSave(d.now(), members) {
+		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil {
+			d.log.Warn("save instances", "cluster", cs.cfg.Name, "err", err)
+		}
+	}
+	return members, primary, nil
+}
+
+// crawled is one crawl of a cluster: every instance reached (with the
+// members it did not reach at their last observation), from the primary
+// cur it started at.
+type crawled struct {
+	all     []*dbpilot.Instance
+	stale   map[dbpilot.InstanceKey]bool // members kept from the last observation (normalized keys)
+	cur     dbpilot.InstanceKey
+	toFence map[dbpilot.InstanceKey]bool // old primaries to fence (normalized keys)
+}
+
+// crawl discovers cs from its known instances and primary, within the
+// poll interval (10 s acting directly).
+func (d *Daemon) crawl(ctx context.Context, cs *clusterState) (crawled, error) {
 	cs.mu.Lock()
 	seeds := append([]dbpilot.InstanceKey(nil), cs.known...)
 	if !cs.primary.IsZero() {
 		seeds = appendKey(seeds, cs.primary)
 	}
-	cur := cs.primary
+	c := crawled{cur: cs.primary, toFence: make(map[dbpilot.InstanceKey]bool, len(cs.fenced))}
 	prev := cs.instances
-	toFence := make(map[dbpilot.InstanceKey]bool, len(cs.fenced))
 	for k := range cs.fenced {
-		toFence[k.Normalized()] = true
+		c.toFence[k.Normalized()] = true
 	}
 	cs.mu.Unlock()
 
@@ -624,9 +664,8 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	}
 	all, err := topology.Discover(ctx, d.probe, seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now})
 	if err != nil && len(all) == 0 {
-		return nil, nil, err
+		return c, err
 	}
-	var stale map[dbpilot.InstanceKey]bool
 	if err != nil {
 		// A partial crawl (the bound passed before every instance was
 		// inspected): the members it did not reach keep their last
@@ -636,7 +675,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		// their monitoring stopped and their series ended, only for the
 		// next crawl to start them again (at 1000 instances under load,
 		// every cluster flapped).
-		all, stale = withUninspected(all, prev)
+		all, c.stale = withUninspected(all, prev)
 	}
 	cs.mu.Lock()
 	if cs.placed == nil {
@@ -645,7 +684,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	for _, obs := range [][]*dbpilot.Instance{prev, all} {
 		for _, p := range obs {
 			switch {
-			case !p.Reachable || stale[p.Key.Normalized()]:
+			case !p.Reachable || c.stale[p.Key.Normalized()]:
 			case len(p.Channels) > 0:
 				cs.placed[p.Key.Normalized()] = p
 			default:
@@ -658,13 +697,15 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		placed = append(placed, p)
 	}
 	cs.mu.Unlock()
-	all = withLastKnown(all, append(slices.Clone(prev), placed...))
-	d.silence.note(all, d.now())
-	comps := topology.Clusters(all)
-	comp := pickComponent(comps, cur, cs.cfg.seeds)
-	var members []*dbpilot.Instance
-	var primary *dbpilot.Instance
-	var detached []*dbpilot.Instance
+	c.all = withLastKnown(all, append(slices.Clone(prev), placed...))
+	d.silence.note(c.all, d.now())
+	return c, nil
+}
+
+// placeMembers splits a crawl into the cluster's component (comp, nil when
+// none), its members and primary, and the instances outside it (detached).
+func placeMembers(all []*dbpilot.Instance, cur dbpilot.InstanceKey, seeds []dbpilot.InstanceKey) (comp *dbpilot.Cluster, members []*dbpilot.Instance, primary *dbpilot.Instance, detached []*dbpilot.Instance) {
+	comp = pickComponent(topology.Clusters(all), cur, seeds)
 	in := map[dbpilot.InstanceKey]bool{}
 	if comp != nil {
 		members = comp.Instances
@@ -689,14 +730,19 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 			detached = append(detached, i)
 		}
 	}
-	problems := topology.Analyze(members, topology.AnalyzeOptions{})
+	return comp, members, primary, detached
+}
+
+// problemsOf analyzes an observation of cs: the members' problems, the old
+// primaries to fence among the detached (fenced, read_only, when they
+// answer, with the GTIDs they have that the primary lacks), writable
+// detached servers, and servers another cluster claims too (overlap).
+func (d *Daemon) problemsOf(cs *clusterState, members []*dbpilot.Instance, primary *dbpilot.Instance, detached []*dbpilot.Instance, toFence map[dbpilot.InstanceKey]bool) (problems []dbpilot.Problem, fenced []dbpilot.FencedInstance, overlap []dbpilot.Problem) {
+	problems = topology.Analyze(members, topology.AnalyzeOptions{})
 	var pk dbpilot.InstanceKey
 	if primary != nil {
 		pk = primary.Key
 	}
-	// The old primaries to fence among the detached: fenced (read_only)
-	// when they answer, with the GTIDs they have that the primary lacks.
-	var fenced []dbpilot.FencedInstance
 	for _, i := range detached {
 		if toFence[i.Key.Normalized()] {
 			fenced = append(fenced, topology.FencedOf(i, primary))
@@ -706,13 +752,20 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		problems = append(problems, topology.DetachedWritable(pk, members, detached)...)
 		problems = append(problems, topology.FencedProblems(fenced)...)
 	}
-	overlap := overlapProblems(cs.cfg.Name, d.owners.claim(cs.cfg.Name, members))
+	overlap = overlapProblems(cs.cfg.Name, d.owners.claim(cs.cfg.Name, members))
 	problems = append(problems, overlap...)
+	return problems, fenced, overlap
+}
 
+// record makes an observation cs's state and status, and returns the
+// instances not seen for forget_after.
+func (d *Daemon) record(cs *clusterState, c crawled, comp *dbpilot.Cluster, members []*dbpilot.Instance, primary *dbpilot.Instance, detached []*dbpilot.Instance,
+	problems []dbpilot.Problem, fenced []dbpilot.FencedInstance, overlap []dbpilot.Problem) []dbpilot.InstanceKey {
 	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	now := d.now()
-	for _, i := range all {
-		if i.Reachable && !stale[i.Key.Normalized()] {
+	for _, i := range c.all {
+		if i.Reachable && !c.stale[i.Key.Normalized()] {
 			cs.known = appendKey(cs.known, i.Key)
 			cs.lastSeen[i.Key.Normalized()] = now
 		}
@@ -722,7 +775,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	// A primary decided while the crawl ran (a recovery, another serve's
 	// recovery adopted) is newer than what the crawl started from: it is
 	// kept, and the next tick observes from it.
-	if primary != nil && cs.primary == cur {
+	if primary != nil && cs.primary == c.cur {
 		cs.setPrimary(primary.Key)
 		cs.status.Primary = primary.Key
 	}
@@ -739,11 +792,12 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		cs.status.State = dbpilot.ClusterOK
 	}
 	cs.touch()
-	cs.mu.Unlock()
-	if d.mon != nil && d.running.Load() {
-		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
-	}
-	d.noteProblems(cs, pk, problems)
+	return forgotten
+}
+
+// forget drops instances not seen for forget_after: their probes, their
+// saved state, audited.
+func (d *Daemon) forget(ctx context.Context, cs *clusterState, forgotten []dbpilot.InstanceKey) {
 	for _, k := range forgotten {
 		d.probe.Forget(k)
 		if d.store != nil {
@@ -754,12 +808,6 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: cs.cfg.Name, Instance: k, Event: dbpilot.AuditForget,
 			Message: fmt.Sprintf("%s was not seen for %s: no longer part of cluster %s", k, d.cfg.ForgetAfter.D(), cs.cfg.Name)})
 	}
-	if d.store != nil && len(members) > 0 && cs.shouldSave(d.now(), members) {
-		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil {
-			d.log.Warn("save instances", "cluster", cs.cfg.Name, "err", err)
-		}
-	}
-	return members, primary, nil
 }
 
 // saveEvery is how often an unchanged cluster's instances are saved (their
@@ -954,17 +1002,10 @@ func (d *Daemon) recoverDead(ctx context.Context, cs *clusterState, primary *dbp
 	}
 	cs.mu.Lock()
 	overlap := slices.Clone(cs.overlap)
+	members := slices.Clone(cs.instances)
 	cs.mu.Unlock()
-	if len(overlap) > 0 {
-		d.note(cs, "auto-failover-suspended", "automatic recovery suspended: "+overlap[0].Message)
-		return
-	}
-	if cs.multiPrimary() {
-		d.note(cs, "auto-failover-skipped", "the cluster has several writers (ring or multi-source): automatic failover is not supported")
-		return
-	}
-	if until := d.blockedUntil(ctx, cs); !until.IsZero() {
-		d.note(cs, "blocked", fmt.Sprintf("automatic recovery blocked until %s by a recent recovery; acknowledge it with 'dbpilot ack %s'", until.Format(time.RFC3339), cs.cfg.Name))
+	if h := recovery.HoldAutomatic(cs.cfg.Name, overlap, members, func() time.Time { return d.blockedUntil(ctx, cs) }); h.Event != "" {
+		d.note(cs, h.Event, h.Message)
 		return
 	}
 	if !cs.op.TryLock() {
@@ -977,19 +1018,9 @@ func (d *Daemon) recoverDead(ctx context.Context, cs *clusterState, primary *dbp
 }
 
 func (cs *clusterState) multiPrimary() bool {
-	n := 0
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	for _, i := range cs.instances {
-		if !i.IsReplica() {
-			n++
-		}
-	}
-	if n > 1 {
-		return true
-	}
-	// A ring: every member is a replica.
-	return n == 0 && len(cs.instances) > 0
+	return recovery.MultiPrimary(cs.instances)
 }
 
 // note logs a message once per distinct text for the cluster's current failure.
@@ -1007,7 +1038,7 @@ func (d *Daemon) note(cs *clusterState, event, msg string) {
 // replica of it in parallel, then decide with topology.AssessPrimary.
 func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.Instance, members []*dbpilot.Instance) topology.Verdict {
 	if primary.Reachable {
-		cs.reprobe.answered()
+		cs.reprobe.Answered()
 		cs.mu.Lock()
 		wasFailing := !cs.failingSince.IsZero()
 		cs.failingSince = time.Time{}
@@ -1040,36 +1071,9 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.Detection.ConfirmTimeout.D())
 	defer cancel()
-	var keys []dbpilot.InstanceKey
-	for _, m := range members {
-		if m.Channel(primary.Key) != nil {
-			keys = append(keys, m.Key)
-		}
-	}
-	fresh := make([]*dbpilot.Instance, len(keys))
-	var wg sync.WaitGroup
-	// The re-probe of the primary: any answer, an error packet included,
-	// is proof of life (Instance.Answers).
-	var again *dbpilot.Instance
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		again = d.reprobe(cctx, cs, primary.Key)
-	}()
-	for i, k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inst, err := d.probe.Inspect(cctx, k)
-			if err != nil {
-				inst = &dbpilot.Instance{Key: k, LastError: err.Error(), ObservedAt: d.now()}
-			}
-			fresh[i] = inst
-		}()
-	}
-	wg.Wait()
+	reprobe := func(ctx context.Context) *dbpilot.Instance { return d.reprobe(ctx, cs, primary.Key) }
+	v, fresh := recovery.Confirm(cctx, primary, members, reprobe, d.probe.Inspect, d.now)
 	d.silence.note(fresh, d.now())
-	v := topology.AssessPrimary(again, fresh)
 	cs.mu.Lock()
 	cs.status.State = v.State
 	cs.touch()
@@ -1090,25 +1094,7 @@ func (d *Daemon) blockedUntil(ctx context.Context, cs *clusterState) time.Time {
 	if err != nil {
 		return time.Time{}
 	}
-	var r *dbpilot.Recovery
-	for _, x := range recs {
-		if x.Kind != dbpilot.RecoveryRelocate && x.Kind != dbpilot.RecoveryRejoin {
-			r = x
-			break
-		}
-	}
-	if r == nil || r.Acked || r.Kind == dbpilot.RecoverySwitchover {
-		return time.Time{}
-	}
-	end := r.Ended
-	if end.IsZero() {
-		end = r.Started
-	}
-	until := end.Add(d.cfg.Recovery.BlockPeriod.D())
-	if d.now().Before(until) {
-		return until
-	}
-	return time.Time{}
+	return recovery.BlockedUntil(recs, d.cfg.Recovery.BlockPeriod.D(), d.now())
 }
 
 func (d *Daemon) audit(ctx context.Context, e dbpilot.AuditEvent) {

@@ -83,6 +83,12 @@ func (w *world) clock() time.Time {
 	return w.now
 }
 
+// sleep is a daemon Sleep on the fake clock: it advances it at once.
+func (w *world) sleep(ctx context.Context, d time.Duration) error {
+	w.advance(d)
+	return ctx.Err()
+}
+
 func (w *world) advance(d time.Duration) {
 	w.mu.Lock()
 	w.now = w.now.Add(d)
@@ -830,6 +836,55 @@ func TestPruneByRetention(t *testing.T) {
 // (and relocate a lagging target) before anything changes, audited as a
 // refused operation; --max-lag raises it for one operation; negative
 // bounds and a drain not longer than kill_grace are refused.
+// TestFailoverApplyTimeoutOnFakeClock: the executor's apply timeout runs on
+// the daemon's clock. A candidate that never applies its relay log fails
+// when the fake clock passes recovery.apply_timeout (30 s here, without
+// waiting for it), and the failover goes on with the next candidate.
+func TestFailoverApplyTimeoutOnFakeClock(t *testing.T) {
+	w := newWorld(t, 10, 2, 3)
+	w.at(2, "0-1-9", "0-1-10") // node 2 is the candidate: it has 0-1-10 to apply
+	w.at(3, "0-1-9", "0-1-9")
+	d, cs := w.daemon(func(c *Config) { c.Recovery.ApplyTimeout = Duration(30 * time.Second) })
+	d.sleep = w.sleep // the executor's polls advance the fake clock too
+	ctl := d.ctl.(*mock.ReplicationController)
+	var waited time.Duration
+	ctl.WaitForGTIDFn = func(_ context.Context, k dbpilot.InstanceKey, pos string, timeout time.Duration) error {
+		if k == wkey(2) {
+			// The server waits its timeout and does not get there.
+			waited += timeout
+			w.advance(timeout)
+			return dbpilot.Errorf(dbpilot.EUNAVAIL, "mysql: %s did not reach %s within %s", k, pos, timeout)
+		}
+		return w.change("WaitForGTID", k, nil)
+	}
+	ctx := context.Background()
+	d.tick(ctx, cs, true)
+	w.kill(1)
+	start := w.clock()
+	d.tick(ctx, cs, true)
+	recs := w.recoveries()
+	if len(recs) != 1 || !recs[0].Success || recs[0].NewPrimary != wkey(3) {
+		t.Fatalf("recoveries = %+v; audit %v", recs, w.events())
+	}
+	if waited < 30*time.Second || waited > 32*time.Second {
+		t.Errorf("node 2 was waited for %s on the fake clock, want the apply timeout (30s)", waited)
+	}
+	if took := w.clock().Sub(start); took < 30*time.Second {
+		t.Errorf("the fake clock moved %s during the failover, want at least the apply timeout", took)
+	}
+	var failed string
+	w.mu.Lock()
+	for _, e := range w.audits {
+		if e.Event == dbpilot.AuditCandidateFailed {
+			failed = e.Message
+		}
+	}
+	w.mu.Unlock()
+	if !strings.Contains(failed, "did not reach 0-1-10 within 30s") {
+		t.Errorf("candidate-failed audit %q does not name the apply timeout", failed)
+	}
+}
+
 func TestSwitchoverBounds(t *testing.T) {
 	w := newWorld(t, 10, 2, 3)
 	w.at(2, "0-1-4", "0-1-10")

@@ -1,13 +1,9 @@
 package daemon
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/collector"
 )
 
 // The heartbeat collector is the one place where serve writes on a server
@@ -87,36 +83,6 @@ func (g *HeartbeatGate) mode() (hbMode, dbpilot.Fence) {
 	return hbRead, dbpilot.Fence{}
 }
 
-// gatedHeartbeat is the heartbeat collector behind a HeartbeatGate.
-type gatedHeartbeat struct {
-	collector.Collector
-	gate *HeartbeatGate
-}
-
-func (h gatedHeartbeat) Collect(ctx context.Context, q collector.Querier, t collector.Target) ([]dbpilot.Sample, error) {
-	mode, f := h.gate.mode()
-	if mode == hbWrite {
-		if t.Role != roleWriter || h.gate.coord == nil {
-			return h.Collector.Collect(ctx, q, t)
-		}
-		s, err := h.Collector.Collect(ctx, fencedQuerier{Querier: q, gate: h.gate, fence: f}, t)
-		if !errors.Is(err, dbpilot.ErrLeadershipLost) {
-			return s, err
-		}
-		// Leadership lost between Lead and the write: nothing was
-		// written; read as a follower does.
-		mode = hbRead
-	}
-	if t.Role == roleWriter {
-		t.Role, q = roleWriterNotLed, noWrites{q}
-	}
-	s, err := h.Collector.Collect(ctx, q, t)
-	if mode == hbUnavailable {
-		s = withoutLag(s)
-	}
-	return s, err
-}
-
 // withoutLag removes the heartbeat lag from samples (in place).
 func withoutLag(samples []dbpilot.Sample) []dbpilot.Sample {
 	out := samples[:0]
@@ -126,32 +92,4 @@ func withoutLag(samples []dbpilot.Sample) []dbpilot.Sample {
 		}
 	}
 	return out
-}
-
-// fencedQuerier checks the leader's fence before every statement that
-// writes (Exec); reads pass through. It is a comparable value: the
-// collector compares the querier of a run with the one it made its table
-// on, to make it again on a new connection.
-type fencedQuerier struct {
-	collector.Querier
-	gate  *HeartbeatGate
-	fence dbpilot.Fence
-}
-
-func (q fencedQuerier) Exec(ctx context.Context, stmts ...string) error {
-	if err := q.gate.coord.Check(ctx, q.fence); err != nil {
-		if !errors.Is(err, dbpilot.ErrLeadershipLost) {
-			err = fmt.Errorf("%w: %w", dbpilot.ErrLeadershipLost, err)
-		}
-		return err
-	}
-	return q.Querier.Exec(ctx, stmts...)
-}
-
-// noWrites refuses every write: the heartbeat collector of a non-writer
-// issues none, and must not.
-type noWrites struct{ collector.Querier }
-
-func (noWrites) Exec(context.Context, ...string) error {
-	return dbpilot.Errorf(dbpilot.ECONFLICT, "heartbeat: this serve does not write on the instance now")
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/collector"
 )
 
 // QueriesConfig configures query analytics (issue 13 §1): a statements
@@ -37,13 +35,13 @@ const DefaultQueriesRetention = 8 * 24 * time.Hour
 func (c *Config) validateQueries() error {
 	q := &c.Queries
 	if q.Interval == 0 {
-		q.Interval = Duration(collector.DefaultStatementsInterval)
+		q.Interval = Duration(defaultStatementsInterval)
 	}
 	if iv := q.Interval.D(); iv < time.Second || iv > time.Hour {
 		return fmt.Errorf("queries.interval: %s is outside 1s..1h", iv)
 	}
 	if q.Top == 0 {
-		q.Top = collector.DefaultStatementsTop
+		q.Top = defaultStatementsTop
 	}
 	if q.Top < 1 || q.Top > 10000 {
 		return fmt.Errorf("queries.top: %d is outside 1..10000 (it bounds the per-digest series of each instance)", q.Top)
@@ -119,15 +117,4 @@ func (d *Daemon) pruneQueries(ctx context.Context) {
 func queryStoreOf(s dbpilot.StateStore) QueryStore {
 	q, _ := s.(QueryStore)
 	return q
-}
-
-// statementsStarter makes the statements collector of each instance.
-type statementsStarter struct {
-	cfg QueriesConfig
-	rec dbpilot.QueryRecorder
-}
-
-func (s *statementsStarter) collector(cluster string, log *slog.Logger) collector.Collector {
-	return collector.NewStatements(collector.StatementsOptions{Interval: s.cfg.Interval.D(), Top: s.cfg.Top,
-		Examples: s.cfg.Examples, Cluster: cluster, Recorder: s.rec, Log: log})
 }

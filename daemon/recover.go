@@ -2,32 +2,27 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/recovery"
-	"github.com/dbpilot/dbpilot/topology"
 )
-
-// maxCandidates is how many candidates a failover tries when the chosen one
-// fails before it is promoted.
-const maxCandidates = 3
 
 // executor returns the recovery executor acting through the controller
 // for fence (see controller).
 func (d *Daemon) executor(fence *dbpilot.Fence) *recovery.Executor {
-	return &recovery.Executor{Ctl: d.controller(fence), Audit: auditor{d}, Recloner: d.recloner, Opt: recovery.Options{
-		ApplyTimeout:  d.cfg.Recovery.ApplyTimeout.D(),
-		RepointVerify: d.cfg.Recovery.RepointVerify.D(),
-		KillGrace:     d.cfg.Recovery.KillGrace.D(),
-		MaxLag:        d.cfg.Switchover.MaxLag.D(),
-		DrainTimeout:  d.cfg.Switchover.DrainTimeout.D(),
-	}}
+	standby, _ := d.live.(StandbyFencer)
+	return &recovery.Executor{Ctl: d.controller(fence), Audit: auditor{d}, Recloner: d.recloner, Standby: standby,
+		Clock: recovery.Clock{Now: d.now, Sleep: d.sleep}, Opt: recovery.Options{
+			ApplyTimeout:  d.cfg.Recovery.ApplyTimeout.D(),
+			RepointVerify: d.cfg.Recovery.RepointVerify.D(),
+			KillGrace:     d.cfg.Recovery.KillGrace.D(),
+			MaxLag:        d.cfg.Switchover.MaxLag.D(),
+			DrainTimeout:  d.cfg.Switchover.DrainTimeout.D(),
+		}}
 }
 
 // auditor routes the executor's audit events through the daemon's log and store.
@@ -41,58 +36,20 @@ func (a auditor) Audit(ctx context.Context, e dbpilot.AuditEvent) error {
 	return nil
 }
 
-// inspectAllTimeout bounds each read of inspectAll: a recovery never waits
-// on an unresponsive server (a SIGSTOPped primary kept the plan waiting
-// for the 30 s query timeout).
-const inspectAllTimeout = 2 * time.Second
-
 // preHooksStep is the step a shared recovery records before its
 // pre-failover hooks start.
 const preHooksStep = "pre-failover-hooks-started"
 
 // inspectMembers reads the members of a cluster afresh for a failover
-// plan, except its old primary, confirmed dead: it keeps its last
-// observation (unreachable). A hung old primary would cost the plan the
-// whole read bound for an answer it does not give.
+// plan, its dead old primary kept as last observed (recovery.ReadMembers).
 func (d *Daemon) inspectMembers(ctx context.Context, members []*dbpilot.Instance, old dbpilot.InstanceKey) []*dbpilot.Instance {
-	var keys []dbpilot.InstanceKey
-	var dead *dbpilot.Instance
-	for _, m := range members {
-		if m.Key.Equal(old) {
-			cp := *m
-			cp.Reachable = false
-			dead = &cp
-			continue
-		}
-		keys = append(keys, m.Key)
-	}
-	fresh := d.inspectAll(ctx, keys)
-	if dead != nil {
-		fresh = append(fresh, dead)
-	}
-	return fresh
+	return recovery.ReadMembers(ctx, d.ctl, members, old, d.now)
 }
 
 // inspectAll reads every key afresh through the controller, in parallel,
-// each within inspectAllTimeout.
+// each within recovery.ReadTimeout (recovery.ReadAll).
 func (d *Daemon) inspectAll(ctx context.Context, keys []dbpilot.InstanceKey) []*dbpilot.Instance {
-	ctx, cancel := context.WithTimeout(ctx, inspectAllTimeout)
-	defer cancel()
-	out := make([]*dbpilot.Instance, len(keys))
-	var wg sync.WaitGroup
-	for i, k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inst, err := d.ctl.Inspect(ctx, k)
-			if err != nil {
-				inst = &dbpilot.Instance{Key: k, LastError: err.Error(), ObservedAt: d.now()}
-			}
-			out[i] = inst
-		}()
-	}
-	wg.Wait()
-	return out
+	return recovery.ReadAll(ctx, d.ctl, keys, d.now)
 }
 
 func keysOf(in []*dbpilot.Instance) []dbpilot.InstanceKey {
@@ -104,50 +61,67 @@ func keysOf(in []*dbpilot.Instance) []dbpilot.InstanceKey {
 }
 
 // failover recovers the cluster's dead primary. The caller holds cs.op.
-// With dryRun it only plans.
+// With dryRun it only plans (planFailover) and returns the plan unexecuted.
 func (d *Daemon) failover(ctx context.Context, cs *clusterState, kind string, dryRun bool, fence *dbpilot.Fence) (*dbpilot.Recovery, error) {
 	if dryRun {
-		return d.failoverPlan(ctx, cs, kind, true, fence, nil)
+		p := d.planFailover(ctx, cs, kind)
+		if p.err != nil {
+			return nil, p.err
+		}
+		return p.rec, nil
 	}
 	return d.failoverRun(ctx, cs, kind, fence, nil)
 }
 
-// failoverRun is failover under fence (nil: a serve alone or a forced
-// failover); resumed is the shared recovery of a previous leader this one
-// takes over (its ID is kept).
+// failoverRun plans and executes a failover under fence (nil: a serve
+// alone or a forced failover); resumed is the shared recovery of a previous
+// leader this one takes over (its ID is kept).
 func (d *Daemon) failoverRun(ctx context.Context, cs *clusterState, kind string, fence *dbpilot.Fence, resumed *dbpilot.SharedRecovery) (*dbpilot.Recovery, error) {
-	return d.failoverPlan(ctx, cs, kind, false, fence, resumed)
+	return d.executeFailover(ctx, cs, d.planFailover(ctx, cs, kind), fence, resumed)
 }
 
-func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string, dryRun bool, fence *dbpilot.Fence, resumed *dbpilot.SharedRecovery) (*dbpilot.Recovery, error) {
-	cs.mu.Lock()
-	old := cs.primary
-	members := append([]*dbpilot.Instance(nil), cs.instances...)
-	detectedAt := cs.failingSince
-	cs.mu.Unlock()
-	name := cs.cfg.Name
-	rules := recovery.Rules(cs.cfg.rules)
-	fresh := d.inspectMembers(ctx, members, old)
+// failoverPlanned is a failover planned over a fresh read of the cluster's
+// members: the recovery it would record and the plan, or why there is none.
+type failoverPlanned struct {
+	cs         *clusterState
+	old        dbpilot.InstanceKey
+	members    []*dbpilot.Instance // as last observed (planning again reads them afresh)
+	detectedAt time.Time
+	rules      recovery.Rules
+	plan       *recovery.Plan // nil when err is set
+	err        error          // no plan
+	rec        *dbpilot.Recovery
+}
 
-	plan, planErr := recovery.PlanFailover(name, old, fresh, rules)
-	rec := &dbpilot.Recovery{Cluster: name, Kind: kind, OldPrimary: old, DetectedAt: detectedAt, Started: d.now()}
-	if plan != nil {
-		rec.Plan = plan.String()
-		rec.NewPrimary = plan.Candidate
+// planFailover plans the failover of cs's dead primary; it changes nothing.
+func (d *Daemon) planFailover(ctx context.Context, cs *clusterState, kind string) *failoverPlanned {
+	cs.mu.Lock()
+	p := &failoverPlanned{cs: cs, old: cs.primary, members: append([]*dbpilot.Instance(nil), cs.instances...), detectedAt: cs.failingSince}
+	cs.mu.Unlock()
+	p.rules = recovery.Rules(cs.cfg.rules)
+	fresh := d.inspectMembers(ctx, p.members, p.old)
+	p.plan, p.err = recovery.PlanFailover(cs.cfg.Name, p.old, fresh, p.rules)
+	p.rec = &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: kind, OldPrimary: p.old, DetectedAt: p.detectedAt, Started: d.now()}
+	if p.plan != nil {
+		p.rec.Plan = p.plan.String()
+		p.rec.NewPrimary = p.plan.Candidate
 	}
-	if dryRun {
-		if planErr != nil {
-			return nil, planErr
-		}
-		return rec, nil
-	}
+	return p
+}
+
+// executeFailover records and carries out the planned failover p: shared
+// and durable records, pre-failover hooks, the standby fence, then the
+// executor's failover, planning again without a candidate that fails
+// before its promotion (up to recovery.MaxCandidates), and the end (finishFailover).
+func (d *Daemon) executeFailover(ctx context.Context, cs *clusterState, p *failoverPlanned, fence *dbpilot.Fence, resumed *dbpilot.SharedRecovery) (*dbpilot.Recovery, error) {
+	rec, name, old := p.rec, cs.cfg.Name, p.old
 	if resumed != nil {
 		rec.Started, rec.DetectedAt = resumed.Started, time.Time{}
 	}
 	shared, err := d.sharedBegin(ctx, fence, rec, resumed)
 	if err != nil {
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Instance: old, Event: dbpilot.AuditCoordination,
-			Message: fmt.Sprintf("%s of %s not started: %v", kind, old, err)})
+			Message: fmt.Sprintf("%s of %s not started: %v", rec.Kind, old, err)})
 		return nil, err
 	}
 	if d.store != nil {
@@ -162,66 +136,22 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 	cs.status.State = dbpilot.ClusterRecovering
 	cs.touch()
 	cs.mu.Unlock()
-	detail := map[string]string{"kind": kind}
-	if !detectedAt.IsZero() {
-		detail["detection_ms"] = fmt.Sprint(d.now().Sub(detectedAt).Milliseconds())
+	detail := map[string]string{"kind": rec.Kind}
+	if !p.detectedAt.IsZero() {
+		detail["detection_ms"] = fmt.Sprint(d.now().Sub(p.detectedAt).Milliseconds())
 	}
 	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditDetect,
-		Message: fmt.Sprintf("primary %s is dead; starting %s", old, kind), Detail: detail})
+		Message: fmt.Sprintf("primary %s is dead; starting %s", old, rec.Kind), Detail: detail})
 
 	finish := func(err error) (*dbpilot.Recovery, error) {
-		d.endRecovery(ctx, rec, err)
-		d.sharedUpdate(ctx, fence, shared, rec, "")
-		hooks := d.cfg.HooksFor(cs.cfg)
-		if err == nil {
-			faultPoint("before-post-hooks")
-			d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
-			cs.mu.Lock()
-			cs.setPrimary(rec.NewPrimary)
-			cs.known = appendKey(cs.known, rec.NewPrimary)
-			cs.fenced[old] = true
-			cs.failingSince = time.Time{}
-			cs.status.State = dbpilot.ClusterOK
-			cs.status.Primary = rec.NewPrimary
-			cs.mu.Unlock()
-			d.watchOldPrimary(cs, old)
-			// Observe the new topology now, so that watchers are told of
-			// the new primary together with its replicas moved under it,
-			// not of a new primary over the old tree until the next tick.
-			if _, _, err := d.observe(ctx, cs); err != nil {
-				cs.notify()
-			}
-			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: dbpilot.AuditRecovered,
-				Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})
-		} else {
-			d.runHooks(ctx, cs, rec, "post-unsuccessful-failover", hooks.PostUnsuccessfulFailover, hooks)
-			cs.mu.Lock()
-			cs.status.State = dbpilot.ClusterDead
-			cs.touch()
-			cs.mu.Unlock()
-			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditFailed, Message: "recovery failed: " + err.Error()})
-		}
+		d.finishFailover(ctx, cs, fence, shared, rec, err)
 		return rec, err
 	}
-	if planErr != nil {
-		return finish(planErr)
+	if p.err != nil {
+		return finish(p.err)
 	}
-	hooks := d.cfg.HooksFor(cs.cfg)
-	faultPoint("before-hooks")
-	if resumed != nil && len(hooks.PreFailover) > 0 && (slices.Contains(resumed.Steps, preHooksStep) || d.hooksStarted(ctx, name, rec.ID, "pre-failover")) {
-		// The serve that began it ran (or was killed in) these hooks: a
-		// step never runs twice.
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Event: dbpilot.AuditHook,
-			Message: "pre-failover hooks not run again: the serve that began the recovery started them before it stopped"})
-	} else {
-		if len(hooks.PreFailover) > 0 {
-			// Shared before they start: another serve that takes the
-			// recovery over does not run them again.
-			d.sharedUpdate(ctx, fence, shared, rec, preHooksStep)
-		}
-		if err := d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks); err != nil {
-			return finish(err)
-		}
+	if err := d.preFailoverHooks(ctx, cs, fence, shared, rec, resumed); err != nil {
+		return finish(err)
 	}
 	// The hooks may have taken long: still the leader?
 	if fence != nil {
@@ -230,42 +160,78 @@ func (d *Daemon) failoverPlan(ctx context.Context, cs *clusterState, kind string
 		}
 	}
 	d.fenceStandby(ctx, cs, rec)
-	exec := d.executor(fence)
-	exec.Opt.SemiSync = cs.cfg.SemiSync
-	for attempt := 1; ; attempt++ {
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditPlan, Message: plan.Reason, Detail: map[string]string{"plan": plan.String()}})
-		err := exec.Failover(ctx, plan, rec)
-		if err == nil {
-			rec.NewPrimary = plan.Candidate
-			return finish(nil)
-		}
-		// A candidate that died before promotion: plan again without it.
-		if dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL || attempt >= maxCandidates || ctx.Err() != nil || errors.Is(err, dbpilot.ErrLeadershipLost) {
-			return finish(err)
-		}
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: plan.Candidate, Event: dbpilot.AuditCandidateFailed,
-			Message: fmt.Sprintf("candidate %s failed (%v); planning again without it", plan.Candidate, err)})
-		rules = withRule(rules, plan.Candidate, dbpilot.PromoteMustNot)
-		fresh = d.inspectMembers(ctx, members, old)
-		next, perr := recovery.PlanFailover(name, old, fresh, rules)
-		if perr != nil {
-			return finish(fmt.Errorf("%w; no other candidate: %v", err, perr))
-		}
-		plan = next
-		rec.Plan = plan.String()
-		rec.NewPrimary = plan.Candidate
-		rec.LostReplicas = nil
-		d.sharedUpdate(ctx, fence, shared, rec, "replanned")
-	}
+	return finish(d.promoteWithRetries(ctx, p, fence, shared))
 }
 
-func withRule(r recovery.Rules, k dbpilot.InstanceKey, rule dbpilot.PromotionRule) recovery.Rules {
-	out := recovery.Rules{}
-	for key, v := range r {
-		out[key] = v
+// promoteWithRetries runs the executor's failover of p's plan; a candidate
+// that dies before its promotion is replaced by a new plan without it
+// (recovery.Executor.FailoverRetrying), each new plan shared.
+func (d *Daemon) promoteWithRetries(ctx context.Context, p *failoverPlanned, fence *dbpilot.Fence, shared *dbpilot.SharedRecovery) error {
+	exec := d.executor(fence)
+	exec.Opt.SemiSync = p.cs.cfg.SemiSync
+	return exec.FailoverRetrying(ctx, p.plan, p.rec, recovery.Retry{Cluster: p.cs.cfg.Name, OldPrimary: p.old, Rules: p.rules,
+		Members:   func(ctx context.Context) []*dbpilot.Instance { return d.inspectMembers(ctx, p.members, p.old) },
+		Replanned: func(ctx context.Context) { d.sharedUpdate(ctx, fence, shared, p.rec, "replanned") }})
+}
+
+// preFailoverHooks runs the cluster's pre-failover hooks once per
+// recovery: a recovery resumed from a serve that started them skips them.
+// A failing hook vetoes the failover (its error).
+func (d *Daemon) preFailoverHooks(ctx context.Context, cs *clusterState, fence *dbpilot.Fence, shared *dbpilot.SharedRecovery, rec *dbpilot.Recovery, resumed *dbpilot.SharedRecovery) error {
+	name := cs.cfg.Name
+	hooks := d.cfg.HooksFor(cs.cfg)
+	faultPoint("before-hooks")
+	if resumed != nil && len(hooks.PreFailover) > 0 && (slices.Contains(resumed.Steps, preHooksStep) || d.hooksStarted(ctx, name, rec.ID, "pre-failover")) {
+		// The serve that began it ran (or was killed in) these hooks: a
+		// step never runs twice.
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Event: dbpilot.AuditHook,
+			Message: "pre-failover hooks not run again: the serve that began the recovery started them before it stopped"})
+		return nil
 	}
-	out[k] = rule
-	return out
+	if len(hooks.PreFailover) > 0 {
+		// Shared before they start: another serve that takes the
+		// recovery over does not run them again.
+		d.sharedUpdate(ctx, fence, shared, rec, preHooksStep)
+	}
+	return d.runHooks(ctx, cs, rec, "pre-failover", hooks.PreFailover, hooks)
+}
+
+// finishFailover ends a failover with err (nil: done): the durable and
+// shared records, the post hooks, the cluster's new primary (or its dead
+// state), and an observation of the new topology.
+func (d *Daemon) finishFailover(ctx context.Context, cs *clusterState, fence *dbpilot.Fence, shared *dbpilot.SharedRecovery, rec *dbpilot.Recovery, err error) {
+	name, old := cs.cfg.Name, rec.OldPrimary
+	d.endRecovery(ctx, rec, err)
+	d.sharedUpdate(ctx, fence, shared, rec, "")
+	hooks := d.cfg.HooksFor(cs.cfg)
+	if err != nil {
+		d.runHooks(ctx, cs, rec, "post-unsuccessful-failover", hooks.PostUnsuccessfulFailover, hooks)
+		cs.mu.Lock()
+		cs.status.State = dbpilot.ClusterDead
+		cs.touch()
+		cs.mu.Unlock()
+		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditFailed, Message: "recovery failed: " + err.Error()})
+		return
+	}
+	faultPoint("before-post-hooks")
+	d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
+	cs.mu.Lock()
+	cs.setPrimary(rec.NewPrimary)
+	cs.known = appendKey(cs.known, rec.NewPrimary)
+	cs.fenced[old] = true
+	cs.failingSince = time.Time{}
+	cs.status.State = dbpilot.ClusterOK
+	cs.status.Primary = rec.NewPrimary
+	cs.mu.Unlock()
+	d.watchOldPrimary(cs, old)
+	// Observe the new topology now, so that watchers are told of the new
+	// primary together with its replicas moved under it, not of a new
+	// primary over the old tree until the next tick.
+	if _, _, err := d.observe(ctx, cs); err != nil {
+		cs.notify()
+	}
+	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: rec.NewPrimary, Event: dbpilot.AuditRecovered,
+		Message: fmt.Sprintf("%s promoted in place of %s in %s", rec.NewPrimary, old, rec.Ended.Sub(rec.Started).Round(time.Millisecond))})
 }
 
 // runHooks runs a hook list; for pre-failover, a failure vetoes (returned
@@ -390,18 +356,13 @@ func (d *Daemon) fence(ctx context.Context, cs *clusterState, fence *dbpilot.Fen
 		if newPrimary == nil || !newPrimary.Reachable {
 			continue
 		}
-		errant, err := topology.Errant(old, newPrimary)
+		r, err := recovery.DecideReturning(old, newPrimary, cs.cfg.Rejoin)
 		if err != nil {
 			d.log.Warn("fence: compare GTIDs", "instance", old.Key.String(), "err", err)
 			continue
 		}
-		if errant != "" {
-			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has errant transactions the new primary %s lacks: %s; it stays read_only and out of the cluster ('dbpilot rejoin %s --reclone' re-provisions and attaches it)", old.Key, newPrimary.Key, errant, old.Key),
-				map[string]string{"errant": errant})
-			continue
-		}
-		if !cs.cfg.Rejoin {
-			d.fenceNote(ctx, cs, old.Key, fmt.Sprintf("old primary %s has no errant transactions; rejoin is off, so it stays read_only and detached ('dbpilot rejoin %s' attaches it)", old.Key, old.Key), nil)
+		if !r.Rejoin {
+			d.fenceNote(ctx, cs, old.Key, r.Note, r.Detail)
 			continue
 		}
 		if err := d.autoRejoin(ctx, cs, fence, old.Key, newPrimary.Key); err != nil {

@@ -119,7 +119,7 @@ func (d *Daemon) resumeLocal(ctx context.Context, cs *clusterState) bool {
 		}
 		msg := fmt.Sprintf("switchover interrupted: serve stopped during it; %s was not promoted", rec.NewPrimary)
 		if old, err := d.ctl.Inspect(ctx, rec.OldPrimary); err == nil && old.Reachable && !old.IsReplica() && old.ReadOnly {
-			if err := d.ctl.SetReadOnly(ctx, rec.OldPrimary, false); err != nil {
+			if err := d.executor(nil).GiveWrites(ctx, rec.OldPrimary); err != nil {
 				msg += fmt.Sprintf("; giving %s its writes back failed: %v", rec.OldPrimary, err)
 			} else {
 				msg += fmt.Sprintf("; %s, left read_only, takes writes again", rec.OldPrimary)
@@ -296,28 +296,13 @@ func (d *Daemon) watchOldPrimary(cs *clusterState, old dbpilot.InstanceKey) {
 // fenceRetry is how often watchOldPrimary tries a dead old primary again.
 const fenceRetry = 100 * time.Millisecond
 
-// fenceNow takes writes away from an old primary that answers again.
-// Client sessions first: one waiting for a semi-sync acknowledgement nobody
-// will send (its replicas moved) would hold SET GLOBAL read_only back for
-// rpl_semi_sync_master_timeout, and then tell its client the commit
-// succeeded; killed, its client hears of no success. Then the semi-sync
-// primary side goes off, which releases the killed sessions' commits still
-// waiting for that acknowledgement (their clients are gone), read_only goes
-// on, and sessions that connected meanwhile are ended too. It returns how
-// many sessions it ended.
+// fenceNow takes writes away from an old primary that answers again,
+// through the executor (recovery.Executor.Fence: sessions ended, semi-sync
+// primary side off, read_only on, sessions ended again). Fencing is always
+// allowed: no fencing token guards it. It returns how many sessions it
+// ended.
 func (d *Daemon) fenceNow(ctx context.Context, old dbpilot.InstanceKey) (int, error) {
-	n, err := d.ctl.KillClientConnections(ctx, old)
-	if err != nil {
-		return n, err
-	}
-	if err := d.ctl.SetSemiSync(ctx, old, false, false); err != nil {
-		return n, err
-	}
-	if err := d.ctl.SetReadOnly(ctx, old, true); err != nil {
-		return n, err
-	}
-	n2, err := d.ctl.KillClientConnections(ctx, old)
-	return n + n2, err
+	return d.executor(nil).Fence(ctx, old)
 }
 
 // fenceStandby sends read_only to the old primary of a failover about to
@@ -329,11 +314,10 @@ func (d *Daemon) fenceNow(ctx context.Context, old dbpilot.InstanceKey) (int, er
 // The outcome is audited when it comes; fenceNow still ends the sessions
 // of a primary that answers again (watchOldPrimary).
 func (d *Daemon) fenceStandby(ctx context.Context, cs *clusterState, rec *dbpilot.Recovery) {
-	sf, ok := d.live.(StandbyFencer)
-	if !ok || rec.OldPrimary.IsZero() {
+	if _, ok := d.live.(StandbyFencer); !ok || rec.OldPrimary.IsZero() {
 		return
 	}
-	done := sf.Fence(rec.OldPrimary)
+	done := d.executor(nil).FenceStandby(rec.OldPrimary)
 	if done == nil {
 		d.log.Info("no standby session on the old primary: it is fenced when it answers again", "cluster", cs.cfg.Name, "instance", rec.OldPrimary.String())
 		return

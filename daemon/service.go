@@ -131,6 +131,50 @@ func (d *Daemon) AuditEvents(ctx context.Context, f dbpilot.AuditFilter) ([]dbpi
 	return d.store.AuditEvents(ctx, f)
 }
 
+// operation is an operation's opening done: this serve may change the
+// cluster (fence; nil for a serve alone), it holds cs.op, and the cluster
+// was just observed (members, primary).
+type operation struct {
+	cs      *clusterState
+	fence   *dbpilot.Fence
+	members []*dbpilot.Instance
+	primary *dbpilot.Instance
+}
+
+// opening is what an operation tells operate of itself.
+type opening struct {
+	what    string                                                  // "failover of c": the start of its refusals
+	lead    dbpilot.OperationOptions                                // what leadership weighs (forwarded, dry run, forced)
+	forward func(dbpilot.ClusterService) (*dbpilot.Recovery, error) // the same request, to the leader
+	prepare func(context.Context)                                   // before the lock (nil: nothing)
+}
+
+// operate is the opening every operation repeats, written once:
+// leadership, or the request forwarded to the serve that leads the
+// cluster; cs.op locked (another operation running refuses); the cluster
+// observed. run then does the operation with the lock held.
+func (d *Daemon) operate(ctx context.Context, cs *clusterState, o opening, run func(*operation) (*dbpilot.Recovery, error)) (*dbpilot.Recovery, error) {
+	fence, fwd, err := d.leadership(ctx, cs, o.what, o.lead)
+	if err != nil {
+		return nil, err
+	}
+	if fwd != nil {
+		return o.forward(fwd)
+	}
+	if o.prepare != nil {
+		o.prepare(ctx)
+	}
+	if err := lockOp(cs); err != nil {
+		return nil, err
+	}
+	defer cs.op.Unlock()
+	members, primary, err := d.observe(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	return run(&operation{cs: cs, fence: fence, members: members, primary: primary})
+}
+
 func lockOp(cs *clusterState) error {
 	if !cs.op.TryLock() {
 		return dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: another recovery or operation is running; see 'dbpilot recoveries'", cs.cfg.Name)
@@ -147,22 +191,18 @@ func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.Operatio
 	if err != nil {
 		return nil, err
 	}
-	fence, fwd, err := d.leadership(ctx, cs, "failover of "+name, opt)
-	if err != nil {
-		return nil, err
-	}
-	if fwd != nil {
+	forward := func(fwd dbpilot.ClusterService) (*dbpilot.Recovery, error) {
 		opt.Forwarded = true
 		return fwd.Failover(ctx, name, opt)
 	}
-	if err := lockOp(cs); err != nil {
-		return nil, err
-	}
-	defer cs.op.Unlock()
-	members, primary, err := d.observe(ctx, cs)
-	if err != nil {
-		return nil, err
-	}
+	return d.operate(ctx, cs, opening{what: "failover of " + name, lead: opt, forward: forward}, func(o *operation) (*dbpilot.Recovery, error) {
+		return d.manualFailover(ctx, o, opt)
+	})
+}
+
+// manualFailover is Failover once the operation is open.
+func (d *Daemon) manualFailover(ctx context.Context, o *operation, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	cs, name, members, primary := o.cs, o.cs.cfg.Name, o.members, o.primary
 	if err := noServerAnswers(name, primary, members); err != nil {
 		return nil, err
 	}
@@ -184,7 +224,7 @@ func (d *Daemon) Failover(ctx context.Context, name string, opt dbpilot.Operatio
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Instance: primary.Key, Event: dbpilot.AuditForced,
 			Message: fmt.Sprintf("forced failover of %s, which is not confirmed dead: %s", primary.Key, v.Reason)})
 	}
-	rec, err = d.failover(ctx, cs, dbpilot.RecoveryFailoverManual, opt.DryRun, fence)
+	rec, err := d.failover(ctx, cs, dbpilot.RecoveryFailoverManual, opt.DryRun, o.fence)
 	if err == nil && opt.DryRun && v.State != dbpilot.ClusterDead {
 		rec.Plan = fmt.Sprintf("note: the primary is not dead (%s): a real failover would be refused\n", v.Reason) + rec.Plan
 	}
@@ -201,22 +241,19 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	if err := checkBounds(opt, d.cfg.Recovery.KillGrace.D()); err != nil {
 		return nil, err
 	}
-	fence, fwd, err := d.leadership(ctx, cs, "switchover of "+name, dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun})
-	if err != nil {
-		return nil, err
-	}
-	if fwd != nil {
+	forward := func(fwd dbpilot.ClusterService) (*dbpilot.Recovery, error) {
 		opt.Forwarded = true
 		return fwd.Switchover(ctx, name, opt)
 	}
-	if err := lockOp(cs); err != nil {
-		return nil, err
-	}
-	defer cs.op.Unlock()
-	members, primary, err := d.observe(ctx, cs)
-	if err != nil {
-		return nil, err
-	}
+	lead := dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun}
+	return d.operate(ctx, cs, opening{what: "switchover of " + name, lead: lead, forward: forward}, func(o *operation) (*dbpilot.Recovery, error) {
+		return d.switchover(ctx, o, opt)
+	})
+}
+
+// switchover is Switchover once the operation is open.
+func (d *Daemon) switchover(ctx context.Context, o *operation, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	cs, name, members, primary, fence := o.cs, o.cs.cfg.Name, o.members, o.primary, o.fence
 	if err := noServerAnswers(name, primary, members); err != nil {
 		return nil, err
 	}
@@ -248,7 +285,7 @@ func (d *Daemon) Switchover(ctx context.Context, name string, opt dbpilot.Operat
 	if err != nil {
 		return nil, err
 	}
-	rec = &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoverySwitchover, OldPrimary: primary.Key, NewPrimary: plan.Candidate, Started: d.now(), Plan: plan.String()}
+	rec := &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoverySwitchover, OldPrimary: primary.Key, NewPrimary: plan.Candidate, Started: d.now(), Plan: plan.String()}
 	if opt.DryRun {
 		return rec, nil
 	}
@@ -329,56 +366,29 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 		}
 		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: %s is not part of any watched cluster; a server outside a cluster's tree (a fenced old primary) is attached with 'dbpilot rejoin %s'", replica, replica)
 	}
-	fence, fwd, err := d.leadership(ctx, cs, fmt.Sprintf("relocate %s", replica), dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun})
-	if err != nil {
-		return nil, err
-	}
-	if fwd != nil {
+	forward := func(fwd dbpilot.ClusterService) (*dbpilot.Recovery, error) {
 		opt.Forwarded = true
 		return fwd.Relocate(ctx, replica, opt)
 	}
-	if err := lockOp(cs); err != nil {
-		return nil, err
-	}
-	defer cs.op.Unlock()
-	members, _, err := d.observe(ctx, cs)
-	if err != nil {
-		return nil, err
-	}
-	fresh := d.inspectAll(ctx, keysOf(members))
-	find := func(k dbpilot.InstanceKey) *dbpilot.Instance {
-		for _, i := range fresh {
-			if i.Key.Equal(k) {
-				return i
-			}
-		}
-		return nil
-	}
-	r, t := find(replica), find(opt.To)
-	if r == nil {
-		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: %s is not part of cluster %s", replica, cs.cfg.Name)
-	}
-	if t == nil {
-		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: target %s is not part of cluster %s", opt.To, cs.cfg.Name)
-	}
-	if err := recovery.CheckRelocate(r, t, fresh); err != nil {
-		return nil, err
-	}
+	lead := dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun}
+	return d.operate(ctx, cs, opening{what: fmt.Sprintf("relocate %s", replica), lead: lead, forward: forward}, func(o *operation) (*dbpilot.Recovery, error) {
+		return d.relocate(ctx, o, replica, opt)
+	})
+}
+
+// relocate is Relocate once the operation is open.
+func (d *Daemon) relocate(ctx context.Context, o *operation, replica dbpilot.InstanceKey, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	cs, fence := o.cs, o.fence
+	fresh := d.inspectAll(ctx, keysOf(o.members))
 	exec := d.executor(fence)
 	if opt.MaxLag > 0 {
 		exec.Opt.MaxLag = opt.MaxLag
 	}
-	if opt.DryRun {
-		// What one reading tells; the relocation itself reads the target
-		// twice when it has a backlog.
-		for _, ch := range t.Channels {
-			if rd := recovery.CheckApplier(ch.Source, &recovery.ApplierSample{Inst: t}, nil, exec.Opt.MaxLag); rd.Refusal != "" {
-				return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "relocate: target %s is not ready: %s; let it catch up, or choose another target", opt.To, rd.Refusal)
-			}
-		}
+	plan, err := recovery.PlanRelocate(cs.cfg.Name, replica, opt.To, fresh, exec.Opt.MaxLag, opt.DryRun)
+	if err != nil {
+		return nil, err
 	}
-	rec = &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: dbpilot.RecoveryRelocate, OldPrimary: replica, NewPrimary: opt.To, Started: d.now(),
-		Plan: fmt.Sprintf("relocate %s below %s (GTID auto-positioning)", replica, opt.To)}
+	rec := &dbpilot.Recovery{Cluster: cs.cfg.Name, Kind: dbpilot.RecoveryRelocate, OldPrimary: replica, NewPrimary: opt.To, Started: d.now(), Plan: plan}
 	if opt.DryRun {
 		return rec, nil
 	}
@@ -414,27 +424,26 @@ func (d *Daemon) Rejoin(ctx context.Context, name string, instance dbpilot.Insta
 	if err != nil {
 		return nil, err
 	}
-	fence, fwd, err := d.leadership(ctx, cs, what, dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun})
-	if err != nil {
-		return nil, err
-	}
-	if fwd != nil {
+	forward := func(fwd dbpilot.ClusterService) (*dbpilot.Recovery, error) {
 		opt.Forwarded = true
 		return fwd.Rejoin(ctx, name, instance, opt)
 	}
-	if !d.running.Load() {
-		// Acting directly: the old primaries the state remembers are
-		// crawled and known as such, as serve knows them.
-		d.restoreFence(ctx, cs)
+	prepare := func(ctx context.Context) {
+		if !d.running.Load() {
+			// Acting directly: the old primaries the state remembers are
+			// crawled and known as such, as serve knows them.
+			d.restoreFence(ctx, cs)
+		}
 	}
-	if err := lockOp(cs); err != nil {
-		return nil, err
-	}
-	defer cs.op.Unlock()
-	members, primary, err := d.observe(ctx, cs)
-	if err != nil {
-		return nil, err
-	}
+	lead := dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun}
+	return d.operate(ctx, cs, opening{what: what, lead: lead, forward: forward, prepare: prepare}, func(o *operation) (*dbpilot.Recovery, error) {
+		return d.rejoin(ctx, o, instance, opt)
+	})
+}
+
+// rejoin is Rejoin once the operation is open.
+func (d *Daemon) rejoin(ctx context.Context, op *operation, instance dbpilot.InstanceKey, opt dbpilot.OperationOptions) (*dbpilot.Recovery, error) {
+	cs, name, members, primary, fence := op.cs, op.cs.cfg.Name, op.members, op.primary, op.fence
 	switch {
 	case primary == nil:
 		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "cluster %s: no primary found: nothing to attach %s to", name, instance)
@@ -488,7 +497,7 @@ func (d *Daemon) Rejoin(ctx context.Context, name string, instance dbpilot.Insta
 	} else if err := recovery.CheckRejoin(o, p); err != nil {
 		return nil, err
 	}
-	rec = &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoveryRejoin, OldPrimary: instance, NewPrimary: p.Key, Started: d.now(),
+	rec := &dbpilot.Recovery{Cluster: name, Kind: dbpilot.RecoveryRejoin, OldPrimary: instance, NewPrimary: p.Key, Started: d.now(),
 		Plan: recovery.RejoinPlan(instance, p.Key, source, errant, opt.Reclone, cs.cfg.SemiSync)}
 	if opt.DryRun {
 		return rec, nil
@@ -499,7 +508,7 @@ func (d *Daemon) Rejoin(ctx context.Context, name string, instance dbpilot.Insta
 		// half restored: it runs to its end, recorded in the audit.
 		run = context.WithoutCancel(ctx)
 	}
-	err = d.runRejoin(run, cs, fence, rec, recovery.RejoinOptions{Reclone: opt.Reclone, Source: source})
+	err := d.runRejoin(run, cs, fence, rec, recovery.RejoinOptions{Reclone: opt.Reclone, Source: source})
 	return rec, err
 }
 

@@ -13,8 +13,6 @@ import (
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/alert"
-	"github.com/dbpilot/dbpilot/collector"
-	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/watchdog"
 	"go.yaml.in/yaml/v3"
 )
@@ -169,19 +167,33 @@ const (
 
 // Kill results (the result label of MetricWatchdogKills and the audit).
 const (
-	killOK       = "killed"
-	killGone     = "gone"   // the session ended before the KILL
-	killDenied   = "denied" // no privilege to kill it
-	killFailed   = "failed"
-	erNoSuchThrd = 1094 // ER_NO_SUCH_THREAD
-	erKillDenied = 1095 // ER_KILL_DENIED_ERROR
+	killOK     = "killed"
+	killGone   = "gone"   // the session ended before the KILL
+	killDenied = "denied" // no privilege to kill it
+	killFailed = "failed"
 )
 
-// watchdogCollector evaluates the watchdog's rules on one instance: one
-// read of the processlist per run on the runner's monitoring session, an
-// Evaluator kept across runs (dedup and the kill-rate guard), KILL on the
-// same session, each match and action audited and counted.
-type watchdogCollector struct {
+// watchSession is what the watchdog needs of one instance's monitoring
+// session: the processlist, the metadata lock waits, KILL. wire.go adapts
+// the collectors' session (mysql) to it.
+type watchSession interface {
+	// Processlist reads the sessions, their transactions and the
+	// session's own id (Snapshot's Self, Processes and Trx).
+	Processlist(ctx context.Context) (watchdog.Snapshot, error)
+	// MDLWaits reads performance_schema's metadata lock waits; enabled is
+	// false when the instrument is off.
+	MDLWaits(ctx context.Context) (waits []watchdog.MDLWait, enabled bool, err error)
+	// Kill runs a KILL statement once and returns its result (killOK,
+	// killGone, killDenied or killFailed) and the error, if any.
+	Kill(ctx context.Context, stmt string) (string, error)
+}
+
+// watchdogEval evaluates the watchdog's rules on one instance: one read of
+// the processlist per run on the runner's monitoring session, an Evaluator
+// kept across runs (dedup and the kill-rate guard), KILL on the same
+// session, each match and action audited and counted. wire.go's
+// watchdogCollector runs it as a collector.
+type watchdogEval struct {
 	ev       *watchdog.Evaluator
 	interval time.Duration
 	cluster  string
@@ -197,14 +209,14 @@ type watchdogCollector struct {
 	written map[string]bool       // series written once (later samples are not FromZero)
 }
 
-func newWatchdogCollector(rules []*watchdog.Rule, own watchdog.Own, interval time.Duration, cluster string,
-	audit func(context.Context, dbpilot.AuditEvent), notifier *watchdogNotifier, log *slog.Logger) *watchdogCollector {
-	return &watchdogCollector{ev: watchdog.NewEvaluator(rules, own, nil), interval: interval, cluster: cluster,
+func newWatchdogEval(rules []*watchdog.Rule, own watchdog.Own, interval time.Duration, cluster string,
+	audit func(context.Context, dbpilot.AuditEvent), notifier *watchdogNotifier, log *slog.Logger) *watchdogEval {
+	return &watchdogEval{ev: watchdog.NewEvaluator(rules, own, nil), interval: interval, cluster: cluster,
 		audit: audit, notifier: notifier, log: log, matches: map[[2]string]float64{}, kills: map[[2]string]float64{}, written: map[string]bool{}}
 }
 
-func (w *watchdogCollector) Name() string                   { return "watchdog" }
-func (w *watchdogCollector) DefaultInterval() time.Duration { return w.interval }
+func (w *watchdogEval) Name() string                   { return "watchdog" }
+func (w *watchdogEval) DefaultInterval() time.Duration { return w.interval }
 
 // watchdogRole is a monitored instance's role for rules: an instance with a
 // replication channel (replica, intermediate) is a replica; a primary or a
@@ -219,24 +231,13 @@ func watchdogRole(role string) watchdog.Role {
 	return ""
 }
 
-func (w *watchdogCollector) Collect(ctx context.Context, q collector.Querier, t collector.Target) ([]dbpilot.Sample, error) {
-	r, err := q.Query(ctx, mysql.ProcesslistSQL(t.Flavor))
+// evaluate runs the rules once on the instance t over session q.
+func (w *watchdogEval) evaluate(ctx context.Context, q watchSession, t dbpilot.MonitorTarget) ([]dbpilot.Sample, error) {
+	s, err := q.Processlist(ctx)
 	if err != nil {
 		return w.samples(), err
 	}
-	pl, err := mysql.ParseProcesslist(r)
-	if err != nil {
-		return w.samples(), err
-	}
-	pl.At = time.Now()
-	s := watchdog.Snapshot{At: pl.At, Role: watchdogRole(t.Role), Self: pl.Self,
-		Processes: make([]watchdog.Process, len(pl.Processes)), Trx: make([]watchdog.Trx, len(pl.Trx))}
-	for i, p := range pl.Processes {
-		s.Processes[i] = watchdog.Process(p)
-	}
-	for i, x := range pl.Trx {
-		s.Trx[i] = watchdog.Trx(x)
-	}
+	s.At, s.Role = time.Now(), watchdogRole(t.Role)
 	if watchdog.NeedsMDL(w.ev.Rules(), s) {
 		w.readMDL(ctx, q, t.Key, &s)
 	}
@@ -259,8 +260,8 @@ func (w *watchdogCollector) Collect(ctx context.Context, q collector.Querier, t 
 // replica_applier_blocked (a second statement, only while an applier
 // waits). Without them (an error, the instrument disabled) the rule falls
 // back to its processlist heuristic; an error is logged once.
-func (w *watchdogCollector) readMDL(ctx context.Context, q collector.Querier, key dbpilot.InstanceKey, s *watchdog.Snapshot) {
-	r, err := q.Query(ctx, mysql.MDLWaitsSQL)
+func (w *watchdogEval) readMDL(ctx context.Context, q watchSession, key dbpilot.InstanceKey, s *watchdog.Snapshot) {
+	waits, enabled, err := q.MDLWaits(ctx)
 	if err != nil {
 		if msg := err.Error(); msg != w.mdlErr {
 			w.mdlErr = msg
@@ -269,15 +270,12 @@ func (w *watchdogCollector) readMDL(ctx context.Context, q collector.Querier, ke
 		return
 	}
 	w.mdlErr = ""
-	waits, enabled := mysql.ParseMDLWaits(r)
 	s.MDLKnown = enabled
-	for _, x := range waits {
-		s.MDL = append(s.MDL, watchdog.MDLWait(x))
-	}
+	s.MDL = append(s.MDL, waits...)
 }
 
 // event is a match as the webhook receives it.
-func (w *watchdogCollector) event(key dbpilot.InstanceKey, m watchdog.Match, result string) alert.WatchdogEvent {
+func (w *watchdogEval) event(key dbpilot.InstanceKey, m watchdog.Match, result string) alert.WatchdogEvent {
 	s := m.Session
 	return alert.WatchdogEvent{Time: time.Now().UTC(), Instance: key.String(), Cluster: w.cluster, Rule: m.Rule,
 		Action: string(m.Action), Decision: string(m.Decision), Result: result, Reasons: m.Reasons,
@@ -287,22 +285,12 @@ func (w *watchdogCollector) event(key dbpilot.InstanceKey, m watchdog.Match, res
 
 // kill runs KILL QUERY or KILL CONNECTION once (no retry: the evaluator does
 // not return the session again) and returns the result.
-func (w *watchdogCollector) kill(ctx context.Context, q collector.Querier, key dbpilot.InstanceKey, m watchdog.Match) string {
+func (w *watchdogEval) kill(ctx context.Context, q watchSession, key dbpilot.InstanceKey, m watchdog.Match) string {
 	stmt := "KILL CONNECTION " + strconv.FormatUint(m.Session.ID, 10)
 	if m.Action == watchdog.ActionKillQuery {
 		stmt = "KILL QUERY " + strconv.FormatUint(m.Session.ID, 10)
 	}
-	err := q.Exec(ctx, stmt)
-	result := killOK
-	switch {
-	case err == nil:
-	case mysql.ServerErrorNumber(err) == erNoSuchThrd:
-		result = killGone
-	case mysql.ServerErrorNumber(err) == erKillDenied:
-		result = killDenied
-	default:
-		result = killFailed
-	}
+	result, err := q.Kill(ctx, stmt)
 	if err != nil {
 		w.log.Warn("watchdog: kill failed (not retried)", "instance", key.String(), "rule", m.Rule, "statement", stmt, "result", result, "err", err)
 	}
@@ -313,7 +301,7 @@ func (w *watchdogCollector) kill(ctx context.Context, q collector.Querier, key d
 }
 
 // record counts a match and writes it to the audit log.
-func (w *watchdogCollector) record(ctx context.Context, key dbpilot.InstanceKey, m watchdog.Match, result string) {
+func (w *watchdogEval) record(ctx context.Context, key dbpilot.InstanceKey, m watchdog.Match, result string) {
 	w.mu.Lock()
 	w.matches[[2]string{m.Rule, string(m.Decision)}]++
 	w.mu.Unlock()
@@ -351,7 +339,7 @@ func truncateInfo(s string, n int) string {
 
 // samples returns the watchdog's counters: every series seen so far, in
 // every batch (a complete batch ends the series it lacks).
-func (w *watchdogCollector) samples() []dbpilot.Sample {
+func (w *watchdogEval) samples() []dbpilot.Sample {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]dbpilot.Sample, 0, len(w.matches)+len(w.kills))

@@ -19,6 +19,7 @@ import (
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/backup"
 	"github.com/dbpilot/dbpilot/collector"
+	"github.com/dbpilot/dbpilot/coord"
 	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/remotewrite"
@@ -31,14 +32,17 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// This file is the only place where the daemon meets concrete adapters:
-// mysql (probes, replication control, liveness sessions, credential files),
-// backup (re-provisioning a server for rejoin --reclone),
-// collector (metrics), sqlite (state), metrics (the embedded TSDB),
-// remotewrite (remote-write targets and a remote query API) and sandbox
-// (configuration from a sandbox); watchdog.go's collector reads the
-// processlist and kills through the collectors' sessions. Everything else in the package
-// works on the interfaces of Options.
+// This file is the only place where the daemon meets concrete adapters
+// (remotewrite's URL checks and defaults in config_remote.go aside):
+// coord (the etcd coordinator), mysql (probes, replication control,
+// liveness sessions, credential files), backup (re-provisioning a server for rejoin --reclone),
+// collector (metrics, the gated heartbeat, the statements collector and the
+// watchdog's session: processlist, metadata locks, KILL), sqlite (state),
+// metrics (the embedded TSDB), remotewrite (remote-write targets and a
+// remote query API) and sandbox (configuration from a sandbox). Everything
+// else in the package works on the interfaces of Options and the small
+// interfaces beside the features (watchSession, the binlog backup's
+// gtidBinlogState).
 
 // Wiring says how Open builds a daemon from its configuration.
 type Wiring struct {
@@ -442,6 +446,168 @@ func (s *collectorStarter) collectors(gate *HeartbeatGate) []collector.Collector
 	return cs
 }
 
+// watchdogCollector runs the watchdog's evaluation as a collector, on the
+// runner's monitoring session.
+type watchdogCollector struct{ *watchdogEval }
+
+func newWatchdogCollector(rules []*watchdog.Rule, own watchdog.Own, interval time.Duration, cluster string,
+	audit func(context.Context, dbpilot.AuditEvent), notifier *watchdogNotifier, log *slog.Logger) watchdogCollector {
+	return watchdogCollector{newWatchdogEval(rules, own, interval, cluster, audit, notifier, log)}
+}
+
+func (w watchdogCollector) Collect(ctx context.Context, q collector.Querier, t collector.Target) ([]dbpilot.Sample, error) {
+	return w.evaluate(ctx, watchSQL{q: q, flavor: t.Flavor}, t)
+}
+
+// watchSQL is a watchSession over a collector's mysql session.
+type watchSQL struct {
+	q      collector.Querier
+	flavor dbpilot.Flavor
+}
+
+func (s watchSQL) Processlist(ctx context.Context) (watchdog.Snapshot, error) {
+	r, err := s.q.Query(ctx, mysql.ProcesslistSQL(s.flavor))
+	if err != nil {
+		return watchdog.Snapshot{}, err
+	}
+	pl, err := mysql.ParseProcesslist(r)
+	if err != nil {
+		return watchdog.Snapshot{}, err
+	}
+	snap := watchdog.Snapshot{Self: pl.Self,
+		Processes: make([]watchdog.Process, len(pl.Processes)), Trx: make([]watchdog.Trx, len(pl.Trx))}
+	for i, p := range pl.Processes {
+		snap.Processes[i] = watchdog.Process(p)
+	}
+	for i, x := range pl.Trx {
+		snap.Trx[i] = watchdog.Trx(x)
+	}
+	return snap, nil
+}
+
+func (s watchSQL) MDLWaits(ctx context.Context) ([]watchdog.MDLWait, bool, error) {
+	r, err := s.q.Query(ctx, mysql.MDLWaitsSQL)
+	if err != nil {
+		return nil, false, err
+	}
+	waits, enabled := mysql.ParseMDLWaits(r)
+	out := make([]watchdog.MDLWait, 0, len(waits))
+	for _, x := range waits {
+		out = append(out, watchdog.MDLWait(x))
+	}
+	return out, enabled, nil
+}
+
+// Server errors of KILL.
+const (
+	erNoSuchThrd = 1094 // ER_NO_SUCH_THREAD
+	erKillDenied = 1095 // ER_KILL_DENIED_ERROR
+)
+
+func (s watchSQL) Kill(ctx context.Context, stmt string) (string, error) {
+	err := s.q.Exec(ctx, stmt)
+	switch {
+	case err == nil:
+		return killOK, nil
+	case mysql.ServerErrorNumber(err) == erNoSuchThrd:
+		return killGone, err
+	case mysql.ServerErrorNumber(err) == erKillDenied:
+		return killDenied, err
+	}
+	return killFailed, err
+}
+
+// gatedHeartbeat is the heartbeat collector behind a HeartbeatGate.
+type gatedHeartbeat struct {
+	collector.Collector
+	gate *HeartbeatGate
+}
+
+func (h gatedHeartbeat) Collect(ctx context.Context, q collector.Querier, t collector.Target) ([]dbpilot.Sample, error) {
+	mode, f := h.gate.mode()
+	if mode == hbWrite {
+		if t.Role != roleWriter || h.gate.coord == nil {
+			return h.Collector.Collect(ctx, q, t)
+		}
+		s, err := h.Collector.Collect(ctx, fencedQuerier{Querier: q, gate: h.gate, fence: f}, t)
+		if !errors.Is(err, dbpilot.ErrLeadershipLost) {
+			return s, err
+		}
+		// Leadership lost between Lead and the write: nothing was
+		// written; read as a follower does.
+		mode = hbRead
+	}
+	if t.Role == roleWriter {
+		t.Role, q = roleWriterNotLed, noWrites{q}
+	}
+	s, err := h.Collector.Collect(ctx, q, t)
+	if mode == hbUnavailable {
+		s = withoutLag(s)
+	}
+	return s, err
+}
+
+// fencedQuerier checks the leader's fence before every statement that
+// writes (Exec); reads pass through. It is a comparable value: the
+// collector compares the querier of a run with the one it made its table
+// on, to make it again on a new connection.
+type fencedQuerier struct {
+	collector.Querier
+	gate  *HeartbeatGate
+	fence dbpilot.Fence
+}
+
+func (q fencedQuerier) Exec(ctx context.Context, stmts ...string) error {
+	if err := q.gate.coord.Check(ctx, q.fence); err != nil {
+		if !errors.Is(err, dbpilot.ErrLeadershipLost) {
+			err = fmt.Errorf("%w: %w", dbpilot.ErrLeadershipLost, err)
+		}
+		return err
+	}
+	return q.Querier.Exec(ctx, stmts...)
+}
+
+// noWrites refuses every write: the heartbeat collector of a non-writer
+// issues none, and must not.
+type noWrites struct{ collector.Querier }
+
+func (noWrites) Exec(context.Context, ...string) error {
+	return dbpilot.Errorf(dbpilot.ECONFLICT, "heartbeat: this serve does not write on the instance now")
+}
+
+// statementsStarter makes the statements collector of each instance.
+type statementsStarter struct {
+	cfg QueriesConfig
+	rec dbpilot.QueryRecorder
+}
+
+func (s *statementsStarter) collector(cluster string, log *slog.Logger) collector.Collector {
+	return collector.NewStatements(collector.StatementsOptions{Interval: s.cfg.Interval.D(), Top: s.cfg.Top,
+		Examples: s.cfg.Examples, Cluster: cluster, Recorder: s.rec, Log: log})
+}
+
+// The statements collector's defaults (queries.interval, queries.top).
+const (
+	defaultStatementsInterval = collector.DefaultStatementsInterval
+	defaultStatementsTop      = collector.DefaultStatementsTop
+)
+
+// gtidBinlogState reads primary's @@GLOBAL.gtid_binlog_state for the binlog
+// backup's setAside; ok is false where the server has none (MySQL) or the
+// read failed. err is the failure to connect.
+func gtidBinlogState(ctx context.Context, primary dbpilot.InstanceKey, conn mysql.Options) (string, bool, error) {
+	db, err := mysql.Open(ctx, primary, conn)
+	if err != nil {
+		return "", false, err
+	}
+	defer db.Close()
+	state, ok, err := db.QueryValue(ctx, "SELECT @@GLOBAL.gtid_binlog_state")
+	if err != nil {
+		return "", false, nil
+	}
+	return state, ok, nil
+}
+
 // readCredentialsFile reads a credentials file (mysql's option-file format,
 // mode 0600).
 func readCredentialsFile(path string) (CredentialsConfig, error) {
@@ -554,4 +720,23 @@ func sandboxCredentialsFile(d *sandbox.Descriptor, name string, c CredentialsCon
 		return "", fmt.Errorf("write credentials file %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// NewCoordinator returns the etcd coordinator of cfg (nil without
+// coordination.etcd); the caller starts it (Start, then Run) and closes it.
+func NewCoordinator(cfg *Config, log *slog.Logger, version string) (*coord.Etcd, error) {
+	if !cfg.Coordinated() {
+		return nil, nil
+	}
+	e := cfg.Coordination.Etcd
+	names := make([]string, len(cfg.Clusters))
+	for i, c := range cfg.Clusters {
+		names[i] = c.Name
+	}
+	return coord.New(coord.Options{
+		Endpoints: e.Endpoints, Prefix: e.Prefix, LeaseTTL: e.LeaseTTL.D(), DialTimeout: e.DialTimeout.D(), RequestTimeout: e.RequestTimeout.D(),
+		Username: e.Username, Password: e.Password, CAFile: expandHome(e.CAFile), CertFile: expandHome(e.CertFile), KeyFile: expandHome(e.KeyFile),
+		InsecureSkipVerify: e.InsecureSkipVerify,
+		Member:             cfg.MemberID(), API: cfg.AdvertiseURL(), Version: version, Clusters: names, Logger: log,
+	})
 }

@@ -77,6 +77,20 @@ type Executor struct {
 	// Recloner re-provisions a server for a rejoin with Reclone (nil:
 	// such a rejoin is refused).
 	Recloner dbpilot.Recloner
+	// Clock is the run's time (the zero Clock: the wall clock).
+	Clock Clock
+	// Standby sends read_only on an idle session kept on a primary (nil:
+	// none): FenceStandby.
+	Standby StandbyFencer
+}
+
+// StandbyFencer is implemented by liveness adapters that keep an idle
+// session on each primary they hold (mysql.Liveness): Fence sends SET
+// GLOBAL read_only=ON on it without waiting, so that a hung primary runs it
+// first when it runs again, before any client can open a session. The
+// channel receives the outcome; it is nil when no session is held.
+type StandbyFencer interface {
+	Fence(key dbpilot.InstanceKey) <-chan error
 }
 
 // execMaxParallel bounds how many replicas are repointed at once.
@@ -110,7 +124,7 @@ func (e *Executor) newRun(cluster, verb string, rec *dbpilot.Recovery) *execRun 
 		rec = &dbpilot.Recovery{}
 	}
 	if rec.Started.IsZero() {
-		rec.Started = time.Now()
+		rec.Started = e.Clock.now()
 	}
 	if rec.Cluster == "" {
 		rec.Cluster = cluster
@@ -139,7 +153,7 @@ func (r *execRun) audit(ctx context.Context, key dbpilot.InstanceKey, event, msg
 	if r.e.Audit == nil {
 		return
 	}
-	ev := dbpilot.AuditEvent{Time: time.Now(), Cluster: r.cluster, RecoveryID: r.rec.ID, Instance: key, Event: event, Message: msg, Detail: detail}
+	ev := dbpilot.AuditEvent{Time: r.now(), Cluster: r.cluster, RecoveryID: r.rec.ID, Instance: key, Event: event, Message: msg, Detail: detail}
 	// The audit outlives a cancelled recovery: the record of what was done
 	// matters most then.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -151,7 +165,7 @@ func (r *execRun) audit(ctx context.Context, key dbpilot.InstanceKey, event, msg
 
 // finish completes rec and audits "done" or "failed".
 func (r *execRun) finish(ctx context.Context, err error, detail map[string]string) error {
-	r.rec.Ended = time.Now()
+	r.rec.Ended = r.now()
 	if detail == nil {
 		detail = map[string]string{}
 	}
@@ -204,7 +218,7 @@ func execKeyList(keys []dbpilot.InstanceKey) string {
 	return strings.Join(s, ",")
 }
 
-// execSleep waits d or until ctx ends.
+// execSleep waits d or until ctx ends (the wall clock's Sleep).
 func execSleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -214,6 +228,37 @@ func execSleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Clock is the executor's time. Now stamps records and audit events and
+// measures every deadline of a run (apply, repoint verification, drain,
+// acknowledgement waits); Sleep waits between polls, until ctx ends. A nil
+// field is the wall clock's. Tests drive a run's timeouts with a fake one.
+type Clock struct {
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (c Clock) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+func (c Clock) sleep(ctx context.Context, d time.Duration) error {
+	if c.Sleep == nil {
+		return execSleep(ctx, d)
+	}
+	return c.Sleep(ctx, d)
+}
+
+// now, since, until and sleep are the run's clock (Executor.Clock).
+func (r *execRun) now() time.Time                  { return r.e.Clock.now() }
+func (r *execRun) since(t time.Time) time.Duration { return r.now().Sub(t) }
+func (r *execRun) until(t time.Time) time.Duration { return t.Sub(r.now()) }
+func (r *execRun) sleep(ctx context.Context, d time.Duration) error {
+	return r.e.Clock.sleep(ctx, d)
 }
 
 // validate refuses, before anything is done, a plan a failover or a
@@ -263,10 +308,10 @@ func (r *execRun) waitApplied(ctx context.Context, key dbpilot.InstanceKey, pos 
 		return nil
 	}
 	ctl := r.e.Ctl
-	deadline := time.Now().Add(timeout)
+	deadline := r.now().Add(timeout)
 	step := 250 * time.Millisecond
 	for {
-		slice := min(time.Until(deadline), step)
+		slice := min(r.until(deadline), step)
 		step = min(2*step, time.Second)
 		if slice < 10*time.Millisecond {
 			slice = 10 * time.Millisecond
@@ -293,7 +338,7 @@ func (r *execRun) waitApplied(ctx context.Context, key dbpilot.InstanceKey, pos 
 				return dbpilot.Errorf(dbpilot.EUNAVAIL, "%s cannot reach %s: its IO thread failed (%s)", key, pos, execDescribeChannel(ch))
 			}
 		}
-		if !time.Now().Before(deadline) {
+		if !r.now().Before(deadline) {
 			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "%s did not reach %s within %s", key, pos, timeout.Round(time.Millisecond))
 		}
 	}
@@ -328,7 +373,7 @@ func (r *execRun) makeWritable(ctx context.Context, key dbpilot.InstanceKey, why
 	if err := r.e.Ctl.SetReadOnly(ctx, key, false); err != nil {
 		return time.Time{}, err
 	}
-	writable := time.Now()
+	writable := r.now()
 	r.rec.NewPrimary, r.rec.WritesOpen = key, writable
 	r.audit(ctx, key, dbpilot.AuditPromote, fmt.Sprintf("%s promoted (%s): replication removed, writable", key, why),
 		map[string]string{"semi_sync": strconv.FormatBool(r.primarySide())})
@@ -383,7 +428,7 @@ func execEach[T any](items []T, extra func(), f func(T)) {
 // repoint moves one replica's channel from oldSource to primary and verifies
 // it; it returns why it failed, or "".
 func (r *execRun) repoint(ctx context.Context, key, primary, oldSource dbpilot.InstanceKey) string {
-	start := time.Now()
+	start := r.now()
 	channel, reason := r.attach(ctx, key, primary, oldSource)
 	if reason != "" {
 		return reason
@@ -429,7 +474,7 @@ func (r *execRun) confirmRepoint(ctx context.Context, key dbpilot.InstanceKey, c
 		return reason
 	}
 	r.audit(ctx, key, dbpilot.AuditRepoint, fmt.Sprintf("%s replicates from %s", key, primary), map[string]string{
-		"channel": channel, "source": primary.String(), "old_source": oldSource.String(), "elapsed_ms": execMillis(time.Since(start))})
+		"channel": channel, "source": primary.String(), "old_source": oldSource.String(), "elapsed_ms": execMillis(r.since(start))})
 	return ""
 }
 
@@ -438,7 +483,7 @@ func (r *execRun) confirmRepoint(ctx context.Context, key dbpilot.InstanceKey, c
 // the replica's position answers right after the connection is up), for at
 // most RepointVerify. It returns why it failed, or "".
 func (r *execRun) verify(ctx context.Context, key dbpilot.InstanceKey, channel string, source dbpilot.InstanceKey) string {
-	deadline := time.Now().Add(r.opt.RepointVerify)
+	deadline := r.now().Add(r.opt.RepointVerify)
 	good := 0
 	last := "not inspected"
 	for {
@@ -462,10 +507,10 @@ func (r *execRun) verify(ctx context.Context, key dbpilot.InstanceKey, channel s
 		if good >= 2 {
 			return ""
 		}
-		if time.Now().After(deadline) {
+		if r.now().After(deadline) {
 			return fmt.Sprintf("not replicating from %s after %s: %s", source, r.opt.RepointVerify, last)
 		}
-		if err := execSleep(ctx, execPollInterval); err != nil {
+		if err := r.sleep(ctx, execPollInterval); err != nil {
 			return "verification interrupted: " + err.Error()
 		}
 	}
@@ -607,4 +652,67 @@ func posReplace(pos, saved string, domains []uint32) (string, error) {
 		}
 	}
 	return gtid.NewMariaList(out...).String(), nil
+}
+
+// The statements below are the ones a recovery sends outside a planned run
+// (Failover, Switchover, Relocate, Rejoin): fencing an old primary that
+// answers again, and finishing or rolling back a run a stopped serve left
+// half done. They go through the executor's controller like every other
+// (under the fencing check when the executor's controller has one); the
+// caller audits them.
+
+// Fence takes writes away from old, a primary replaced by a recovery that
+// answers again: its client sessions are ended first (one waiting for a
+// semi-sync acknowledgement nobody will send would hold SET GLOBAL
+// read_only back for rpl_semi_sync_master_timeout, then tell its client
+// the commit succeeded); then the semi-sync primary side goes off, which
+// releases the killed sessions' commits still waiting (their clients are
+// gone), read_only goes on, and sessions that connected meanwhile are ended
+// too. It returns how many sessions it ended.
+func (e *Executor) Fence(ctx context.Context, old dbpilot.InstanceKey) (int, error) {
+	ctl := e.Ctl
+	n, err := ctl.KillClientConnections(ctx, old)
+	if err != nil {
+		return n, err
+	}
+	if err := ctl.SetSemiSync(ctx, old, false, false); err != nil {
+		return n, err
+	}
+	if err := ctl.SetReadOnly(ctx, old, true); err != nil {
+		return n, err
+	}
+	n2, err := ctl.KillClientConnections(ctx, old)
+	return n + n2, err
+}
+
+// FenceStandby sends read_only to old, the primary of a failover about to
+// run, on the standby session (Standby) without waiting; the channel
+// receives the outcome. It is nil when there is no standby session.
+func (e *Executor) FenceStandby(old dbpilot.InstanceKey) <-chan error {
+	if e.Standby == nil {
+		return nil
+	}
+	return e.Standby.Fence(old)
+}
+
+// GiveWrites sets read_only off on key: a candidate whose replication a
+// stopped serve removed before it made it writable, or a switchover's old
+// primary left read_only by a serve that stopped before the promotion.
+func (e *Executor) GiveWrites(ctx context.Context, key dbpilot.InstanceKey) error {
+	return e.Ctl.SetReadOnly(ctx, key, false)
+}
+
+// Reattach points replica at source (GTID auto-positioning): replication
+// stopped, the source changed, replication started; the first error ends
+// it. It finishes the repointing of a failover a stopped serve promoted.
+func (e *Executor) Reattach(ctx context.Context, replica, source dbpilot.InstanceKey) error {
+	ctl := e.Ctl
+	err := ctl.StopReplica(ctx, replica)
+	if err == nil {
+		err = ctl.ChangeSource(ctx, replica, source, dbpilot.ChangeSourceOptions{})
+	}
+	if err == nil {
+		err = ctl.StartReplica(ctx, replica)
+	}
+	return err
 }

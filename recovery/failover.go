@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/gtid"
@@ -108,7 +107,7 @@ func failoverMoved(p *Plan) []dbpilot.InstanceKey {
 // deletes the relay log. The IO thread may keep retrying the dead primary
 // meanwhile; that is harmless.
 func (r *execRun) applyRelayLog(ctx context.Context, p *Plan, cand *dbpilot.Instance) error {
-	start := time.Now()
+	start := r.now()
 	key := p.Candidate
 	ch := execSourceChannel(cand, p.OldPrimary)
 	var chans []dbpilot.ReplicationChannel
@@ -148,7 +147,7 @@ func (r *execRun) applyRelayLog(ctx context.Context, p *Plan, cand *dbpilot.Inst
 	if err := r.waitApplied(ctx, key, target, r.opt.ApplyTimeout, watch, false); err != nil {
 		return err
 	}
-	detail["elapsed_ms"] = execMillis(time.Since(start))
+	detail["elapsed_ms"] = execMillis(r.since(start))
 	r.audit(ctx, key, dbpilot.AuditApplyRelayLog, fmt.Sprintf("%s applied its relay log up to %s", key, target), detail)
 	return nil
 }
@@ -212,7 +211,7 @@ func relayLogTargetMariaDB(key dbpilot.InstanceKey, cand *dbpilot.Instance, chan
 func (r *execRun) catchUp(ctx context.Context, p *Plan, cu CatchUp) error {
 	ctl := r.e.Ctl
 	key := p.Candidate
-	start := time.Now()
+	start := r.now()
 	from, err := ctl.Inspect(ctx, cu.From)
 	if err != nil {
 		return err
@@ -252,7 +251,7 @@ func (r *execRun) catchUp(ctx context.Context, p *Plan, cu CatchUp) error {
 			return err
 		}
 	}
-	detail["elapsed_ms"] = execMillis(time.Since(start))
+	detail["elapsed_ms"] = execMillis(r.since(start))
 	r.audit(ctx, key, dbpilot.AuditCatchUp, fmt.Sprintf("%s caught up from %s to %s", key, cu.From, execOrNone(until)), detail)
 	return nil
 }

@@ -172,63 +172,14 @@ func PlanFailover(cluster string, dead dbpilot.InstanceKey, instances []*dbpilot
 		}
 	}
 	plan := &Plan{Kind: dbpilot.RecoveryFailoverManual, Cluster: cluster, OldPrimary: dead}
-	type scored struct {
-		m *member
-		o outlook
-		r rank
-	}
-	var cands []scored
-	for _, m := range ms {
-		if !m.known {
-			continue
-		}
-		m.checkEligible()
-		m.checkVersion(followers)
-		m.channelNotes()
-		m.belowNotes(instances)
-		if !m.eligible() {
-			continue
-		}
-		var o outlook
-		if m.mysql() {
-			o = mysqlOutlook(m, ms)
-		} else {
-			o = mariaOutlook(m, ms)
-		}
-		cands = append(cands, scored{m, o, rank{key: m.key, rule: m.rule, complete: o.complete, fetchable: o.fetchable,
-			ahead: o.ahead, missing: o.missing, backlog: m.backlog}})
-	}
-	slices.SortStableFunc(cands, func(a, b scored) int { return compareRank(a.r, b.r) })
-
+	cands := rankCandidates(ms, instances, followers)
 	// Candidates: eligible ones best first, then the others by key.
-	note := func(m *member, o *outlook) Candidate {
-		c := Candidate{Key: m.key, Eligible: m.eligible(), Rule: m.rule, Position: m.position()}
-		c.Notes = append(c.Notes, m.why...)
-		if o != nil {
-			switch {
-			case o.complete:
-				c.Notes = append(c.Notes, "received every transaction any reachable replica received")
-			default:
-				c.Notes = append(c.Notes, o.lacks...)
-				if !o.fetchable {
-					for _, s := range o.short {
-						c.Notes = append(c.Notes, "cannot fetch "+s)
-					}
-				}
-			}
-		}
-		if m.known && m.backlog > 0 {
-			c.Notes = append(c.Notes, fmt.Sprintf("relay backlog: %d transactions received, not applied yet", m.backlog))
-		}
-		c.Notes = append(c.Notes, m.notes...)
-		return c
-	}
 	for i := range cands {
-		plan.Candidates = append(plan.Candidates, note(cands[i].m, &cands[i].o))
+		plan.Candidates = append(plan.Candidates, candidateOf(cands[i].m, &cands[i].o))
 	}
 	for _, m := range ms {
 		if !m.eligible() {
-			plan.Candidates = append(plan.Candidates, note(m, nil))
+			plan.Candidates = append(plan.Candidates, candidateOf(m, nil))
 		}
 	}
 
@@ -284,6 +235,67 @@ func PlanFailover(cluster string, dead dbpilot.InstanceKey, instances []*dbpilot
 		plan.Repoint = append(plan.Repoint, p.key)
 	}
 	return plan, nil
+}
+
+// scored is an eligible candidate with its outlook and rank.
+type scored struct {
+	m *member
+	o outlook
+	r rank
+}
+
+// rankCandidates checks every known direct replica of the dead primary
+// (eligibility, version against the followers, notes) and returns the
+// eligible ones best first.
+func rankCandidates(ms []*member, instances []*dbpilot.Instance, followers []*member) []scored {
+	var cands []scored
+	for _, m := range ms {
+		if !m.known {
+			continue
+		}
+		m.checkEligible()
+		m.checkVersion(followers)
+		m.channelNotes()
+		m.belowNotes(instances)
+		if !m.eligible() {
+			continue
+		}
+		var o outlook
+		if m.mysql() {
+			o = mysqlOutlook(m, ms)
+		} else {
+			o = mariaOutlook(m, ms)
+		}
+		cands = append(cands, scored{m, o, rank{key: m.key, rule: m.rule, complete: o.complete, fetchable: o.fetchable,
+			ahead: o.ahead, missing: o.missing, backlog: m.backlog}})
+	}
+	slices.SortStableFunc(cands, func(a, b scored) int { return compareRank(a.r, b.r) })
+	return cands
+}
+
+// candidateOf is m as the plan lists it, with its outlook o (nil: not
+// eligible).
+func candidateOf(m *member, o *outlook) Candidate {
+	c := Candidate{Key: m.key, Eligible: m.eligible(), Rule: m.rule, Position: m.position()}
+	c.Notes = append(c.Notes, m.why...)
+	if o != nil {
+		switch {
+		case o.complete:
+			c.Notes = append(c.Notes, "received every transaction any reachable replica received")
+		default:
+			c.Notes = append(c.Notes, o.lacks...)
+			if !o.fetchable {
+				for _, s := range o.short {
+					c.Notes = append(c.Notes, "cannot fetch "+s)
+				}
+			}
+		}
+	}
+	if m.known && m.backlog > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("relay backlog: %d transactions received, not applied yet", m.backlog))
+	}
+	c.Notes = append(c.Notes, m.notes...)
+	return c
 }
 
 // catchUpSummary says in one phrase what c has, or fetches from whom.

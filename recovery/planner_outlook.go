@@ -60,26 +60,7 @@ func (s *member) servable(d uint32) (bool, string) {
 
 // mariaOutlook plans the catch-up of candidate c (MariaDB).
 func mariaOutlook(c *member, ms []*member) outlook {
-	top := map[uint32]gtid.MariaGTID{}
-	var domains []uint32
-	for _, m := range ms {
-		if !m.known {
-			continue
-		}
-		for _, g := range m.recv {
-			if m.diverged[g.Domain] != "" {
-				continue
-			}
-			t, ok := top[g.Domain]
-			if !ok {
-				domains = append(domains, g.Domain)
-			}
-			if !ok || g.Seq > t.Seq || (g.Seq == t.Seq && g.Server < t.Server) {
-				top[g.Domain] = g
-			}
-		}
-	}
-	slices.Sort(domains)
+	top, domains := mariaTop(ms)
 	o := outlook{domains: len(domains), complete: true, fetchable: true}
 	var missing []uint32
 	for _, d := range domains {
@@ -182,6 +163,32 @@ func mariaOutlook(c *member, ms []*member) outlook {
 		o.short = append(o.short, fmt.Sprintf("domain %d after %s: %s", d, have, strings.Join(holders, ", ")))
 	}
 	return o
+}
+
+// mariaTop returns the highest transaction any known replica received in
+// each GTID domain (diverged domains aside), and the domains, sorted.
+func mariaTop(ms []*member) (map[uint32]gtid.MariaGTID, []uint32) {
+	top := map[uint32]gtid.MariaGTID{}
+	var domains []uint32
+	for _, m := range ms {
+		if !m.known {
+			continue
+		}
+		for _, g := range m.recv {
+			if m.diverged[g.Domain] != "" {
+				continue
+			}
+			t, ok := top[g.Domain]
+			if !ok {
+				domains = append(domains, g.Domain)
+			}
+			if !ok || g.Seq > t.Seq || (g.Seq == t.Seq && g.Server < t.Server) {
+				top[g.Domain] = g
+			}
+		}
+	}
+	slices.Sort(domains)
+	return top, domains
 }
 
 // haveHas joins keys into "a has", "a and b have", "a, b and c have".

@@ -67,33 +67,7 @@ func PlanSwitchover(cluster string, primary *dbpilot.Instance, instances []*dbpi
 			followers = append(followers, m)
 		}
 	}
-	behind := map[*member]uint64{}
-	for _, m := range ms {
-		if !m.known {
-			continue
-		}
-		m.checkEligible()
-		m.checkVersion(followers)
-		if e := ref.errant(m); e != "" {
-			m.why = append(m.why, fmt.Sprintf("errant transactions: it has %s, which the primary %s does not have; reconcile them first", e, pk))
-		}
-		// A receiving replica with transactions it cannot apply in time
-		// is refused for that; one that does not receive, for that.
-		rd := CheckApplier(pk, &ApplierSample{Inst: m.inst}, nil, opt.MaxLag)
-		switch {
-		case rd.Refusal != "" && m.ch.IORunning == dbpilot.IORunning:
-			m.why = append(m.why, rd.Refusal)
-		case !m.ch.Healthy():
-			m.why = append(m.why, fmt.Sprintf("not replicating from the primary (IO thread %s, SQL thread %s): start replication first", orUnknown(string(m.ch.IORunning)), yesNo(m.ch.SQLRunning)))
-		case rd.Refusal != "":
-			m.why = append(m.why, rd.Refusal)
-		}
-		behind[m] = ref.behind(m)
-		m.belowNotes(instances)
-		if v, pv := m.inst.Version, primary.Version; v.Major != 0 && pv.Major != 0 && seriesOf(pv).Compare(seriesOf(v)) < 0 {
-			m.notes = append(m.notes, fmt.Sprintf("the old primary runs %s, an older release series: upgrade it, since it will replicate from this one", pv))
-		}
-	}
+	behind := checkSwitchoverMembers(ms, followers, ref, primary, instances, opt)
 
 	var eligible []*member
 	for _, m := range ms {
@@ -106,52 +80,9 @@ func PlanSwitchover(cluster string, primary *dbpilot.Instance, instances []*dbpi
 	}
 	slices.SortStableFunc(eligible, less)
 
-	var cand *member
-	var reason string // why cand rather than the runner-up
-	if !to.IsZero() {
-		i := slices.IndexFunc(ms, func(m *member) bool { return m.key.Equal(to) })
-		if i < 0 {
-			if in := findInstance(instances, to); in != nil {
-				src := "nothing"
-				if len(in.Channels) > 0 {
-					src = in.Channels[0].Source.String()
-				}
-				return nil, dbpilot.Errorf(dbpilot.EINVALID, "cannot switch over %s to %s: it is not a direct replica of %s (it replicates from %s); relocate it below %s first", pk, to, pk, src, pk)
-			}
-			return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "cannot switch over %s to %s: no such instance observed in cluster %s", pk, to, cluster)
-		}
-		cand = ms[i]
-		if !cand.eligible() {
-			code := dbpilot.ECONFLICT
-			if !cand.inst.Reachable {
-				code = dbpilot.EUNAVAIL
-			}
-			return nil, dbpilot.Errorf(code, "cannot switch over %s to %s: %s", pk, to, strings.Join(cand.why, "; "))
-		}
-		reason = "requested"
-	} else {
-		if len(eligible) == 0 {
-			var parts []string
-			for _, m := range ms {
-				parts = append(parts, fmt.Sprintf("%s: %s", m.key, strings.Join(m.why, ", ")))
-			}
-			return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "cannot switch over %s: no replica can be promoted: %s", pk, strings.Join(parts, "; "))
-		}
-		cand = eligible[0]
-		switch {
-		case len(eligible) == 1:
-			reason = "the only eligible replica"
-		default:
-			r := eligible[1]
-			switch {
-			case ruleOrder(cand.rule) != ruleOrder(r.rule):
-				reason = fmt.Sprintf("promotion rule %s beats %s of %s", cand.rule, r.rule, r.key)
-			case behind[cand] != behind[r]:
-				reason = fmt.Sprintf("closest to the primary: %s has %d transactions to apply", r.key, behind[r])
-			default:
-				reason = fmt.Sprintf("ties with %s; the lower key wins", r.key)
-			}
-		}
+	cand, reason, err := chooseSwitchoverCandidate(cluster, pk, to, ms, eligible, behind, instances)
+	if err != nil {
+		return nil, err
 	}
 	state := "has applied everything the primary has"
 	if behind[cand] > 0 {
@@ -199,6 +130,93 @@ func PlanSwitchover(cluster string, primary *dbpilot.Instance, instances []*dbpi
 		plan.Repoint = append(plan.Repoint, p.key)
 	}
 	return plan, nil
+}
+
+// checkSwitchoverMembers checks every known direct replica of the primary
+// for a switchover (eligibility, version, errant transactions, a working
+// and timely applier, release series) and returns how many transactions
+// each is behind the primary.
+func checkSwitchoverMembers(ms, followers []*member, ref *primaryRef, primary *dbpilot.Instance, instances []*dbpilot.Instance, opt SwitchoverOptions) map[*member]uint64 {
+	pk := primary.Key
+	behind := map[*member]uint64{}
+	for _, m := range ms {
+		if !m.known {
+			continue
+		}
+		m.checkEligible()
+		m.checkVersion(followers)
+		if e := ref.errant(m); e != "" {
+			m.why = append(m.why, fmt.Sprintf("errant transactions: it has %s, which the primary %s does not have; reconcile them first", e, pk))
+		}
+		// A receiving replica with transactions it cannot apply in time
+		// is refused for that; one that does not receive, for that.
+		rd := CheckApplier(pk, &ApplierSample{Inst: m.inst}, nil, opt.MaxLag)
+		switch {
+		case rd.Refusal != "" && m.ch.IORunning == dbpilot.IORunning:
+			m.why = append(m.why, rd.Refusal)
+		case !m.ch.Healthy():
+			m.why = append(m.why, fmt.Sprintf("not replicating from the primary (IO thread %s, SQL thread %s): start replication first", orUnknown(string(m.ch.IORunning)), yesNo(m.ch.SQLRunning)))
+		case rd.Refusal != "":
+			m.why = append(m.why, rd.Refusal)
+		}
+		behind[m] = ref.behind(m)
+		m.belowNotes(instances)
+		if v, pv := m.inst.Version, primary.Version; v.Major != 0 && pv.Major != 0 && seriesOf(pv).Compare(seriesOf(v)) < 0 {
+			m.notes = append(m.notes, fmt.Sprintf("the old primary runs %s, an older release series: upgrade it, since it will replicate from this one", pv))
+		}
+	}
+	return behind
+}
+
+// chooseSwitchoverCandidate returns the candidate of a switchover — the
+// one requested (to), or the best eligible one — and why, in a phrase.
+func chooseSwitchoverCandidate(cluster string, pk, to dbpilot.InstanceKey, ms, eligible []*member, behind map[*member]uint64, instances []*dbpilot.Instance) (cand *member, reason string, err error) {
+	if !to.IsZero() {
+		i := slices.IndexFunc(ms, func(m *member) bool { return m.key.Equal(to) })
+		if i < 0 {
+			if in := findInstance(instances, to); in != nil {
+				src := "nothing"
+				if len(in.Channels) > 0 {
+					src = in.Channels[0].Source.String()
+				}
+				return nil, "", dbpilot.Errorf(dbpilot.EINVALID, "cannot switch over %s to %s: it is not a direct replica of %s (it replicates from %s); relocate it below %s first", pk, to, pk, src, pk)
+			}
+			return nil, "", dbpilot.Errorf(dbpilot.ENOTFOUND, "cannot switch over %s to %s: no such instance observed in cluster %s", pk, to, cluster)
+		}
+		cand = ms[i]
+		if !cand.eligible() {
+			code := dbpilot.ECONFLICT
+			if !cand.inst.Reachable {
+				code = dbpilot.EUNAVAIL
+			}
+			return nil, "", dbpilot.Errorf(code, "cannot switch over %s to %s: %s", pk, to, strings.Join(cand.why, "; "))
+		}
+		reason = "requested"
+	} else {
+		if len(eligible) == 0 {
+			var parts []string
+			for _, m := range ms {
+				parts = append(parts, fmt.Sprintf("%s: %s", m.key, strings.Join(m.why, ", ")))
+			}
+			return nil, "", dbpilot.Errorf(dbpilot.ECONFLICT, "cannot switch over %s: no replica can be promoted: %s", pk, strings.Join(parts, "; "))
+		}
+		cand = eligible[0]
+		switch {
+		case len(eligible) == 1:
+			reason = "the only eligible replica"
+		default:
+			r := eligible[1]
+			switch {
+			case ruleOrder(cand.rule) != ruleOrder(r.rule):
+				reason = fmt.Sprintf("promotion rule %s beats %s of %s", cand.rule, r.rule, r.key)
+			case behind[cand] != behind[r]:
+				reason = fmt.Sprintf("closest to the primary: %s has %d transactions to apply", r.key, behind[r])
+			default:
+				reason = fmt.Sprintf("ties with %s; the lower key wins", r.key)
+			}
+		}
+	}
+	return cand, reason, nil
 }
 
 // SwitchoverOptions bound a switchover's plan.

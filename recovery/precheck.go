@@ -21,7 +21,7 @@ func (r *execRun) precheckApplier(ctx context.Context, inst *dbpilot.Instance, s
 		return rd, nil
 	}
 	first.Threads = r.applierThreads(ctx, inst.Key)
-	if err := execSleep(ctx, PrecheckSample); err != nil {
+	if err := r.sleep(ctx, PrecheckSample); err != nil {
 		return rd, err
 	}
 	again, err := r.e.Ctl.Inspect(ctx, inst.Key)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/topology"
@@ -157,7 +156,7 @@ func (r *execRun) rejoin(ctx context.Context, old, primary dbpilot.InstanceKey, 
 	if len(inst.Channels) > 1 {
 		return dbpilot.Errorf(dbpilot.EINVALID, "rejoin: %s has %d replication channels; rejoin attaches servers with at most one: remove them first (RESET SLAVE ALL), nothing changed", old, len(inst.Channels))
 	}
-	start := time.Now()
+	start := r.now()
 	if opt.Reclone {
 		if err := r.reclone(ctx, inst, p, opt.Source, detail); err != nil {
 			return err
@@ -198,7 +197,7 @@ func (r *execRun) rejoin(ctx context.Context, old, primary dbpilot.InstanceKey, 
 	for k, v := range attached {
 		detail[k] = v
 	}
-	detail["elapsed_ms"] = execMillis(time.Since(start))
+	detail["elapsed_ms"] = execMillis(r.since(start))
 	r.rec.NewPrimary = primary
 	how := "its own data"
 	if opt.Reclone {

@@ -10,6 +10,44 @@ import (
 	"github.com/dbpilot/dbpilot/gtid"
 )
 
+// PlanRelocate is the one place a relocation is checked before it runs:
+// on one fresh reading of the cluster's members, replica and target must
+// both be members of cluster and the move must pass CheckRelocate; with
+// oneReading (a dry run) a target that is itself a replica must also be
+// ready on that reading (CheckApplier within maxLag). A real relocation
+// leaves that to Executor.Relocate, which reads the target twice when it
+// has a backlog. It returns the plan's text.
+func PlanRelocate(cluster string, replica, target dbpilot.InstanceKey, fresh []*dbpilot.Instance, maxLag time.Duration, oneReading bool) (string, error) {
+	find := func(k dbpilot.InstanceKey) *dbpilot.Instance {
+		for _, i := range fresh {
+			if i.Key.Equal(k) {
+				return i
+			}
+		}
+		return nil
+	}
+	r, t := find(replica), find(target)
+	if r == nil {
+		return "", dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: %s is not part of cluster %s", replica, cluster)
+	}
+	if t == nil {
+		return "", dbpilot.Errorf(dbpilot.ENOTFOUND, "relocate: target %s is not part of cluster %s", target, cluster)
+	}
+	if err := CheckRelocate(r, t, fresh); err != nil {
+		return "", err
+	}
+	if oneReading {
+		// What one reading tells; the relocation itself reads the target
+		// twice when it has a backlog.
+		for _, ch := range t.Channels {
+			if rd := CheckApplier(ch.Source, &ApplierSample{Inst: t}, nil, maxLag); rd.Refusal != "" {
+				return "", dbpilot.Errorf(dbpilot.ECONFLICT, "relocate: target %s is not ready: %s; let it catch up, or choose another target", target, rd.Refusal)
+			}
+		}
+	}
+	return fmt.Sprintf("relocate %s below %s (GTID auto-positioning)", replica, target), nil
+}
+
 // CheckRelocate explains why replica cannot move below target, or returns nil.
 //
 // Moving is refused when: either server is unreachable; target is replica
@@ -310,7 +348,7 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 			return dbpilot.Errorf(dbpilot.ECONFLICT, "relocate: target %s is not ready, nothing changed: %s; let it catch up, or choose another target", target, rd.Refusal)
 		}
 	}
-	start := time.Now()
+	start := r.now()
 	if err := ctl.StopReplica(ctx, replica); err != nil {
 		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "relocate: cannot stop replication on %s", replica)
 	}
@@ -323,7 +361,7 @@ func (r *execRun) relocate(ctx context.Context, replica, target dbpilot.Instance
 		reason = r.verify(ctx, replica, ch.Name, target)
 	}
 	if reason == "" {
-		detail["elapsed_ms"] = execMillis(time.Since(start))
+		detail["elapsed_ms"] = execMillis(r.since(start))
 		r.audit(ctx, replica, dbpilot.AuditRelocate, fmt.Sprintf("%s replicates from %s (was %s)", replica, target, ch.Source), detail)
 		return nil
 	}

@@ -167,7 +167,7 @@ func (r *execRun) restorePrimarySides(ctx context.Context, primary dbpilot.Insta
 // restorePrimarySide waits for key to apply target, then turns its
 // primary side on, keeping its replica side as it is now.
 func (r *execRun) restorePrimarySide(ctx context.Context, key, primary dbpilot.InstanceKey, target string) {
-	start := time.Now()
+	start := r.now()
 	inst, err := r.e.Ctl.Inspect(ctx, key)
 	if err != nil {
 		r.leftOff(ctx, key, "unreachable: "+err.Error())
@@ -187,7 +187,7 @@ func (r *execRun) restorePrimarySide(ctx context.Context, key, primary dbpilot.I
 		return
 	}
 	r.audit(ctx, key, dbpilot.AuditSemiSync, fmt.Sprintf("%s replicates from %s and applied its position: semi-sync primary side on again, as before the %s", key, primary, r.verb),
-		map[string]string{"position": target, "elapsed_ms": execMillis(time.Since(start))})
+		map[string]string{"position": target, "elapsed_ms": execMillis(r.since(start))})
 }
 
 // leftOff audits a quieted server whose primary side stays off.

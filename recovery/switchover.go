@@ -83,7 +83,7 @@ func (r *execRun) switchover(ctx context.Context, p *Plan, detail map[string]str
 
 	// From here on writes are refused: the window is measured from t0,
 	// and the drain must end by drainBy.
-	t0 := time.Now()
+	t0 := r.now()
 	drainBy := t0.Add(r.opt.DrainTimeout)
 	if err := r.stopWrites(ctx, p.OldPrimary, drainBy); err != nil {
 		return r.rollbackSwitchover(ctx, p, t0, err, false, false)
@@ -138,7 +138,7 @@ func (r *execRun) attachAll(ctx context.Context, p *Plan, old *dbpilot.Instance)
 	)
 	add := func(j joined) { mu.Lock(); out = append(out, j); mu.Unlock() }
 	former := func() {
-		start := time.Now()
+		start := r.now()
 		detail, reason := r.demoteAttach(ctx, old, p.Candidate)
 		if reason != "" {
 			r.lose(ctx, p.OldPrimary, reason)
@@ -147,7 +147,7 @@ func (r *execRun) attachAll(ctx context.Context, p *Plan, old *dbpilot.Instance)
 		add(joined{key: p.OldPrimary, former: true, detail: detail, start: start})
 	}
 	execEach(otherThan(p.Repoint, p.Candidate, p.OldPrimary), former, func(k dbpilot.InstanceKey) {
-		start := time.Now()
+		start := r.now()
 		channel, reason := r.attach(ctx, k, p.Candidate, p.OldPrimary)
 		if reason != "" {
 			r.lose(ctx, k, reason)
@@ -173,17 +173,17 @@ func (r *execRun) waitAcknowledger(ctx context.Context, cand dbpilot.InstanceKey
 	if !r.primarySide() || len(js) == 0 {
 		return
 	}
-	deadline := time.Now().Add(execAckWait)
+	deadline := r.now().Add(execAckWait)
 	for {
 		inst, err := r.e.Ctl.Inspect(ctx, cand)
 		if err == nil && inst.SemiSync.PrimaryClients > 0 {
 			return
 		}
-		if time.Now().After(deadline) {
+		if r.now().After(deadline) {
 			r.audit(ctx, cand, dbpilot.AuditRepoint, fmt.Sprintf("no semi-sync replica connected to %s within %s; it becomes writable anyway, and its first commits may wait rpl_semi_sync_master_timeout for an acknowledgement", cand, execAckWait), nil)
 			return
 		}
-		if err := execSleep(ctx, execAckPoll); err != nil {
+		if err := r.sleep(ctx, execAckPoll); err != nil {
 			return
 		}
 	}
@@ -229,8 +229,8 @@ func (r *execRun) switchoverPreflight(ctx context.Context, p *Plan) (old, cand *
 	ch := cand.Channel(oldKey)
 	// A channel just started (IO Connecting or Preparing) gets a moment to
 	// connect rather than a refusal.
-	for deadline := time.Now().Add(preflightConnectWait); ch != nil && ch.Starting() && time.Now().Before(deadline); ch = cand.Channel(oldKey) {
-		if err = execSleep(ctx, 50*time.Millisecond); err != nil {
+	for deadline := r.now().Add(preflightConnectWait); ch != nil && ch.Starting() && r.now().Before(deadline); ch = cand.Channel(oldKey) {
+		if err = r.sleep(ctx, 50*time.Millisecond); err != nil {
 			return nil, nil, "", err
 		}
 		if cand, err = ctl.Inspect(ctx, candKey); err != nil {
@@ -265,9 +265,9 @@ func (r *execRun) stopWrites(ctx context.Context, oldKey dbpilot.InstanceKey, dr
 	if err := ctl.SetReadOnly(ctx, oldKey, true); err != nil {
 		return err
 	}
-	grace := max(0, min(r.opt.KillGrace, time.Until(drainBy)))
+	grace := max(0, min(r.opt.KillGrace, r.until(drainBy)))
 	r.audit(ctx, oldKey, dbpilot.AuditReadOnly, fmt.Sprintf("%s is read-only; waiting %s for writers to finish", oldKey, grace), nil)
-	if err := execSleep(ctx, grace); err != nil {
+	if err := r.sleep(ctx, grace); err != nil {
 		return err
 	}
 	killed, err := ctl.KillClientConnections(ctx, oldKey)
@@ -310,12 +310,12 @@ func (r *execRun) reachFinalPosition(ctx context.Context, p *Plan, candChannel s
 		if err != nil {
 			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "compare GTID positions")
 		}
-		left := time.Until(deadline)
+		left := r.until(deadline)
 		if left <= 0 && wait != "" {
 			return &drainTimeout{target: target}
 		}
 		if err := r.waitApplied(ctx, candKey, wait, left, candChannel, true); err != nil {
-			if ctx.Err() == nil && dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL && !time.Now().Before(deadline) {
+			if ctx.Err() == nil && dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL && !r.now().Before(deadline) {
 				return &drainTimeout{target: target}
 			}
 			return err
@@ -375,7 +375,7 @@ func (r *execRun) rollbackSwitchover(ctx context.Context, p *Plan, t0 time.Time,
 	if err := ctl.SetReadOnly(rctx, oldKey, false); err != nil {
 		errs = append(errs, err)
 	}
-	d := map[string]string{"write_unavailable_ms": execMillis(time.Since(t0))}
+	d := map[string]string{"write_unavailable_ms": execMillis(r.since(t0))}
 	if len(errs) > 0 {
 		rerr := errors.Join(errs...)
 		d["error"] = rerr.Error()
@@ -396,7 +396,7 @@ func (r *execRun) rollbackDrain(ctx context.Context, p *Plan, t0 time.Time, cand
 	oldKey, candKey := p.OldPrimary, p.Candidate
 	rctx := context.WithoutCancel(ctx)
 	err := r.e.Ctl.SetReadOnly(rctx, oldKey, false)
-	d := map[string]string{"write_unavailable_ms": execMillis(time.Since(t0)), "drain_timeout_ms": execMillis(r.opt.DrainTimeout), "target": target}
+	d := map[string]string{"write_unavailable_ms": execMillis(r.since(t0)), "drain_timeout_ms": execMillis(r.opt.DrainTimeout), "target": target}
 	msg := fmt.Sprintf("switchover: %s had not applied %s's last transactions when %s (%s) ran out%s", candKey, oldKey, DrainTimeoutSetting, r.opt.DrainTimeout, r.describeLeft(rctx, candKey, candChannel, target))
 	if err != nil {
 		d["error"] = err.Error()
@@ -460,7 +460,7 @@ func (r *execRun) demoteConfirm(ctx context.Context, key, primary dbpilot.Instan
 	if reason := r.verify(ctx, key, "", primary); reason != "" {
 		return reason
 	}
-	detail["elapsed_ms"] = execMillis(time.Since(start))
+	detail["elapsed_ms"] = execMillis(r.since(start))
 	r.audit(ctx, key, dbpilot.AuditRepoint, fmt.Sprintf("former primary %s replicates from %s (read-only)", key, primary), detail)
 	return ""
 }

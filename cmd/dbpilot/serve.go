@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/coord"
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/httpapi"
 	"github.com/dbpilot/dbpilot/sandbox"
@@ -93,173 +94,13 @@ looks like:
 				return err
 			}
 			if printConfig {
-				if sf.sandbox == "" || sf.config != "" {
-					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --print-config prints the configuration built from a sandbox: give --sandbox NAME")
-				}
-				d, err := sandbox.Load(sf.sandbox)
-				if err != nil {
-					return err
-				}
-				b, err := daemon.SandboxConfigYAML(d)
-				if err != nil {
-					return err
-				}
-				_, err = a.stdout.Write(b)
-				return err
+				return a.printSandboxConfig(sf)
 			}
-			cfg, err := sf.loadConfig()
+			cfg, err := serveFlagsConfig(sf, listen, memberID)
 			if err != nil {
 				return err
 			}
-			if listen != "" {
-				cfg.Listen = listen
-				if cfg.ReadsNeedToken() && cfg.Token == "" {
-					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --listen %s is not loopback, where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", listen)
-				}
-			}
-			if memberID != "" {
-				if !cfg.Coordinated() {
-					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --id names this serve among coordinated serves: configure coordination.etcd")
-				}
-				if err := daemon.ValidMemberID(memberID); err != nil {
-					return dbpilot.Errorf(dbpilot.EINVALID, "serve: --id %v", err)
-				}
-				cfg.Coordination.ID = memberID
-			}
-			// A broken rule file fails now, with the rule name and line.
-			if _, err := cfg.LoadAlertRules(); err != nil {
-				return dbpilot.WrapError(dbpilot.EINVALID, err, "alerts")
-			}
-			// The embedded TSDB's heap grows in bursts during compactions: a
-			// soft limit keeps serve's memory flat (GOMEMLIMIT overrides). It
-			// grows with the instances monitored (memLimitLoop): a fixed one
-			// below the live heap of a large fleet makes the GC run without end.
-			scaleMemLimit := os.Getenv("GOMEMLIMIT") == ""
-			if scaleMemLimit {
-				debug.SetMemoryLimit(memLimit(0))
-			}
-			log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(a.verbose)}))
-			// The TSDB narrates its housekeeping at info level: keep it to
-			// warnings unless -v.
-			tsdbLevel := slog.LevelWarn
-			if a.verbose {
-				tsdbLevel = slog.LevelDebug
-			}
-			tsdbLog := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: tsdbLevel}))
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			wiring := daemon.Wiring{Metrics: true, Logger: log, TSDBLogger: tsdbLog, Version: version}
-			co, err := daemon.NewCoordinator(cfg, log, version)
-			if err != nil {
-				return err
-			}
-			if co != nil {
-				// Wrong credentials fail here; an unreachable etcd does not
-				// (serve monitors meanwhile).
-				if err := co.Start(ctx); err != nil {
-					return err
-				}
-				defer co.Close()
-				wiring.Coordinator = co
-				wiring.Forward = func(api string) dbpilot.ClusterService { return httpapi.NewClient(api, cfg.Token) }
-			}
-			d, err := daemon.Open(cfg, wiring)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			if co != nil {
-				for _, c := range co.Collectors() {
-					if err := d.RegisterMetrics(c); err != nil {
-						return fmt.Errorf("serve: coordination metrics: %w", err)
-					}
-				}
-			}
-			// One server belongs to one cluster: refuse a configuration
-			// whose clusters discover the same servers (exit 2).
-			if err := d.CheckOverlap(ctx); err != nil {
-				return err
-			}
-			api, apiServer, err := serveHandler(cfg, d, log)
-			if err != nil {
-				return err
-			}
-			ln, err := net.Listen("tcp", cfg.Listen)
-			if err != nil {
-				return dbpilot.WrapError(dbpilot.ECONFLICT, err, "serve: listen on %s", cfg.Listen)
-			}
-			// Requests must name serve's own address (or localhost, or an
-			// allowed host): a DNS-rebinding page gets 421.
-			hosts, err := httpapi.NewHostPolicy(boundAddr(cfg.Listen, ln.Addr()), cfg.HTTPAllowedHosts())
-			if err != nil {
-				ln.Close()
-				return err
-			}
-			// Commands refused because this serve owns the state name
-			// the address it really listens on (--listen included).
-			if f := cfg.AddrFile(); f != "" {
-				if err := os.WriteFile(f, []byte(serveURL(cfg.Listen, ln.Addr())+"\n"), 0o600); err != nil {
-					log.Warn("write the API address beside the state", "file", f, "err", err)
-				} else {
-					defer os.Remove(f)
-				}
-			}
-			srv := &http.Server{Handler: hosts.Guard(api), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
-			// Shutdown waits for handlers: end the console's event streams.
-			srv.RegisterOnShutdown(apiServer.StopStreams)
-			errc := make(chan error, 2)
-			go func() { errc <- srv.Serve(ln) }()
-			coordDone := make(chan struct{})
-			if co != nil {
-				go func() {
-					defer close(coordDone)
-					if err := co.Run(ctx); err != nil {
-						errc <- err // two serves with one --id
-					}
-				}()
-			} else {
-				close(coordDone)
-			}
-			tokenHint := "token from the config"
-			if sf.sandbox != "" {
-				if sd, err := sandbox.Load(sf.sandbox); err == nil {
-					tokenHint = "token in " + daemon.TokenFile(sd)
-				}
-			}
-			fmt.Fprintf(a.stdout, "dbpilot serve %s: web console and API on http://%s/ (%s); state %s; watching %d cluster(s); Ctrl-C stops\n",
-				version, ln.Addr(), tokenHint, cfg.State, len(cfg.Clusters))
-			if co != nil {
-				fmt.Fprintf(a.stdout, "coordinated through etcd %v as member %q (lease ttl %s)\n", cfg.Coordination.Etcd.Endpoints, cfg.MemberID(), cfg.Coordination.Etcd.LeaseTTL.D())
-			}
-			done := make(chan struct{})
-			go func() {
-				d.Run(ctx)
-				close(done)
-			}()
-			if scaleMemLimit {
-				go memLimitLoop(ctx, d.Monitored)
-			}
-			select {
-			case <-ctx.Done():
-			case err := <-errc:
-				if err != nil && !errors.Is(err, http.ErrServerClosed) {
-					cancel()
-					<-done
-					<-coordDone
-					if dbpilot.ErrorCode(err) == dbpilot.ECONFLICT {
-						return err
-					}
-					return fmt.Errorf("serve: HTTP server: %w", err)
-				}
-			}
-			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer scancel()
-			_ = srv.Shutdown(sctx)
-			cancel()
-			<-done
-			<-coordDone
-			fmt.Fprintln(a.stdout, "dbpilot serve stopped")
-			return nil
+			return a.serve(cmd.Context(), cfg, sf.sandbox)
 		},
 	}
 	sf.registerConfigOnly(cmd)
@@ -268,6 +109,224 @@ looks like:
 	cmd.Flags().BoolVar(&printConfig, "print-config", false, "with --sandbox: print the YAML configuration built from the sandbox (secrets as 0600 files beside it) and exit, to extend it and run serve --config")
 	cmd.Flags().BoolVar(&printDefaultConfig, "print-default-config", false, "print a configuration with every key at its default (placeholders for credentials, replication and clusters) and exit")
 	return cmd
+}
+
+// printSandboxConfig is serve --print-config: the configuration built
+// from a sandbox, as a file to extend.
+func (a *app) printSandboxConfig(sf serviceFlags) error {
+	if sf.sandbox == "" || sf.config != "" {
+		return dbpilot.Errorf(dbpilot.EINVALID, "serve: --print-config prints the configuration built from a sandbox: give --sandbox NAME")
+	}
+	d, err := sandbox.Load(sf.sandbox)
+	if err != nil {
+		return err
+	}
+	b, err := daemon.SandboxConfigYAML(d)
+	if err != nil {
+		return err
+	}
+	_, err = a.stdout.Write(b)
+	return err
+}
+
+// serveFlagsConfig is serve's configuration: the file or sandbox, with --listen
+// and --id over it, its alert rules loaded once to fail early.
+func serveFlagsConfig(sf serviceFlags, listen, memberID string) (*daemon.Config, error) {
+	cfg, err := sf.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if listen != "" {
+		cfg.Listen = listen
+		if cfg.ReadsNeedToken() && cfg.Token == "" {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "serve: --listen %s is not loopback, where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", listen)
+		}
+	}
+	if memberID != "" {
+		if !cfg.Coordinated() {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "serve: --id names this serve among coordinated serves: configure coordination.etcd")
+		}
+		if err := daemon.ValidMemberID(memberID); err != nil {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "serve: --id %v", err)
+		}
+		cfg.Coordination.ID = memberID
+	}
+	// A broken rule file fails now, with the rule name and line.
+	if _, err := cfg.LoadAlertRules(); err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "alerts")
+	}
+	return cfg, nil
+}
+
+// serve runs the daemon of cfg with its HTTP server until ctx ends or the
+// server fails; sandboxName ("" : none) tells where its token is.
+func (a *app) serve(ctx context.Context, cfg *daemon.Config, sandboxName string) error {
+	// The embedded TSDB's heap grows in bursts during compactions: a
+	// soft limit keeps serve's memory flat (GOMEMLIMIT overrides). It
+	// grows with the instances monitored (memLimitLoop): a fixed one
+	// below the live heap of a large fleet makes the GC run without end.
+	scaleMemLimit := os.Getenv("GOMEMLIMIT") == ""
+	if scaleMemLimit {
+		debug.SetMemoryLimit(memLimit(0))
+	}
+	log, tsdbLog := a.serveLoggers()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d, co, err := openServe(ctx, cfg, log, tsdbLog)
+	if err != nil {
+		return err
+	}
+	if co != nil {
+		defer co.Close()
+	}
+	defer d.Close() // before co.Close
+	// One server belongs to one cluster: refuse a configuration
+	// whose clusters discover the same servers (exit 2).
+	if err := d.CheckOverlap(ctx); err != nil {
+		return err
+	}
+	srv, ln, err := listenServe(cfg, d, log)
+	if err != nil {
+		return err
+	}
+	// Commands refused because this serve owns the state name
+	// the address it really listens on (--listen included).
+	if f := cfg.AddrFile(); f != "" {
+		if err := os.WriteFile(f, []byte(serveURL(cfg.Listen, ln.Addr())+"\n"), 0o600); err != nil {
+			log.Warn("write the API address beside the state", "file", f, "err", err)
+		} else {
+			defer os.Remove(f)
+		}
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	coordDone := make(chan struct{})
+	if co != nil {
+		go func() {
+			defer close(coordDone)
+			if err := co.Run(ctx); err != nil {
+				errc <- err // two serves with one --id
+			}
+		}()
+	} else {
+		close(coordDone)
+	}
+	a.serveBanner(cfg, ln.Addr(), sandboxName, co != nil)
+	done := make(chan struct{})
+	go func() {
+		d.Run(ctx)
+		close(done)
+	}()
+	if scaleMemLimit {
+		go memLimitLoop(ctx, d.Monitored)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			cancel()
+			<-done
+			<-coordDone
+			if dbpilot.ErrorCode(err) == dbpilot.ECONFLICT {
+				return err
+			}
+			return fmt.Errorf("serve: HTTP server: %w", err)
+		}
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	_ = srv.Shutdown(sctx)
+	cancel()
+	<-done
+	<-coordDone
+	fmt.Fprintln(a.stdout, "dbpilot serve stopped")
+	return nil
+}
+
+// serveLoggers are serve's log and the TSDB's: the TSDB narrates its
+// housekeeping at info level, kept to warnings unless -v.
+func (a *app) serveLoggers() (log, tsdb *slog.Logger) {
+	log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(a.verbose)}))
+	tsdbLevel := slog.LevelWarn
+	if a.verbose {
+		tsdbLevel = slog.LevelDebug
+	}
+	return log, slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: tsdbLevel}))
+}
+
+// openServe opens the daemon of cfg (daemon.Open) and, when configured,
+// its etcd coordinator, started, with its metrics registered. The caller
+// closes both (co is nil without coordination).
+func openServe(ctx context.Context, cfg *daemon.Config, log, tsdbLog *slog.Logger) (*daemon.Wired, *coord.Etcd, error) {
+	wiring := daemon.Wiring{Metrics: true, Logger: log, TSDBLogger: tsdbLog, Version: version}
+	co, err := daemon.NewCoordinator(cfg, log, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	if co != nil {
+		// Wrong credentials fail here; an unreachable etcd does not
+		// (serve monitors meanwhile).
+		if err := co.Start(ctx); err != nil {
+			return nil, nil, err
+		}
+		wiring.Coordinator = co
+		wiring.Forward = func(api string) dbpilot.ClusterService { return httpapi.NewClient(api, cfg.Token) }
+	}
+	d, err := daemon.Open(cfg, wiring)
+	if err != nil {
+		if co != nil {
+			co.Close()
+		}
+		return nil, nil, err
+	}
+	if co != nil {
+		for _, c := range co.Collectors() {
+			if err := d.RegisterMetrics(c); err != nil {
+				d.Close()
+				co.Close()
+				return nil, nil, fmt.Errorf("serve: coordination metrics: %w", err)
+			}
+		}
+	}
+	return d, co, nil
+}
+
+// listenServe listens on cfg.Listen and returns the HTTP server of d,
+// guarded against DNS rebinding (requests must name serve's own address,
+// localhost or an allowed host: others get 421).
+func listenServe(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (*http.Server, net.Listener, error) {
+	api, apiServer, err := serveHandler(cfg, d, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "serve: listen on %s", cfg.Listen)
+	}
+	hosts, err := httpapi.NewHostPolicy(boundAddr(cfg.Listen, ln.Addr()), cfg.HTTPAllowedHosts())
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: hosts.Guard(api), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	// Shutdown waits for handlers: end the console's event streams.
+	srv.RegisterOnShutdown(apiServer.StopStreams)
+	return srv, ln, nil
+}
+
+// serveBanner prints where serve listens, its state and clusters.
+func (a *app) serveBanner(cfg *daemon.Config, addr net.Addr, sandboxName string, coordinated bool) {
+	tokenHint := "token from the config"
+	if sandboxName != "" {
+		if sd, err := sandbox.Load(sandboxName); err == nil {
+			tokenHint = "token in " + daemon.TokenFile(sd)
+		}
+	}
+	fmt.Fprintf(a.stdout, "dbpilot serve %s: web console and API on http://%s/ (%s); state %s; watching %d cluster(s); Ctrl-C stops\n",
+		version, addr, tokenHint, cfg.State, len(cfg.Clusters))
+	if coordinated {
+		fmt.Fprintf(a.stdout, "coordinated through etcd %v as member %q (lease ttl %s)\n", cfg.Coordination.Etcd.Endpoints, cfg.MemberID(), cfg.Coordination.Etcd.LeaseTTL.D())
+	}
 }
 
 // serveHandler is everything serve answers on its one address: the JSON API
