@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dbpilot/dbpilot/mysql"
 )
@@ -151,6 +152,10 @@ func among(started []*Node, n *Node) bool {
 
 // setWritable sets read_only=OFF on the node.
 func setWritable(ctx context.Context, d *Descriptor, n *Node) error {
+	return retryRead(ctx, func() error { return setWritableOnce(ctx, d, n) })
+}
+
+func setWritableOnce(ctx context.Context, d *Descriptor, n *Node) error {
 	db, err := mysql.Open(ctx, n.Key(), d.AdminOptions())
 	if err != nil {
 		return fmt.Errorf("sandbox: open %s for writes: %w", n.Name, err)
@@ -162,7 +167,45 @@ func setWritable(ctx context.Context, d *Descriptor, n *Node) error {
 	return nil
 }
 
-func nodeValue(ctx context.Context, d *Descriptor, n *Node, q string) (string, error) {
+// readAttempts: a node's state is read up to this many times, a pause
+// apart: a serve fencing the node ends every client session (KILL), the
+// sandbox's own reading one included.
+const readAttempts = 3
+
+// retryRead runs read (or an idempotent change) until it succeeds,
+// readAttempts times at most.
+func retryRead(ctx context.Context, read func() error) error {
+	var err error
+	for i := 0; i < readAttempts; i++ {
+		if err = read(); err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func nodeValue(ctx context.Context, d *Descriptor, n *Node, q string) (v string, err error) {
+	err = retryRead(ctx, func() error {
+		v, err = nodeValueOnce(ctx, d, n, q)
+		return err
+	})
+	return v, err
+}
+
+func nodeRows(ctx context.Context, d *Descriptor, n *Node, q string) (rows int, err error) {
+	err = retryRead(ctx, func() error {
+		rows, err = nodeRowsOnce(ctx, d, n, q)
+		return err
+	})
+	return rows, err
+}
+
+func nodeValueOnce(ctx context.Context, d *Descriptor, n *Node, q string) (string, error) {
 	db, err := mysql.Open(ctx, n.Key(), d.AdminOptions())
 	if err != nil {
 		return "", fmt.Errorf("sandbox: read %s: %w", n.Name, err)
@@ -178,7 +221,7 @@ func nodeValue(ctx context.Context, d *Descriptor, n *Node, q string) (string, e
 	return *rows.Values[0][0], nil
 }
 
-func nodeRows(ctx context.Context, d *Descriptor, n *Node, q string) (int, error) {
+func nodeRowsOnce(ctx context.Context, d *Descriptor, n *Node, q string) (int, error) {
 	db, err := mysql.Open(ctx, n.Key(), d.AdminOptions())
 	if err != nil {
 		return 0, fmt.Errorf("sandbox: read %s: %w", n.Name, err)
