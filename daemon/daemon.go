@@ -1072,8 +1072,10 @@ func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.Detection.ConfirmTimeout.D())
 	defer cancel()
 	reprobe := func(ctx context.Context) *dbpilot.Instance { return d.reprobe(ctx, cs, primary.Key) }
-	v, fresh := recovery.Confirm(cctx, primary, members, reprobe, d.probe.Inspect, d.now)
-	d.silence.note(fresh, d.now())
+	// The silence of each replica's source is noted before the verdict:
+	// a hung primary's replicas vote dead on it (topology.Silent).
+	v, _ := recovery.Confirm(cctx, primary, members, reprobe, d.probe.Inspect, d.now,
+		func(fresh []*dbpilot.Instance) { d.silence.note(fresh, d.now()) })
 	cs.mu.Lock()
 	cs.status.State = v.State
 	cs.touch()

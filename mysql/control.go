@@ -643,7 +643,9 @@ var systemCommands = map[string]bool{"Binlog Dump": true, "Binlog Dump GTID": tr
 
 // killTargets returns the processlist IDs to kill: every connection but self,
 // the server's own threads (replication dump/IO/SQL/worker threads,
-// "system user", the event scheduler) and dbpilot's liveness session. That
+// "system user", the event scheduler), a standby fence running
+// (StandbyMarker: it only takes writes away) and dbpilot's liveness
+// session. That
 // session only sleeps (it never writes), serve moves it to the new primary
 // by itself, and its KILL (a thread in SLEEP()) now and then took 2 s on
 // MariaDB 10.11 with PROCESSLIST and SHOW SLAVE HOSTS blocked behind it:
@@ -657,7 +659,7 @@ func killTargets(rows []map[string]string, self string) []string {
 		case id == "" || id == self:
 		case systemCommands[cmd], strings.HasPrefix(cmd, "Slave_"), strings.HasPrefix(cmd, "Replica_"):
 		case user == "system user", user == "event_scheduler":
-		case strings.Contains(r["info"], LivenessMarker):
+		case strings.Contains(r["info"], LivenessMarker), strings.Contains(r["info"], StandbyMarker):
 		default:
 			ids = append(ids, id)
 		}

@@ -369,3 +369,22 @@ func TestControllerClosed(t *testing.T) {
 		t.Errorf("after close: %v", err)
 	}
 }
+
+// TestKillTargets: the fence of a returning primary kills client sessions,
+// never the server's own threads, itself, the liveness session, or a
+// standby fence still running (it would be cut off half-way).
+func TestKillTargets(t *testing.T) {
+	rows := []map[string]string{
+		{"ID": "1", "USER": "system user", "COMMAND": "Daemon"},
+		{"ID": "2", "USER": "repl", "COMMAND": "Binlog Dump GTID"},
+		{"ID": "3", "USER": "dbpilot", "COMMAND": "Query", "INFO": "SELECT /* dbpilot:liveness */ SLEEP(30)"},
+		{"ID": "4", "USER": "dbpilot", "COMMAND": "Query", "INFO": "/* dbpilot:standby-fence */ SET GLOBAL read_only = ON"},
+		{"ID": "5", "USER": "app", "COMMAND": "Query", "INFO": "INSERT INTO t VALUES (1)"},
+		{"ID": "6", "USER": "dbpilot", "COMMAND": "Query", "INFO": "SELECT 1"},
+		{"ID": "7", "USER": "app", "COMMAND": "Sleep"},
+	}
+	got := strings.Join(killTargets(rows, "6"), ",")
+	if got != "5,7" {
+		t.Errorf("kill targets = %s, want 5,7", got)
+	}
+}

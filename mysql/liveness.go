@@ -17,6 +17,12 @@ import (
 // processlist collector leaves that session out.
 const LivenessMarker = "dbpilot:liveness"
 
+// StandbyMarker is in a comment of every statement of the fence sent on a
+// standby session (Liveness.Fence): the kill of client sessions that
+// fences a returning primary leaves that session alone, so that the fence
+// it carries is not cut off half-way.
+const StandbyMarker = "dbpilot:standby-fence"
+
 // livenessHold is how long one SLEEP holds the session before the next.
 const livenessHold = 30 * time.Second
 
@@ -160,7 +166,7 @@ func standbyFence(ctx context.Context, conn *sql.Conn) (string, error) {
 	}
 	const ro = "SET GLOBAL read_only = ON"
 	if !strings.Contains(strings.ToLower(version), "mariadb") {
-		return ro, nil
+		return "/* " + StandbyMarker + " */ " + ro, nil
 	}
 	users, err := queryStrings(ctx, conn, standbyUsersSQL)
 	if err != nil {
@@ -169,8 +175,9 @@ func standbyFence(ctx context.Context, conn *sql.Conn) (string, error) {
 		}
 	}
 	var b strings.Builder
+	mark := "/* " + StandbyMarker + " */ "
 	for _, u := range users {
-		fmt.Fprintf(&b, "KILL CONNECTION USER %s; ", Quote(u))
+		fmt.Fprintf(&b, "%sKILL CONNECTION USER %s; ", mark, Quote(u))
 	}
 	// Then the semi-sync primary side off, as fenceNow does: a killed
 	// session still waiting for an acknowledgement (its client is gone: KILL
@@ -178,11 +185,11 @@ func standbyFence(ctx context.Context, conn *sql.Conn) (string, error) {
 	var name, value string
 	switch err := conn.QueryRowContext(ctx, "SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_master_enabled'").Scan(&name, &value); {
 	case err == nil:
-		b.WriteString("SET GLOBAL rpl_semi_sync_master_enabled = OFF; ")
+		b.WriteString(mark + "SET GLOBAL rpl_semi_sync_master_enabled = OFF; ")
 	case !errors.Is(err, sql.ErrNoRows):
 		return "", err
 	}
-	b.WriteString(ro)
+	b.WriteString(mark + ro)
 	return b.String(), nil
 }
 

@@ -98,11 +98,15 @@ func (pp *PrimaryProbe) Answered() {
 // Confirm is the confirmation round of a primary that failed its probe:
 // reprobe re-probes it while every member replicating from it is read
 // afresh with inspect, in parallel (a failed read becomes an unreachable
-// instance stamped now()). It returns the verdict (topology.AssessPrimary)
-// and the replicas as read.
+// instance stamped now()). annotate, when set, sees the replicas as read
+// before the verdict: the caller's silence tracking sets each channel's
+// SourceSilentFor there, on which a hung primary's replicas vote
+// (topology.Silent). It returns the verdict (topology.AssessPrimary) and
+// the replicas as read.
 func Confirm(ctx context.Context, primary *dbpilot.Instance, members []*dbpilot.Instance,
 	reprobe func(context.Context) *dbpilot.Instance,
-	inspect func(context.Context, dbpilot.InstanceKey) (*dbpilot.Instance, error), now func() time.Time) (topology.Verdict, []*dbpilot.Instance) {
+	inspect func(context.Context, dbpilot.InstanceKey) (*dbpilot.Instance, error), now func() time.Time,
+	annotate func([]*dbpilot.Instance)) (topology.Verdict, []*dbpilot.Instance) {
 	var keys []dbpilot.InstanceKey
 	for _, m := range members {
 		if m.Channel(primary.Key) != nil {
@@ -131,6 +135,9 @@ func Confirm(ctx context.Context, primary *dbpilot.Instance, members []*dbpilot.
 		}()
 	}
 	wg.Wait()
+	if annotate != nil {
+		annotate(fresh)
+	}
 	return topology.AssessPrimary(again, fresh), fresh
 }
 

@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,46 @@ func TestHoldAutomatic(t *testing.T) {
 	}
 	if h := HoldAutomatic("c", nil, tree, blocked); !strings.Contains(h.Message, "dbpilot ack c") || !strings.Contains(h.Message, now.Format(time.RFC3339)) {
 		t.Errorf("blocked message %q", h.Message)
+	}
+}
+
+// TestConfirmHungPrimary: a hung primary (no answer) whose replicas' IO
+// threads still run is dead only once the replicas' silence is noted on
+// the fresh reads before the verdict (annotate): without it the round saw
+// two live links, and detection waited for slave_net_timeout.
+func TestConfirmHungPrimary(t *testing.T) {
+	p := dbpilot.InstanceKey{Host: "10.0.0.1", Port: 3306}
+	r1 := dbpilot.InstanceKey{Host: "10.0.0.2", Port: 3306}
+	r2 := dbpilot.InstanceKey{Host: "10.0.0.3", Port: 3306}
+	replica := func(k dbpilot.InstanceKey) *dbpilot.Instance {
+		return &dbpilot.Instance{Key: k, Reachable: true, Channels: []dbpilot.ReplicationChannel{{
+			Source: p, IORunning: dbpilot.IORunning, SQLRunning: true, HeartbeatPeriod: time.Second}}}
+	}
+	primary := &dbpilot.Instance{Key: p, LastError: "mysql: connect on 10.0.0.1:3306: timed out"}
+	members := []*dbpilot.Instance{primary, replica(r1), replica(r2)}
+	reprobe := func(context.Context) *dbpilot.Instance {
+		return &dbpilot.Instance{Key: p, LastError: "mysql: probe: no answer"}
+	}
+	inspect := func(_ context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) { return replica(k), nil }
+	now := func() time.Time { return time.Unix(1000, 0) }
+
+	v, fresh := Confirm(context.Background(), primary, members, reprobe, inspect, now, nil)
+	if v.State == dbpilot.ClusterDead || len(fresh) != 2 {
+		t.Fatalf("replicas receiving: %s (%s), %d fresh; want not dead", v.State, v.Reason, len(fresh))
+	}
+	silent := func(fresh []*dbpilot.Instance) {
+		for _, in := range fresh {
+			for i := range in.Channels {
+				in.Channels[i].SourceSilentFor = 3 * time.Second
+			}
+		}
+	}
+	if v, _ = Confirm(context.Background(), primary, members, reprobe, inspect, now, silent); v.State != dbpilot.ClusterDead {
+		t.Fatalf("replicas silent 3 s (heartbeat 1 s): %s (%s); want dead", v.State, v.Reason)
+	}
+	// A primary that answers is alive however silent its replicas.
+	answers := func(context.Context) *dbpilot.Instance { return &dbpilot.Instance{Key: p, Reachable: true} }
+	if v, _ = Confirm(context.Background(), primary, members, answers, inspect, now, silent); v.State == dbpilot.ClusterDead {
+		t.Fatalf("primary answers: %s; want not dead", v.State)
 	}
 }
