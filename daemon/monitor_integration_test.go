@@ -157,9 +157,9 @@ func TestPrometheusScrapesMetrics(t *testing.T) {
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {
 		if testutil.InCI() {
-			t.Fatal("CI=true and the prometheus binary is not installed (make deps installs it)")
+			t.Fatal("CI=true and the prometheus binary is not installed (make test-deps installs it)")
 		}
-		t.Skip("prometheus not installed (make deps installs it)")
+		t.Skip("prometheus not installed (make test-deps installs it)")
 	}
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 2})
 	_, ms := startMonitoring(t, d, "")

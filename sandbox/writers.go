@@ -55,6 +55,10 @@ func openWriters(ctx context.Context, d *Descriptor, started []*Node, log func(s
 	type state struct {
 		running, writable, replicates bool
 	}
+	isStarted := map[string]bool{}
+	for _, n := range started {
+		isStarted[n.Name] = true
+	}
 	states := map[string]state{}
 	for _, n := range d.Nodes {
 		if n.IsGalera() {
@@ -63,29 +67,16 @@ func openWriters(ctx context.Context, d *Descriptor, started []*Node, log func(s
 		if _, ok := runningPid(n); !ok {
 			continue
 		}
-		st := state{running: true}
-		ro, err := nodeValue(ctx, d, n, "SELECT @@global.read_only")
-		var rows int
-		if err == nil {
-			st.writable = ro == "0"
-			if rows, err = nodeRows(ctx, d, n, "SHOW ALL SLAVES STATUS"); err != nil {
-				rows, err = nodeRows(ctx, d, n, "SHOW REPLICA STATUS") // MySQL
-			}
-		}
+		writable, replicates, err := readNode(ctx, d, n)
 		if err != nil {
-			if among(started, n) {
+			if isStarted[n.Name] {
 				return err
 			}
 			// It may be a writable primary: open nothing.
 			log("no node opened for writes: %v", err)
 			return nil
 		}
-		st.replicates = rows > 0
-		states[n.Name] = st
-	}
-	isStarted := map[string]bool{}
-	for _, n := range started {
-		isStarted[n.Name] = true
+		states[n.Name] = state{running: true, writable: writable, replicates: replicates}
 	}
 	var writableOthers []string
 	for _, n := range d.Nodes {
@@ -141,15 +132,6 @@ func openWriters(ctx context.Context, d *Descriptor, started []*Node, log func(s
 	return nil
 }
 
-func among(started []*Node, n *Node) bool {
-	for _, s := range started {
-		if s.Name == n.Name {
-			return true
-		}
-	}
-	return false
-}
-
 // setWritable sets read_only=OFF on the node.
 func setWritable(ctx context.Context, d *Descriptor, n *Node) error {
 	return retryRead(ctx, func() error { return setWritableOnce(ctx, d, n) })
@@ -189,47 +171,31 @@ func retryRead(ctx context.Context, read func() error) error {
 	return err
 }
 
-func nodeValue(ctx context.Context, d *Descriptor, n *Node, q string) (v string, err error) {
+// readNode reads, on one session, whether the node is writable
+// (read_only=0) and whether it replicates (any replication channel).
+func readNode(ctx context.Context, d *Descriptor, n *Node) (writable, replicates bool, err error) {
 	err = retryRead(ctx, func() error {
-		v, err = nodeValueOnce(ctx, d, n, q)
-		return err
+		db, err := mysql.Open(ctx, n.Key(), d.AdminOptions())
+		if err != nil {
+			return fmt.Errorf("sandbox: read %s: %w", n.Name, err)
+		}
+		defer db.Close()
+		ro, err := db.Query(ctx, "SELECT @@global.read_only")
+		if err != nil {
+			return fmt.Errorf("sandbox: read %s: %w", n.Name, err)
+		}
+		if len(ro.Values) != 1 || len(ro.Values[0]) != 1 || ro.Values[0][0] == nil {
+			return fmt.Errorf("sandbox: read %s: @@global.read_only returned no value", n.Name)
+		}
+		chans, err := db.Query(ctx, "SHOW ALL SLAVES STATUS")
+		if err != nil {
+			chans, err = db.Query(ctx, "SHOW REPLICA STATUS") // MySQL
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox: read %s: %w", n.Name, err)
+		}
+		writable, replicates = *ro.Values[0][0] == "0", len(chans.Values) > 0
+		return nil
 	})
-	return v, err
-}
-
-func nodeRows(ctx context.Context, d *Descriptor, n *Node, q string) (rows int, err error) {
-	err = retryRead(ctx, func() error {
-		rows, err = nodeRowsOnce(ctx, d, n, q)
-		return err
-	})
-	return rows, err
-}
-
-func nodeValueOnce(ctx context.Context, d *Descriptor, n *Node, q string) (string, error) {
-	db, err := mysql.Open(ctx, n.Key(), d.AdminOptions())
-	if err != nil {
-		return "", fmt.Errorf("sandbox: read %s: %w", n.Name, err)
-	}
-	defer db.Close()
-	rows, err := db.Query(ctx, q)
-	if err != nil {
-		return "", fmt.Errorf("sandbox: read %s: %w", n.Name, err)
-	}
-	if len(rows.Values) != 1 || len(rows.Values[0]) != 1 || rows.Values[0][0] == nil {
-		return "", fmt.Errorf("sandbox: read %s: %s returned no value", n.Name, q)
-	}
-	return *rows.Values[0][0], nil
-}
-
-func nodeRowsOnce(ctx context.Context, d *Descriptor, n *Node, q string) (int, error) {
-	db, err := mysql.Open(ctx, n.Key(), d.AdminOptions())
-	if err != nil {
-		return 0, fmt.Errorf("sandbox: read %s: %w", n.Name, err)
-	}
-	defer db.Close()
-	rows, err := db.Query(ctx, q)
-	if err != nil {
-		return 0, fmt.Errorf("sandbox: read %s: %w", n.Name, err)
-	}
-	return len(rows.Values), nil
+	return writable, replicates, err
 }

@@ -90,7 +90,7 @@ func decodeCLI(t *testing.T, b []byte) []byte {
 	t.Helper()
 	if _, err := exec.LookPath("zstd"); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("the zstd tool is not installed (scripts/install-deps.sh installs it)")
+			t.Fatal("the zstd tool is not installed (make test-deps installs it)")
 		}
 		t.Skip("the zstd tool is not installed")
 	}
