@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/dbpilot/dbpilot"
 )
@@ -14,7 +13,7 @@ import (
 // series is one series a source has written: its labels, sorted by name
 // as the protocol requires, and the time of its last queued sample.
 type series struct {
-	labels []prompb.Label
+	labels []label
 	lastT  int64
 	gen    uint32
 }
@@ -43,17 +42,17 @@ var reservedLabels = [...]string{"instance", "cluster", "role"}
 // instance, cluster, role and the sample's labels, with the embedded
 // store's rules (classic names, empty values dropped, reserved names
 // prefixed with exported_).
-func buildLabels(name string, ls []dbpilot.Label, instance, cluster, role string) ([]prompb.Label, error) {
+func buildLabels(name string, ls []dbpilot.Label, instance, cluster, role string) ([]label, error) {
 	if !model.LegacyValidation.IsValidMetricName(name) {
 		return nil, fmt.Errorf("invalid metric name %q", name)
 	}
-	out := make([]prompb.Label, 0, len(ls)+4)
-	out = append(out, prompb.Label{Name: model.MetricNameLabel, Value: name}, prompb.Label{Name: "instance", Value: instance})
+	out := make([]label, 0, len(ls)+4)
+	out = append(out, label{Name: model.MetricNameLabel, Value: name}, label{Name: "instance", Value: instance})
 	if cluster != "" {
-		out = append(out, prompb.Label{Name: "cluster", Value: cluster})
+		out = append(out, label{Name: "cluster", Value: cluster})
 	}
 	if role != "" {
-		out = append(out, prompb.Label{Name: "role", Value: role})
+		out = append(out, label{Name: "role", Value: role})
 	}
 	seen := make(map[string]bool, len(ls))
 	for _, l := range ls {
@@ -71,9 +70,9 @@ func buildLabels(name string, ls []dbpilot.Label, instance, cluster, role string
 		if l.Value == "" { // an empty label is no label
 			continue
 		}
-		out = append(out, prompb.Label{Name: n, Value: strings.ToValidUTF8(l.Value, "\uFFFD")})
+		out = append(out, label{Name: n, Value: strings.ToValidUTF8(l.Value, "\uFFFD")})
 	}
-	slices.SortFunc(out, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b label) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/s2"
-	"github.com/prometheus/prometheus/prompb"
 )
 
 // errorLogEvery limits the log lines of failing sends.
@@ -205,14 +204,14 @@ func (s *Sink) logError(kind, msg, code string, err error) {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// encoder builds request bodies: a prompb.WriteRequest with one TimeSeries
+// encoder builds request bodies: a WriteRequest (wire.go) with one TimeSeries
 // per series of the batch (its samples in queue order), marshalled and
 // snappy-compressed (block format, as the protocol wants). Its buffers are
 // reused from one batch to the next.
 type encoder struct {
 	index   map[*series]int
-	req     prompb.WriteRequest
-	samples []prompb.Sample
+	req     writeRequest
+	samples []sample
 	pb      []byte
 	out     []byte
 }
@@ -230,13 +229,13 @@ func (e *encoder) encode(batch []entry) []byte {
 		if !ok {
 			i = len(ts)
 			e.index[en.s] = i
-			ts = append(ts, prompb.TimeSeries{Labels: en.s.labels})
+			ts = append(ts, timeSeries{Labels: en.s.labels})
 			counts = append(counts, 0)
 		}
 		counts[i]++
 	}
 	if cap(e.samples) < len(batch) {
-		e.samples = make([]prompb.Sample, len(batch))
+		e.samples = make([]sample, len(batch))
 	}
 	all := e.samples[:len(batch)]
 	off := 0
@@ -246,18 +245,17 @@ func (e *encoder) encode(batch []entry) []byte {
 	}
 	for _, en := range batch {
 		i := e.index[en.s]
-		ts[i].Samples = append(ts[i].Samples, prompb.Sample{Value: en.v, Timestamp: en.t})
+		ts[i].Samples = append(ts[i].Samples, sample{Value: en.v, Timestamp: en.t})
 	}
 	e.req.Timeseries = ts
-	size := e.req.Size()
-	if cap(e.pb) < size {
-		e.pb = make([]byte, size)
+	if size := e.req.size(); cap(e.pb) < size {
+		e.pb = make([]byte, 0, size)
 	}
-	n, _ := e.req.MarshalToSizedBuffer(e.pb[:size]) // cannot fail: sized
-	e.out = s2.EncodeSnappy(e.out[:cap(e.out)], e.pb[size-n:size])
+	e.pb = e.req.appendTo(e.pb[:0])
+	e.out = s2.EncodeSnappy(e.out[:cap(e.out)], e.pb)
 	// Drop label references until the next batch.
 	for i := range ts {
-		ts[i] = prompb.TimeSeries{}
+		ts[i] = timeSeries{}
 	}
 	return e.out
 }

@@ -1,7 +1,7 @@
 // Package remotewrite sends the samples dbpilot collects to Prometheus
 // remote-write receivers (Prometheus with --web.enable-remote-write-receiver,
 // VictoriaMetrics' /api/v1/write, Mimir, Thanos receive...) with protocol
-// 1.0: prompb.WriteRequest messages, snappy-compressed. Each target has a
+// 1.0: WriteRequest messages (wire.go), snappy-compressed. Each target has a
 // bounded in-memory queue: Write never waits for the receiver, and when the
 // queue is full the oldest samples are dropped and counted. A sender per
 // target batches the queue, retries 5xx, 429 and network errors with

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package utils
+
+import "time"
+
+var Now = time.Now
