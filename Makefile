@@ -47,12 +47,14 @@ $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # lint fails when go.mod or go.sum is not what `go mod tidy` would write
-# (a direct import marked // indirect, a module no longer used, a missing sum).
+# (a direct import marked // indirect, a module no longer used, a missing sum),
+# and on internal/lint's checks of the source (no function over 120 lines).
 lint: $(STATICCHECK)
 	@out=$$($(GO) mod tidy -diff 2>&1) || { printf '%s\n' "$$out"; echo "lint: go.mod/go.sum are not tidy (diff above): run 'go mod tidy' and commit go.mod and go.sum"; exit 1; }
 	@test -z "$$(gofmt -l . | grep -v '^.tools/')" || (echo "gofmt needed:"; gofmt -l . | grep -v '^.tools/'; exit 1)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	$(GO) test -count=1 ./internal/lint
 
 # demo deploys (or reuses) the 3-node semi-sync GTID sandbox "demo", prints
 # its topology and analysis, then runs the daemon on it in the foreground.

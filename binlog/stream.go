@@ -230,9 +230,54 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
+	start, err := s.prepare(w, si)
+	if err != nil {
+		return err
+	}
+	gset, err := startGTIDSet(si.flavor, start)
+	if err != nil {
+		return err
+	}
+	conns := &streamConns{dial: mysql.DialBounded(mysql.DialBlocking(o.Conn.Dial), o.Conn.ConnectTimeout)}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.stop = cancel
+	s.silent.Store(false)
+	go s.watch(runCtx, cancel)
+	w.startConnection()
+	if s.reached() && w.f != nil {
+		return nil
+	}
+	syncer := replication.NewBinlogSyncer(s.syncerConfig(si.flavor, conns.dialer))
+	stream, err := syncer.StartSyncGTID(gset)
+	if err != nil {
+		conns.close(syncer)
+		return s.classify(ctx, err, si, start)
+	}
+	_, err = stream.GetEvent(runCtx) // events go to HandleEvent; this waits for the end
+	conns.close(syncer)
+	s.report(true)
+	switch {
+	case s.herr != nil:
+		return s.herr
+	case s.done:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case s.silent.Load():
+		return dbpilot.Errorf(dbpilot.EUNAVAIL, "binlog: stream from %s lost: nothing received for %s (the server sends a heartbeat every %s)", s.opts.Key, 3*o.Heartbeat, o.Heartbeat)
+	}
+	return s.classify(ctx, err, si, start)
+}
+
+// prepare readies the archive's writer w for a stream from the server si
+// (a new source's file begun, StopAtEnd's target set, the progress's
+// start) and returns the position the stream starts from.
+func (s *Streamer) prepare(w *writer, si serverInfo) (position, error) {
+	o := s.opts
 	w.hook, w.stopAt = o.writeHook, o.stopAt
 	if err := w.newSource(si.serverID); err != nil { // a failover: the old source's file is finished
-		return err
+		return position{}, err
 	}
 	w.syncCommits = o.SemiSync
 	s.w = w
@@ -240,7 +285,7 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 	if o.StopAtEnd {
 		t, err := parsePosition(si.flavor, si.end)
 		if err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "binlog: server position %q", si.end)
+			return position{}, dbpilot.WrapError(dbpilot.EINTERNAL, err, "binlog: server position %q", si.end)
 		}
 		s.target = &t
 	}
@@ -251,10 +296,31 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 	if o.SemiSync && !si.semiSync {
 		o.Logger.Warn("semi-sync requested but the server has rpl_semi_sync_master_enabled OFF: not acknowledging", "server", o.Key.String())
 	}
+	return start, nil
+}
 
-	cfg := replication.BinlogSyncerConfig{
+// startGTIDSet is start in the replication library's form.
+func startGTIDSet(flavor string, start position) (gomysql.GTIDSet, error) {
+	var gset gomysql.GTIDSet
+	var err error
+	if flavor == FlavorMariaDB {
+		gset, err = gomysql.ParseMariadbGTIDSet(start.String())
+	} else {
+		gset, err = gomysql.ParseMysqlGTIDSet(start.String())
+	}
+	if err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "binlog: start position %q", start.String())
+	}
+	return gset, nil
+}
+
+// syncerConfig configures the replication library's stream in raw mode,
+// with s handling its events and dialer opening its connections.
+func (s *Streamer) syncerConfig(flavor string, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) replication.BinlogSyncerConfig {
+	o := s.opts
+	return replication.BinlogSyncerConfig{
 		ServerID:        o.ServerID,
-		Flavor:          si.flavor,
+		Flavor:          flavor,
 		Host:            o.Key.Host,
 		Port:            uint16(o.Key.Port),
 		User:            o.Conn.User,
@@ -270,85 +336,56 @@ func (s *Streamer) Run(ctx context.Context) (err error) {
 		DisableRetrySync:        true,
 		SynchronousEventHandler: s,
 		Logger:                  slog.New(quiet{o.Logger.Handler()}),
+		Dialer:                  dialer,
 	}
-	// The library closes a stream by KILLing it from a new connection,
-	// whose handshake has no read deadline (ReadTimeout is 0): once the
-	// stream is ending, connections get one, so that closing the stream
-	// of a server that went silent does not hang.
-	var ending atomic.Bool
-	// Blocking sockets: a stream is one busy connection, read without Go's
-	// network poller round per packet (less CPU while the server writes).
-	// The library's handshake has no deadline of its own: DialBounded
-	// holds each connection to the connect timeout until it is logged in.
-	dial := mysql.DialBounded(mysql.DialBlocking(o.Conn.Dial), o.Conn.ConnectTimeout)
-	var (
-		connMu sync.Mutex
-		conns  []net.Conn // the stream's connections, closed when it ends
-	)
-	cfg.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		if ending.Load() {
-			_ = c.SetDeadline(time.Now().Add(closeTimeout))
-			return c, nil
-		}
-		connMu.Lock()
-		conns = append(conns, c)
-		connMu.Unlock()
+}
+
+// streamConns are a stream's connections, closed when it ends.
+//
+// The library closes a stream by KILLing it from a new connection, whose
+// handshake has no read deadline (ReadTimeout is 0): once the stream is
+// ending, connections get one, so that closing the stream of a server that
+// went silent does not hang.
+type streamConns struct {
+	// dial opens blocking sockets: a stream is one busy connection, read
+	// without Go's network poller round per packet (less CPU while the
+	// server writes). The library's handshake has no deadline of its own:
+	// DialBounded holds each connection to the connect timeout until it is
+	// logged in.
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	ending atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+// dialer is the library's Dialer.
+func (sc *streamConns) dialer(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := sc.dial(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if sc.ending.Load() {
+		_ = c.SetDeadline(time.Now().Add(closeTimeout))
 		return c, nil
 	}
-	closeSyncer := func(syncer *replication.BinlogSyncer) {
-		ending.Store(true)
-		// A read blocked in the socket ignores a deadline set after it
-		// began (the library's way to stop it): closing the connection
-		// wakes it, also when the server went silent.
-		connMu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		connMu.Unlock()
-		syncer.Close() // waits for HandleEvent to return
+	sc.mu.Lock()
+	sc.conns = append(sc.conns, c)
+	sc.mu.Unlock()
+	return c, nil
+}
+
+// close ends the stream of syncer.
+func (sc *streamConns) close(syncer *replication.BinlogSyncer) {
+	sc.ending.Store(true)
+	// A read blocked in the socket ignores a deadline set after it began
+	// (the library's way to stop it): closing the connection wakes it,
+	// also when the server went silent.
+	sc.mu.Lock()
+	for _, c := range sc.conns {
+		c.Close()
 	}
-	var gset gomysql.GTIDSet
-	if si.flavor == FlavorMariaDB {
-		gset, err = gomysql.ParseMariadbGTIDSet(start.String())
-	} else {
-		gset, err = gomysql.ParseMysqlGTIDSet(start.String())
-	}
-	if err != nil {
-		return dbpilot.WrapError(dbpilot.EINVALID, err, "binlog: start position %q", start.String())
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s.stop = cancel
-	s.silent.Store(false)
-	go s.watch(runCtx, cancel)
-	w.startConnection()
-	if s.reached() && w.f != nil {
-		return nil
-	}
-	syncer := replication.NewBinlogSyncer(cfg)
-	stream, err := syncer.StartSyncGTID(gset)
-	if err != nil {
-		closeSyncer(syncer)
-		return s.classify(ctx, err, si, start)
-	}
-	_, err = stream.GetEvent(runCtx) // events go to HandleEvent; this waits for the end
-	closeSyncer(syncer)
-	s.report(true)
-	switch {
-	case s.herr != nil:
-		return s.herr
-	case s.done:
-		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case s.silent.Load():
-		return dbpilot.Errorf(dbpilot.EUNAVAIL, "binlog: stream from %s lost: nothing received for %s (the server sends a heartbeat every %s)", s.opts.Key, 3*o.Heartbeat, o.Heartbeat)
-	}
-	return s.classify(ctx, err, si, start)
+	sc.mu.Unlock()
+	syncer.Close() // waits for HandleEvent to return
 }
 
 // watch cancels the stream when nothing, not even a heartbeat, arrived

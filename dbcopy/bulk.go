@@ -74,53 +74,18 @@ func (c *copier) bulk(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// Refuse before anything is copied: keyless tables, tables that exist
-	// on B, a copy already recorded on B.
-	var keyless, existing []string
-	for _, r := range refs {
-		t, err := loadTable(ctx, c.a.db.SQL(), r.DB, r.Name)
-		if err != nil {
-			return "", err
-		}
-		if t != nil && len(t.Key) == 0 {
-			keyless = append(keyless, r.String())
-		}
-		bt, err := loadTable(ctx, c.b.db.SQL(), c.dstDB(r.DB), r.Name)
-		if err != nil {
-			return "", err
-		}
-		if bt != nil {
-			existing = append(existing, c.dstDB(r.DB)+"."+r.Name)
-		}
-	}
-	if len(keyless) > 0 {
-		return "", dbpilot.Errorf(dbpilot.EINVALID, "dbcopy: %s: no primary key or unique key of NOT NULL columns, which changes are applied by; add one or leave the table out with --exclude", strings.Join(keyless, ", "))
-	}
-	if len(existing) > 0 {
-		return "", dbpilot.Errorf(dbpilot.ECONFLICT, "dbcopy: %s exists on %s already: drop it or copy into another database (--rename-database)", strings.Join(existing, ", "), c.b.key)
-	}
-	if pos, err := c.recordedPosition(ctx); err != nil {
+	if err := c.checkBulk(ctx, refs); err != nil {
 		return "", err
-	} else if pos != "" {
-		return "", dbpilot.Errorf(dbpilot.ECONFLICT, "dbcopy: %s records a copy from %s already (at %q): continue it with --resume, or delete its row from %s.copy_position", c.b.key, c.a.key, pos, metaDB)
 	}
 
-	n := min(c.opt.Threads, len(refs))
-	var snaps []*sql.Conn
+	snaps, err := c.snapshotSessions(ctx, min(c.opt.Threads, len(refs)))
 	defer func() {
 		for _, s := range snaps {
 			s.Close()
 		}
 	}()
-	for range n {
-		s, err := c.a.db.SQL().Conn(ctx)
-		if err != nil {
-			return "", fmt.Errorf("dbcopy: connect to %s: %w", c.a.key, err)
-		}
-		snaps = append(snaps, s)
-		if err := execAll(ctx, s, snapshotSessionSQL...); err != nil {
-			return "", fmt.Errorf("dbcopy: prepare a session on %s: %w", c.a.key, err)
-		}
+	if err != nil {
+		return "", err
 	}
 	tables, pos, err := c.snapshot(ctx, refs, snaps)
 	if err != nil {
@@ -138,24 +103,109 @@ func (c *copier) bulk(ctx context.Context) (string, error) {
 	if err := execAll(ctx, ctl, targetSessionSQL(c.opt.NoBinlog)...); err != nil {
 		return "", fmt.Errorf("dbcopy: prepare a session on %s: %w", c.b.key, err)
 	}
+	if err := c.createSchemas(ctx, ctl, tables); err != nil {
+		return "", err
+	}
+
+	rows, bytes, err := c.copyData(ctx, snaps, tables)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range snaps {
+		_, _ = s.ExecContext(ctx, "COMMIT")
+	}
+	c.res.Bulk.Rows, c.res.Bulk.Bytes, c.res.Bulk.Elapsed = rows, bytes, time.Since(started)
+	c.tables = map[tableRef]*table{}
+	for _, bt := range tables {
+		c.tables[tableRef{bt.t.SrcDB, bt.t.Name}] = bt.t
+	}
+	// The position is recorded last: a copy interrupted before cannot be
+	// resumed (its tables are there, so a new copy refuses until they are
+	// dropped).
+	if err := execAll(ctx, ctl, c.positionSQL(pos)); err != nil {
+		return "", fmt.Errorf("dbcopy: record the position on %s: %w", c.b.key, err)
+	}
+	c.logf("bulk copy done: %d tables, %d rows, %.1f MB in %s", len(tables), c.res.Bulk.Rows, float64(c.res.Bulk.Bytes)/1e6, c.res.Bulk.Elapsed.Round(time.Millisecond))
+	return pos, nil
+}
+
+// checkBulk refuses before anything is copied: keyless tables, tables that
+// exist on B, a copy already recorded on B.
+func (c *copier) checkBulk(ctx context.Context, refs []tableRef) error {
+	var keyless, existing []string
+	for _, r := range refs {
+		t, err := loadTable(ctx, c.a.db.SQL(), r.DB, r.Name)
+		if err != nil {
+			return err
+		}
+		if t != nil && len(t.Key) == 0 {
+			keyless = append(keyless, r.String())
+		}
+		bt, err := loadTable(ctx, c.b.db.SQL(), c.dstDB(r.DB), r.Name)
+		if err != nil {
+			return err
+		}
+		if bt != nil {
+			existing = append(existing, c.dstDB(r.DB)+"."+r.Name)
+		}
+	}
+	if len(keyless) > 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "dbcopy: %s: no primary key or unique key of NOT NULL columns, which changes are applied by; add one or leave the table out with --exclude", strings.Join(keyless, ", "))
+	}
+	if len(existing) > 0 {
+		return dbpilot.Errorf(dbpilot.ECONFLICT, "dbcopy: %s exists on %s already: drop it or copy into another database (--rename-database)", strings.Join(existing, ", "), c.b.key)
+	}
+	if pos, err := c.recordedPosition(ctx); err != nil {
+		return err
+	} else if pos != "" {
+		return dbpilot.Errorf(dbpilot.ECONFLICT, "dbcopy: %s records a copy from %s already (at %q): continue it with --resume, or delete its row from %s.copy_position", c.b.key, c.a.key, pos, metaDB)
+	}
+	return nil
+}
+
+// snapshotSessions opens n sessions on A ready for a snapshot. On an error
+// it returns the sessions opened so far with it, for the caller to close.
+func (c *copier) snapshotSessions(ctx context.Context, n int) ([]*sql.Conn, error) {
+	var snaps []*sql.Conn
+	for range n {
+		s, err := c.a.db.SQL().Conn(ctx)
+		if err != nil {
+			return snaps, fmt.Errorf("dbcopy: connect to %s: %w", c.a.key, err)
+		}
+		snaps = append(snaps, s)
+		if err := execAll(ctx, s, snapshotSessionSQL...); err != nil {
+			return snaps, fmt.Errorf("dbcopy: prepare a session on %s: %w", c.a.key, err)
+		}
+	}
+	return snaps, nil
+}
+
+// createSchemas creates the tables' databases (with A's character set and
+// collation) and the tables on B, through the session ctl.
+func (c *copier) createSchemas(ctx context.Context, ctl *sql.Conn, tables []*bulkTable) error {
 	made := map[string]bool{}
 	for _, bt := range tables {
 		if !made[bt.t.DstDB] {
 			cs, _, err := c.a.db.QueryValue(ctx, "SELECT CONCAT('CHARACTER SET ', DEFAULT_CHARACTER_SET_NAME, ' COLLATE ', DEFAULT_COLLATION_NAME) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", bt.t.SrcDB)
 			if err != nil {
-				return "", err
+				return err
 			}
 			if err := execAll(ctx, ctl, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(bt.t.DstDB)+" "+cs); err != nil {
-				return "", fmt.Errorf("dbcopy: on %s: %w", c.b.key, err)
+				return fmt.Errorf("dbcopy: on %s: %w", c.b.key, err)
 			}
 			made[bt.t.DstDB] = true
 		}
 		if err := execAll(ctx, ctl, "USE "+quoteIdent(bt.t.DstDB), bt.create); err != nil {
-			return "", fmt.Errorf("dbcopy: create %s on %s: %w", bt.t.dst(), c.b.key, err)
+			return fmt.Errorf("dbcopy: create %s on %s: %w", bt.t.dst(), c.b.key, err)
 		}
 	}
+	return nil
+}
 
-	// Data: one table per worker at a time.
+// copyData copies the tables' rows, one table per snapshot session at a
+// time, each with its own session on B, and returns the rows and bytes
+// copied.
+func (c *copier) copyData(ctx context.Context, snaps []*sql.Conn, tables []*bulkTable) (int64, int64, error) {
 	jobs := make(chan *bulkTable)
 	var rows, bytes atomic.Int64
 	stopProgress := c.bulkProgress(&rows, len(tables))
@@ -192,27 +242,9 @@ func (c *copier) bulk(ctx context.Context) (string, error) {
 			return nil
 		})
 	}
-	err = g.Wait()
+	err := g.Wait()
 	stopProgress()
-	if err != nil {
-		return "", err
-	}
-	for _, s := range snaps {
-		_, _ = s.ExecContext(ctx, "COMMIT")
-	}
-	c.res.Bulk.Rows, c.res.Bulk.Bytes, c.res.Bulk.Elapsed = rows.Load(), bytes.Load(), time.Since(started)
-	c.tables = map[tableRef]*table{}
-	for _, bt := range tables {
-		c.tables[tableRef{bt.t.SrcDB, bt.t.Name}] = bt.t
-	}
-	// The position is recorded last: a copy interrupted before cannot be
-	// resumed (its tables are there, so a new copy refuses until they are
-	// dropped).
-	if err := execAll(ctx, ctl, c.positionSQL(pos)); err != nil {
-		return "", fmt.Errorf("dbcopy: record the position on %s: %w", c.b.key, err)
-	}
-	c.logf("bulk copy done: %d tables, %d rows, %.1f MB in %s", len(tables), c.res.Bulk.Rows, float64(c.res.Bulk.Bytes)/1e6, c.res.Bulk.Elapsed.Round(time.Millisecond))
-	return pos, nil
+	return rows.Load(), bytes.Load(), err
 }
 
 // snapshot opens a consistent snapshot on every session while the

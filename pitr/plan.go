@@ -67,122 +67,27 @@ func ParseGTIDs(s string) ([]gtid.MariaGTID, error) {
 // has a gap or a corrupt file before the target.
 func NewPlan(s *Scan, start gtid.MariaList, target Target, exclude []gtid.MariaGTID) (*Plan, error) {
 	p := &Plan{Start: start, PerDomain: map[uint32]int{}, FirstFile: -1}
-	startSeq := func(d uint32) uint64 {
-		g, _ := start.DomainSeq(d)
-		return g.Seq
-	}
 	var until []gtid.MariaGTID
+	var err error
 	if target.Time.IsZero() {
-		if len(target.GTIDs) == 0 {
-			return nil, dbpilot.Errorf(dbpilot.EINVALID, "pitr: name the target with --until-gtid or --until-time")
-		}
-		seen := map[uint32]bool{}
-		for _, g := range target.GTIDs {
-			if seen[g.Domain] {
-				return nil, dbpilot.Errorf(dbpilot.EINVALID, "pitr: --until-gtid %s names domain %d twice", target.GTIDs, g.Domain)
-			}
-			seen[g.Domain] = true
-			if err := s.checkPoint(g, startSeq(g.Domain)); err != nil {
-				return nil, err
-			}
-			until = append(until, g)
-		}
+		until, err = untilGTIDs(s, start, target)
 	} else {
-		limit := target.Time.Unix()
-		last := map[uint32]gtid.MariaGTID{}
-		var dumpTime uint32 // the commit time of the dump's last transaction
-		for _, t := range s.Txns {
-			if t.GTID.Seq > startSeq(t.GTID.Domain) {
-				if int64(t.Time) <= limit {
-					last[t.GTID.Domain] = t.GTID
-				}
-			} else if g, ok := start.DomainSeq(t.GTID.Domain); ok && g == t.GTID {
-				dumpTime = max(dumpTime, t.Time)
-			}
-		}
-		if len(last) == 0 && int64(dumpTime) > limit {
-			return nil, dbpilot.Errorf(dbpilot.EINVALID, "pitr: --until-time %s is before the dump (its last transaction committed at %s); restore an older dump", target.Time.UTC().Format(time.RFC3339), unixTime(dumpTime).Format(time.RFC3339))
-		}
-		// Every domain of the archive or the dump gets a position, so that
-		// UNTIL does not drop it: one without transactions to apply stays
-		// at the dump's position.
-		for _, t := range s.Txns {
-			if _, ok := last[t.GTID.Domain]; !ok {
-				if g, ok := start.DomainSeq(t.GTID.Domain); ok {
-					last[t.GTID.Domain] = g
-				}
-			}
-		}
-		for _, g := range start {
-			if _, ok := last[g.Domain]; !ok {
-				if sg, ok := start.DomainSeq(g.Domain); ok {
-					last[g.Domain] = sg
-				}
-			}
-		}
-		for _, g := range last {
-			until = append(until, g)
-		}
-		if len(until) == 0 {
-			return nil, dbpilot.Errorf(dbpilot.EINVALID, "pitr: no transaction of the archive after the dump's position %s was committed at or before %s", start, target.Time.UTC().Format(time.RFC3339))
-		}
+		until, err = untilTime(s, start, target)
+	}
+	if err != nil {
+		return nil, err
 	}
 	p.Until = gtid.NewMariaList(until...)
 	untilSeq := map[uint32]uint64{}
 	for _, g := range p.Until {
 		untilSeq[g.Domain] = g.Seq
 	}
-	// The archive must reach back to the dump's position in every domain
-	// that is applied.
-	if first := s.archiveStart(); first != nil {
-		for d := range untilSeq {
-			first, ok := first.DomainSeq(d)
-			if ok && first.Seq > startSeq(d) && untilSeq[d] > startSeq(d) {
-				from := gtidOrDomain(gtid.MariaGTID{Domain: d, Server: first.Server, Seq: startSeq(d)}, d)
-				if sg, ok := start.DomainSeq(d); ok {
-					from = sg.String()
-				}
-				return nil, &GapError{Dir: s.Archive.Dir, After: "the dump", Before: s.Files[0].File, From: from, To: first.String()}
-			}
-		}
+	if err := s.reachesBack(start, untilSeq); err != nil {
+		return nil, err
 	}
-	excl := map[gtid.MariaGTID]bool{}
-	for _, g := range exclude {
-		excl[g] = true
+	if err := p.count(s, untilSeq, exclude); err != nil {
+		return nil, err
 	}
-	found := map[gtid.MariaGTID]bool{}
-	p.LastFile = -1
-	for _, t := range s.Txns {
-		u, ok := untilSeq[t.GTID.Domain]
-		if !ok || t.GTID.Seq <= startSeq(t.GTID.Domain) || t.GTID.Seq > u {
-			continue
-		}
-		if excl[t.GTID] {
-			if t.Flags&(gtidPreparedXA|gtidCompletedXA) != 0 {
-				return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "pitr: --exclude-gtid %s is an XA transaction; excluding those is not supported", t.GTID)
-			}
-			found[t.GTID] = true
-		}
-		p.Txns++
-		p.Events += int64(t.Events)
-		p.PerDomain[t.GTID.Domain]++
-		if p.FirstFile < 0 {
-			p.FirstFile = t.File
-		}
-		p.LastFile = t.File
-	}
-	for _, g := range exclude {
-		if !found[g] {
-			return nil, dbpilot.Errorf(dbpilot.EINVALID, "pitr: --exclude-gtid %s is not a transaction applied between the dump's position %s and %s", g, start, p.Until)
-		}
-		p.Exclude = append(p.Exclude, g)
-	}
-	slices.SortFunc(p.Exclude, func(a, b gtid.MariaGTID) int {
-		if a.Domain != b.Domain {
-			return int(a.Domain) - int(b.Domain)
-		}
-		return int(a.Seq - b.Seq)
-	})
 	// Problems up to the last file needed stop the restore; later ones
 	// are reported. A time target also needs the file after its last
 	// transaction (a later commit proves none is missing before TIME).
@@ -200,6 +105,143 @@ func NewPlan(s *Scan, start gtid.MariaList, target Target, exclude []gtid.MariaG
 		p.Warnings = append(p.Warnings, err.Error()+" (after the restore target: not needed)")
 	}
 	return p, nil
+}
+
+// startSeq is start's sequence number in domain d (0 when it has none).
+func startSeq(start gtid.MariaList, d uint32) uint64 {
+	g, _ := start.DomainSeq(d)
+	return g.Seq
+}
+
+// untilGTIDs is the end of each domain named by target's GTIDs, each a
+// whole transaction of the archive after start.
+func untilGTIDs(s *Scan, start gtid.MariaList, target Target) ([]gtid.MariaGTID, error) {
+	if len(target.GTIDs) == 0 {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "pitr: name the target with --until-gtid or --until-time")
+	}
+	var until []gtid.MariaGTID
+	seen := map[uint32]bool{}
+	for _, g := range target.GTIDs {
+		if seen[g.Domain] {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "pitr: --until-gtid %s names domain %d twice", target.GTIDs, g.Domain)
+		}
+		seen[g.Domain] = true
+		if err := s.checkPoint(g, startSeq(start, g.Domain)); err != nil {
+			return nil, err
+		}
+		until = append(until, g)
+	}
+	return until, nil
+}
+
+// untilTime is the end of each domain at target's time: its last
+// transaction after start committed at or before it, else start's position
+// in it.
+func untilTime(s *Scan, start gtid.MariaList, target Target) ([]gtid.MariaGTID, error) {
+	limit := target.Time.Unix()
+	last := map[uint32]gtid.MariaGTID{}
+	var dumpTime uint32 // the commit time of the dump's last transaction
+	for _, t := range s.Txns {
+		if t.GTID.Seq > startSeq(start, t.GTID.Domain) {
+			if int64(t.Time) <= limit {
+				last[t.GTID.Domain] = t.GTID
+			}
+		} else if g, ok := start.DomainSeq(t.GTID.Domain); ok && g == t.GTID {
+			dumpTime = max(dumpTime, t.Time)
+		}
+	}
+	if len(last) == 0 && int64(dumpTime) > limit {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "pitr: --until-time %s is before the dump (its last transaction committed at %s); restore an older dump", target.Time.UTC().Format(time.RFC3339), unixTime(dumpTime).Format(time.RFC3339))
+	}
+	// Every domain of the archive or the dump gets a position, so that
+	// UNTIL does not drop it: one without transactions to apply stays
+	// at the dump's position.
+	for _, t := range s.Txns {
+		if _, ok := last[t.GTID.Domain]; !ok {
+			if g, ok := start.DomainSeq(t.GTID.Domain); ok {
+				last[t.GTID.Domain] = g
+			}
+		}
+	}
+	for _, g := range start {
+		if _, ok := last[g.Domain]; !ok {
+			if sg, ok := start.DomainSeq(g.Domain); ok {
+				last[g.Domain] = sg
+			}
+		}
+	}
+	var until []gtid.MariaGTID
+	for _, g := range last {
+		until = append(until, g)
+	}
+	if len(until) == 0 {
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "pitr: no transaction of the archive after the dump's position %s was committed at or before %s", start, target.Time.UTC().Format(time.RFC3339))
+	}
+	return until, nil
+}
+
+// reachesBack checks that the archive reaches back to the dump's position
+// start in every domain that is applied (up to untilSeq).
+func (s *Scan) reachesBack(start gtid.MariaList, untilSeq map[uint32]uint64) error {
+	first := s.archiveStart()
+	if first == nil {
+		return nil
+	}
+	for d := range untilSeq {
+		first, ok := first.DomainSeq(d)
+		if ok && first.Seq > startSeq(start, d) && untilSeq[d] > startSeq(start, d) {
+			from := gtidOrDomain(gtid.MariaGTID{Domain: d, Server: first.Server, Seq: startSeq(start, d)}, d)
+			if sg, ok := start.DomainSeq(d); ok {
+				from = sg.String()
+			}
+			return &GapError{Dir: s.Archive.Dir, After: "the dump", Before: s.Files[0].File, From: from, To: first.String()}
+		}
+	}
+	return nil
+}
+
+// count counts the transactions to apply (after p.Start, up to untilSeq)
+// and the files holding them, and checks that each of exclude is one of
+// them and not an XA transaction.
+func (p *Plan) count(s *Scan, untilSeq map[uint32]uint64, exclude []gtid.MariaGTID) error {
+	excl := map[gtid.MariaGTID]bool{}
+	for _, g := range exclude {
+		excl[g] = true
+	}
+	found := map[gtid.MariaGTID]bool{}
+	p.LastFile = -1
+	for _, t := range s.Txns {
+		u, ok := untilSeq[t.GTID.Domain]
+		if !ok || t.GTID.Seq <= startSeq(p.Start, t.GTID.Domain) || t.GTID.Seq > u {
+			continue
+		}
+		if excl[t.GTID] {
+			if t.Flags&(gtidPreparedXA|gtidCompletedXA) != 0 {
+				return dbpilot.Errorf(dbpilot.EUNSUPPORTED, "pitr: --exclude-gtid %s is an XA transaction; excluding those is not supported", t.GTID)
+			}
+			found[t.GTID] = true
+		}
+		p.Txns++
+		p.Events += int64(t.Events)
+		p.PerDomain[t.GTID.Domain]++
+		if p.FirstFile < 0 {
+			p.FirstFile = t.File
+		}
+		p.LastFile = t.File
+	}
+	for _, g := range exclude {
+		if !found[g] {
+			return dbpilot.Errorf(dbpilot.EINVALID, "pitr: --exclude-gtid %s is not a transaction applied between the dump's position %s and %s", g, p.Start, p.Until)
+		}
+		p.Exclude = append(p.Exclude, g)
+	}
+	slices.SortFunc(p.Exclude, func(a, b gtid.MariaGTID) int {
+		if a.Domain != b.Domain {
+			return int(a.Domain) - int(b.Domain)
+		}
+		return int(a.Seq - b.Seq)
+	})
+	return nil
 }
 
 // archiveStart is the position before the archive's first transaction:

@@ -343,30 +343,11 @@ func (s *Source) dump(c net.Conn, vars map[string]string) error {
 	if ns, err := strconv.ParseInt(vars["master_heartbeat_period"], 10, 64); err == nil && ns > 0 && time.Duration(ns) < hb {
 		hb = time.Duration(ns)
 	}
-	pw := &packetWriter{w: bufio.NewWriterSize(c, 256<<10), seq: 1}
-	alg := s.checksum()
+	d := &dumper{s: s, pw: &packetWriter{w: bufio.NewWriterSize(c, 256<<10), seq: 1}, from: from,
+		alg: s.checksum(), stop: errors.New("until reached")}
 	s.log.Debug("pitr source: dump", "from", from.String(), "until", s.plan.Until.String())
 
-	// Domains still to serve, and the first file holding something to
-	// send.
-	left := map[uint32]bool{}
-	for d, u := range s.until {
-		f, _ := from.DomainSeq(d)
-		if u > f.Seq {
-			left[d] = true
-		}
-	}
-	first := -1
-	for _, t := range s.scan.Txns {
-		if wants(t.GTID, from, s.until) {
-			first = t.File
-			break
-		}
-	}
-	file, pos := s.scan.Files[len(s.scan.Files)-1].Name, uint32(4)
-	if first >= 0 {
-		file = s.scan.Files[first].Name
-	}
+	first := d.start()
 	// Each file is served as a source serves its binary logs: an
 	// artificial Rotate naming it (with the checksum algorithm the replica
 	// knows at that point: the announced one before the first file, then
@@ -375,79 +356,133 @@ func (s *Source) dump(c net.Conn, vars map[string]string) error {
 	// a streamed archive's files may come from several servers (a
 	// failover), each with its own settings. alg follows the last
 	// Format_description sent, for the Rotates and heartbeats.
-	if err := pw.event(rotateEvent(s.serverID, alg, file, 4)); err != nil {
+	if err := d.pw.event(rotateEvent(s.serverID, d.alg, d.file, 4)); err != nil {
 		return err
 	}
-	stop := errors.New("until reached")
-	for fi := first; fi >= 0 && fi < len(s.scan.Files) && len(left) > 0; fi++ {
+	for fi := first; fi >= 0 && fi < len(s.scan.Files) && len(d.left) > 0; fi++ {
 		f := s.scan.Archive.Files[fi]
 		if fi != first {
-			if err := pw.event(rotateEvent(s.serverID, alg, f.Name, 4)); err != nil {
+			if err := d.pw.event(rotateEvent(s.serverID, d.alg, f.Name, 4)); err != nil {
 				return err
 			}
 		}
-		file, pos = f.Name, 4
-		sending := false
-		_, err := walkFile(s.ctx, f, false, func(w *walker, we walkEvent) error {
-			if we.H.LogPos != 0 {
-				pos = we.H.LogPos
-			}
-			if we.Txn == nil {
-				switch we.H.Type {
-				case evFormatDesc:
-					alg = w.alg
-					return pw.event(we.Raw)
-				case evGTIDList, evBinlogCheckpt:
-					return pw.event(we.Raw)
-				}
-				return nil
-			}
-			if we.Begin {
-				g := we.Txn.GTID
-				sending = false
-				if !wants(g, from, s.until) {
-					return nil
-				}
-				if s.exclude[g] {
-					if err := pw.event(emptyGTIDEvent(we.Raw, w.alg)); err != nil {
-						return err
-					}
-					if err := pw.event(commitEvent(we.H.ServerID, we.H.LogPos, we.H.Timestamp, w.alg)); err != nil {
-						return err
-					}
-					s.SentEvents.Add(2)
-					return s.sent(g, left, stop)
-				}
-				sending = true
-			}
-			if !sending {
-				return nil
-			}
-			if err := pw.event(we.Raw); err != nil {
-				return err
-			}
-			s.SentEvents.Add(1)
-			if we.End {
-				sending = false
-				return s.sent(we.Txn.GTID, left, stop)
-			}
-			return nil
-		})
-		if err != nil && err != stop {
+		if err := d.sendFile(f); err != nil {
 			if s.ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("serve %s: %w", f.Name, err)
 		}
-		if err := pw.w.Flush(); err != nil {
+		if err := d.pw.w.Flush(); err != nil {
 			return err
 		}
 	}
-	if err := pw.w.Flush(); err != nil {
+	if err := d.pw.w.Flush(); err != nil {
 		return err
 	}
-	// Everything is sent: keep the replica's connection alive until it
-	// stops (or the restore ends).
+	d.keepAlive(c, hb)
+	return nil
+}
+
+// dumper is one dump to a replica.
+type dumper struct {
+	s    *Source
+	pw   *packetWriter
+	from gtid.MariaList  // the replica's connect state
+	left map[uint32]bool // domains still to serve
+	alg  byte            // checksum algorithm of the last Format_description sent
+	file string          // the file being sent
+	pos  uint32          // the position in it
+	stop error           // sendFile's walk ends with it once every domain is served
+}
+
+// start notes the domains still to serve, sets the file to announce, and
+// returns the index of the first file holding something to send (-1:
+// none).
+func (d *dumper) start() int {
+	s := d.s
+	d.left = map[uint32]bool{}
+	for dom, u := range s.until {
+		f, _ := d.from.DomainSeq(dom)
+		if u > f.Seq {
+			d.left[dom] = true
+		}
+	}
+	first := -1
+	for _, t := range s.scan.Txns {
+		if wants(t.GTID, d.from, s.until) {
+			first = t.File
+			break
+		}
+	}
+	d.file, d.pos = s.scan.Files[len(s.scan.Files)-1].Name, 4
+	if first >= 0 {
+		d.file = s.scan.Files[first].Name
+	}
+	return first
+}
+
+// sendFile sends the events of f the replica wants: the file's own
+// Format_description and GTID lists, the planned transactions, and an
+// empty transaction in place of an excluded one. Every domain served, it
+// ends; the error is then nil.
+func (d *dumper) sendFile(f File) error {
+	s, pw := d.s, d.pw
+	d.file, d.pos = f.Name, 4
+	sending := false
+	_, err := walkFile(s.ctx, f, false, func(w *walker, we walkEvent) error {
+		if we.H.LogPos != 0 {
+			d.pos = we.H.LogPos
+		}
+		if we.Txn == nil {
+			switch we.H.Type {
+			case evFormatDesc:
+				d.alg = w.alg
+				return pw.event(we.Raw)
+			case evGTIDList, evBinlogCheckpt:
+				return pw.event(we.Raw)
+			}
+			return nil
+		}
+		if we.Begin {
+			g := we.Txn.GTID
+			sending = false
+			if !wants(g, d.from, s.until) {
+				return nil
+			}
+			if s.exclude[g] {
+				if err := pw.event(emptyGTIDEvent(we.Raw, w.alg)); err != nil {
+					return err
+				}
+				if err := pw.event(commitEvent(we.H.ServerID, we.H.LogPos, we.H.Timestamp, w.alg)); err != nil {
+					return err
+				}
+				s.SentEvents.Add(2)
+				return s.sent(g, d.left, d.stop)
+			}
+			sending = true
+		}
+		if !sending {
+			return nil
+		}
+		if err := pw.event(we.Raw); err != nil {
+			return err
+		}
+		s.SentEvents.Add(1)
+		if we.End {
+			sending = false
+			return s.sent(we.Txn.GTID, d.left, d.stop)
+		}
+		return nil
+	})
+	if err == d.stop {
+		return nil
+	}
+	return err
+}
+
+// keepAlive sends heartbeats, everything being sent, until the replica
+// closes its connection c or the restore ends.
+func (d *dumper) keepAlive(c net.Conn, hb time.Duration) {
 	closed := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(io.Discard, c)
@@ -457,16 +492,16 @@ func (s *Source) dump(c net.Conn, vars map[string]string) error {
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
-			return nil
+		case <-d.s.ctx.Done():
+			return
 		case <-closed:
-			return nil
+			return
 		case <-t.C:
-			if err := pw.event(heartbeatEvent(s.serverID, alg, file, pos)); err != nil {
-				return nil
+			if err := d.pw.event(heartbeatEvent(d.s.serverID, d.alg, d.file, d.pos)); err != nil {
+				return
 			}
-			if err := pw.w.Flush(); err != nil {
-				return nil
+			if err := d.pw.w.Flush(); err != nil {
+				return
 			}
 		}
 	}

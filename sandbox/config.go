@@ -20,7 +20,6 @@ const (
 
 // nodeConfig renders a node's option file.
 func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, error) {
-	v := s.ParsedVersion()
 	kv := [][2]string{
 		{"datadir", n.Datadir},
 		{"socket", n.Socket},
@@ -57,62 +56,9 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 		kv = append(kv, [2]string{"user", "root"})
 	}
 	if s.Flavor == dbpilot.FlavorMariaDB {
-		kv = append(kv,
-			[2]string{"log_slave_updates", "ON"},
-			[2]string{"gtid_strict_mode", "ON"},
-			[2]string{"gtid_domain_id", fmt.Sprint(n.DomainID)},
-			[2]string{"slave_net_timeout", fmt.Sprint(sandboxNetTimeout)},
-			[2]string{"innodb_log_file_size", "32M"},
-			[2]string{"slave_parallel_threads", "2"},
-			[2]string{"slave_parallel_mode", "optimistic"},
-		)
-		kv = append(kv, performanceSchemaOptions("")...)
-		// Semi-sync primary side only where some node replicates from this
-		// one: with it on and no replica connected, MariaDB makes every
-		// commit (replicated ones too) wait rpl_semi_sync_master_timeout.
-		if d.SemiSync && hasReplicas(d, n) {
-			kv = append(kv, [2]string{"rpl_semi_sync_master_enabled", "ON"})
-		}
-		if d.SemiSync && len(n.Sources) > 0 {
-			kv = append(kv, [2]string{"rpl_semi_sync_slave_enabled", "ON"})
-		}
+		kv = append(kv, mariadbOptions(d, n)...)
 	} else {
-		replicaWords := v.AtLeast(8, 0, 26)
-		kv = append(kv,
-			[2]string{"gtid_mode", "ON"},
-			[2]string{"enforce_gtid_consistency", "ON"},
-		)
-		// loose_: a sizing variable some MySQL version lacks is a warning,
-		// not a refusal to start.
-		kv = append(kv, performanceSchemaOptions("loose_")...)
-		if replicaWords {
-			kv = append(kv, [2]string{"log_replica_updates", "ON"}, [2]string{"replica_net_timeout", fmt.Sprint(sandboxNetTimeout)})
-		} else {
-			kv = append(kv, [2]string{"log_slave_updates", "ON"}, [2]string{"slave_net_timeout", fmt.Sprint(sandboxNetTimeout)})
-		}
-		if v.AtLeast(8, 0, 0) {
-			kv = append(kv, [2]string{"mysqlx", "OFF"}, [2]string{"innodb_redo_log_capacity", "64M"})
-		} else {
-			kv = append(kv, [2]string{"innodb_log_file_size", "32M"})
-		}
-		if d.SemiSync {
-			// Both plugins everywhere (a replica may be promoted); each side
-			// enabled only where it has a partner.
-			source, replica := "source", "replica"
-			if !replicaWords {
-				source, replica = "master", "slave"
-			}
-			kv = append(kv,
-				[2]string{"plugin_load_add", "semisync_" + source + ".so"},
-				[2]string{"plugin_load_add", "semisync_" + replica + ".so"},
-			)
-			if hasReplicas(d, n) {
-				kv = append(kv, [2]string{"loose_rpl_semi_sync_" + source + "_enabled", "ON"})
-			}
-			if len(n.Sources) > 0 {
-				kv = append(kv, [2]string{"loose_rpl_semi_sync_" + replica + "_enabled", "ON"})
-			}
-		}
+		kv = append(kv, mysqlOptions(s.ParsedVersion(), d, n)...)
 	}
 	if n.IsGalera() && d.Galera != nil {
 		kv = mergeOptions(kv, galeraOptions(d, n))
@@ -150,6 +96,73 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 	}
 	fmt.Fprintf(&b, "\n[client]\nsocket=%s\nport=%d\nhost=127.0.0.1\n", n.Socket, n.Port)
 	return b.String(), nil
+}
+
+// mariadbOptions are a MariaDB node's replication options: GTIDs in strict
+// mode, parallel replication, semi-sync where it has a partner.
+func mariadbOptions(d *Descriptor, n *Node) [][2]string {
+	kv := [][2]string{
+		{"log_slave_updates", "ON"},
+		{"gtid_strict_mode", "ON"},
+		{"gtid_domain_id", fmt.Sprint(n.DomainID)},
+		{"slave_net_timeout", fmt.Sprint(sandboxNetTimeout)},
+		{"innodb_log_file_size", "32M"},
+		{"slave_parallel_threads", "2"},
+		{"slave_parallel_mode", "optimistic"},
+	}
+	kv = append(kv, performanceSchemaOptions("")...)
+	// Semi-sync primary side only where some node replicates from this
+	// one: with it on and no replica connected, MariaDB makes every
+	// commit (replicated ones too) wait rpl_semi_sync_master_timeout.
+	if d.SemiSync && hasReplicas(d, n) {
+		kv = append(kv, [2]string{"rpl_semi_sync_master_enabled", "ON"})
+	}
+	if d.SemiSync && len(n.Sources) > 0 {
+		kv = append(kv, [2]string{"rpl_semi_sync_slave_enabled", "ON"})
+	}
+	return kv
+}
+
+// mysqlOptions are a MySQL node's replication options for version v:
+// GTIDs, the replica or slave words of its version, semi-sync plugins.
+func mysqlOptions(v dbpilot.Version, d *Descriptor, n *Node) [][2]string {
+	replicaWords := v.AtLeast(8, 0, 26)
+	kv := [][2]string{
+		{"gtid_mode", "ON"},
+		{"enforce_gtid_consistency", "ON"},
+	}
+	// loose_: a sizing variable some MySQL version lacks is a warning,
+	// not a refusal to start.
+	kv = append(kv, performanceSchemaOptions("loose_")...)
+	if replicaWords {
+		kv = append(kv, [2]string{"log_replica_updates", "ON"}, [2]string{"replica_net_timeout", fmt.Sprint(sandboxNetTimeout)})
+	} else {
+		kv = append(kv, [2]string{"log_slave_updates", "ON"}, [2]string{"slave_net_timeout", fmt.Sprint(sandboxNetTimeout)})
+	}
+	if v.AtLeast(8, 0, 0) {
+		kv = append(kv, [2]string{"mysqlx", "OFF"}, [2]string{"innodb_redo_log_capacity", "64M"})
+	} else {
+		kv = append(kv, [2]string{"innodb_log_file_size", "32M"})
+	}
+	if d.SemiSync {
+		// Both plugins everywhere (a replica may be promoted); each side
+		// enabled only where it has a partner.
+		source, replica := "source", "replica"
+		if !replicaWords {
+			source, replica = "master", "slave"
+		}
+		kv = append(kv,
+			[2]string{"plugin_load_add", "semisync_" + source + ".so"},
+			[2]string{"plugin_load_add", "semisync_" + replica + ".so"},
+		)
+		if hasReplicas(d, n) {
+			kv = append(kv, [2]string{"loose_rpl_semi_sync_" + source + "_enabled", "ON"})
+		}
+		if len(n.Sources) > 0 {
+			kv = append(kv, [2]string{"loose_rpl_semi_sync_" + replica + "_enabled", "ON"})
+		}
+	}
+	return kv
 }
 
 // performanceSchemaOptions turns performance_schema on with small sizing, for

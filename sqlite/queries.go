@@ -138,7 +138,33 @@ func msToPS(ms float64) int64 {
 // rounded start and its Until the span's end (now, or the latest
 // collection when that is earlier), so rates over it are right.
 func (d *DB) Queries(ctx context.Context, f dbpilot.QueryFilter) (*dbpilot.QueryReport, error) {
-	const op = "queries"
+	rep, order, limit, err := d.queryReport(f)
+	if err != nil {
+		return nil, err
+	}
+	clusterOf, err := d.querySources(ctx, f, rep)
+	if err != nil {
+		return nil, err
+	}
+	if len(rep.Sources) == 0 {
+		if f.Cluster != "" || f.Instance != "" {
+			what := "cluster " + f.Cluster
+			if f.Instance != "" {
+				what = "instance " + f.Instance
+			}
+			return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "no query statistics for %s (is it monitored, and the statements collector on?)", what)
+		}
+		return rep, nil
+	}
+	if err := d.queryStats(ctx, f, rep, clusterOf, order, limit); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// queryReport checks f and returns the empty report of its span, the
+// ORDER BY expression of its order and the number of digests to return.
+func (d *DB) queryReport(f dbpilot.QueryFilter) (*dbpilot.QueryReport, string, int, error) {
 	now := d.Now().UTC()
 	until := f.Until.UTC()
 	if f.Until.IsZero() || until.After(now) {
@@ -154,7 +180,7 @@ func (d *DB) Queries(ctx context.Context, f dbpilot.QueryFilter) (*dbpilot.Query
 		limit = DefaultQueryLimit
 	}
 	if limit > MaxQueryLimit {
-		return nil, dbpilot.Errorf(dbpilot.EINVALID, "limit %d: at most %d", limit, MaxQueryLimit)
+		return nil, "", 0, dbpilot.Errorf(dbpilot.EINVALID, "limit %d: at most %d", limit, MaxQueryLimit)
 	}
 	by := f.By
 	order := map[string]string{
@@ -162,13 +188,19 @@ func (d *DB) Queries(ctx context.Context, f dbpilot.QueryFilter) (*dbpilot.Query
 		dbpilot.QueryByRows: "rows_examined", dbpilot.QueryByAvg: "total_ps / max(count, 1)",
 	}[by]
 	if order == "" {
-		return nil, dbpilot.Errorf(dbpilot.EINVALID, "by %q: want total, avg, count or rows", by)
+		return nil, "", 0, dbpilot.Errorf(dbpilot.EINVALID, "by %q: want total, avg, count or rows", by)
 	}
 	if by == "" {
 		by = dbpilot.QueryByTotal
 	}
+	rep := &dbpilot.QueryReport{Since: since, Until: until, By: by, Sources: []dbpilot.QuerySource{}, Queries: []dbpilot.QueryStat{}}
+	return rep, order, limit, nil
+}
 
-	// The instances covered: those of the cluster, or the one named.
+// querySources adds to rep the sources of the instances f covers (those of
+// its cluster, or the one named), and returns each one's cluster.
+func (d *DB) querySources(ctx context.Context, f dbpilot.QueryFilter, rep *dbpilot.QueryReport) (map[string]string, error) {
+	const op = "queries"
 	srcWhere, srcArgs := []string{"1"}, []any{}
 	if f.Cluster != "" {
 		srcWhere, srcArgs = append(srcWhere, "cluster = ?"), append(srcArgs, f.Cluster)
@@ -176,11 +208,10 @@ func (d *DB) Queries(ctx context.Context, f dbpilot.QueryFilter) (*dbpilot.Query
 	if f.Instance != "" {
 		srcWhere, srcArgs = append(srcWhere, "instance = ?"), append(srcArgs, f.Instance)
 	}
-	rep := &dbpilot.QueryReport{Since: since, Until: until, By: by, Sources: []dbpilot.QuerySource{}, Queries: []dbpilot.QueryStat{}}
 	rows, err := d.db.QueryContext(ctx, `SELECT q.instance, q.cluster, q.source, q.detail, q.capacity, q.digests, q.lost_digests, q.full, q.at, q.error,
 			(SELECT coalesce(sum(m.lost), 0) FROM query_source_minutes m WHERE m.instance = q.instance AND m.minute >= ? AND m.minute <= ?)
 		FROM query_sources q WHERE `+strings.Join(srcWhere, " AND ")+` ORDER BY q.instance`,
-		append([]any{since.Unix(), until.Unix()}, srcArgs...)...)
+		append([]any{rep.Since.Unix(), rep.Until.Unix()}, srcArgs...)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
@@ -205,20 +236,15 @@ func (d *DB) Queries(ctx context.Context, f dbpilot.QueryFilter) (*dbpilot.Query
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
-	rows.Close()
-	if len(rep.Sources) == 0 {
-		if f.Cluster != "" || f.Instance != "" {
-			what := "cluster " + f.Cluster
-			if f.Instance != "" {
-				what = "instance " + f.Instance
-			}
-			return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "no query statistics for %s (is it monitored, and the statements collector on?)", what)
-		}
-		return rep, nil
-	}
+	return clusterOf, nil
+}
 
+// queryStats adds to rep the top limit digests of f over rep's span,
+// ordered by order, summed from the minute buckets.
+func (d *DB) queryStats(ctx context.Context, f dbpilot.QueryFilter, rep *dbpilot.QueryReport, clusterOf map[string]string, order string, limit int) error {
+	const op = "queries"
 	where := []string{"s.minute >= ?", "s.minute <= ?"}
-	args := []any{since.Unix(), until.Unix()}
+	args := []any{rep.Since.Unix(), rep.Until.Unix()}
 	if f.Instance != "" {
 		where, args = append(where, "s.instance = ?"), append(args, f.Instance)
 	}
@@ -240,9 +266,9 @@ func (d *DB) Queries(ctx context.Context, f dbpilot.QueryFilter) (*dbpilot.Query
 			FROM query_stats s WHERE ` + strings.Join(where, " AND ") + `
 			GROUP BY s.instance, s.schema_name, s.digest) g
 		ORDER BY ` + order + ` DESC, total_ps DESC, instance, digest LIMIT ?`
-	rows, err = d.db.QueryContext(ctx, q, append(args, limit)...)
+	rows, err := d.db.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
+		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -254,7 +280,7 @@ func (d *DB) Queries(ctx context.Context, f dbpilot.QueryFilter) (*dbpilot.Query
 		)
 		if err := rows.Scan(&s.Instance, &s.Schema, &s.Digest, &count, &total, &maxPS, &rowsEx, &rowsSent, &errs, &warns,
 			&noIndex, &tmpDisk, &sortMerge, &firstMinute, &lastMinute, &s.DigestText, &s.Example); err != nil {
-			return nil, fmt.Errorf("sqlite: %s: %w", op, err)
+			return fmt.Errorf("sqlite: %s: %w", op, err)
 		}
 		s.Cluster = clusterOf[s.Instance]
 		s.Count, s.RowsExamined, s.RowsSent, s.Errors, s.Warnings = uint64(count), uint64(rowsEx), uint64(rowsSent), uint64(errs), uint64(warns)
@@ -271,9 +297,9 @@ func (d *DB) Queries(ctx context.Context, f dbpilot.QueryFilter) (*dbpilot.Query
 		rep.Queries = append(rep.Queries, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
+		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
-	return rep, nil
+	return nil
 }
 
 // PruneQueries deletes the query statistics of minutes before before, and

@@ -228,96 +228,78 @@ func merge(dst map[string]string, src map[string]string) map[string]string {
 
 // galeraNode names the problems of one reachable Galera node.
 func (a *analyzer) galeraNode(in *dbpilot.Instance, cluster string, backup bool, members []int) {
-	gs := in.Galera
-	queue := fmt.Sprintf("receive queue %d write sets (average %s)", gs.LocalRecvQueue, fnum(gs.LocalRecvQueueAvg))
-	base := func() map[string]string {
-		return map[string]string{"cluster": cluster, "local_state": gs.LocalState.String(),
-			"local_recv_queue": strconv.FormatInt(gs.LocalRecvQueue, 10)}
-	}
-	comment := cmp.Or(gs.LocalStateComment, gs.LocalState.String())
-
-	if !gs.InPrimary() {
-		d := base()
-		d["cluster_status"], d["cluster_size"] = cmp.Or(gs.ClusterStatus, "unknown"), strconv.Itoa(gs.ClusterSize)
-		configured := len(gs.ConfiguredMembers())
-		of := ""
-		if configured > 0 {
-			of = fmt.Sprintf(" of %d configured", configured)
-			d["configured"] = strconv.Itoa(configured)
-		}
-		a.add(in, dbpilot.ProblemNonPrimaryComponent, dbpilot.SeverityCritical, "", d,
-			"Galera node is in a %s component (wsrep_cluster_status=%s, %s%s, wsrep_ready=%s): it lost quorum and refuses queries; "+
-				"restore the other members, or, only if they are gone for good and this node has the latest data, "+
-				"SET GLOBAL wsrep_provider_options='pc.bootstrap=YES' on it",
-			cmp.Or(gs.ClusterStatus, "non-Primary"), cmp.Or(gs.ClusterStatus, "unknown"),
-			plural(gs.ClusterSize, "member", "members"), of, onOff(gs.Ready))
+	g := galeraCheck{in: in, gs: in.Galera, cluster: cluster}
+	if !g.gs.InPrimary() {
+		a.galeraNonPrimary(g)
 		return // the other states are meaningless outside the Primary component
 	}
+	a.galeraState(g, backup, members)
+	a.galeraRecvQueue(g)
+}
 
+// galeraCheck is one Galera node under analysis.
+type galeraCheck struct {
+	in      *dbpilot.Instance
+	gs      *dbpilot.GaleraState
+	cluster string
+}
+
+// base is the details every problem of the node has.
+func (g galeraCheck) base() map[string]string {
+	return map[string]string{"cluster": g.cluster, "local_state": g.gs.LocalState.String(),
+		"local_recv_queue": strconv.FormatInt(g.gs.LocalRecvQueue, 10)}
+}
+
+// queue describes the node's receive queue.
+func (g galeraCheck) queue() string {
+	return fmt.Sprintf("receive queue %d write sets (average %s)", g.gs.LocalRecvQueue, fnum(g.gs.LocalRecvQueueAvg))
+}
+
+// galeraNonPrimary names a node outside the Primary component.
+func (a *analyzer) galeraNonPrimary(g galeraCheck) {
+	gs := g.gs
+	d := g.base()
+	d["cluster_status"], d["cluster_size"] = cmp.Or(gs.ClusterStatus, "unknown"), strconv.Itoa(gs.ClusterSize)
+	configured := len(gs.ConfiguredMembers())
+	of := ""
+	if configured > 0 {
+		of = fmt.Sprintf(" of %d configured", configured)
+		d["configured"] = strconv.Itoa(configured)
+	}
+	a.add(g.in, dbpilot.ProblemNonPrimaryComponent, dbpilot.SeverityCritical, "", d,
+		"Galera node is in a %s component (wsrep_cluster_status=%s, %s%s, wsrep_ready=%s): it lost quorum and refuses queries; "+
+			"restore the other members, or, only if they are gone for good and this node has the latest data, "+
+			"SET GLOBAL wsrep_provider_options='pc.bootstrap=YES' on it",
+		cmp.Or(gs.ClusterStatus, "non-Primary"), cmp.Or(gs.ClusterStatus, "unknown"),
+		plural(gs.ClusterSize, "member", "members"), of, onOff(gs.Ready))
+}
+
+// galeraState names a node of the Primary component that is not simply
+// Synced: joining, donating, desynced, or catching up.
+func (a *analyzer) galeraState(g galeraCheck, backup bool, members []int) {
+	in, gs := g.in, g.gs
 	// Donor/Desynced has three causes: wsrep_desync=ON (counted in
 	// wsrep_desync_count with any other), a state transfer it donates or a
 	// FLUSH TABLES WITH READ LOCK (counted, wsrep_desync=OFF), or none left:
 	// the desync was lifted and the node catches up before it turns Synced.
 	donorSST := gs.LocalState == dbpilot.GaleraDonor && !gs.Desync && gs.DesyncCount > 0
 	catchingUp := gs.LocalState == dbpilot.GaleraDonor && !gs.Desync && gs.DesyncCount == 0
+	comment := cmp.Or(gs.LocalStateComment, gs.LocalState.String())
 	switch {
 	case gs.LocalState == dbpilot.GaleraJoining:
 		when, sd := since(in)
-		d := merge(base(), sd)
+		d := merge(g.base(), sd)
 		d["role"] = "joiner"
 		a.add(in, dbpilot.ProblemSSTInProgress, dbpilot.SeverityWarning, "", d,
 			"Galera node is receiving a state transfer (%s) %s: it serves no queries until it is Synced; %s",
-			comment, when, queue)
+			comment, when, g.queue())
 	case donorSST:
-		when, sd := since(in)
-		d := merge(base(), sd)
-		d["role"] = "donor"
-		d["desync_count"] = strconv.Itoa(gs.DesyncCount)
-		joiners := a.joiners(in, members)
-		who := "to a joining node"
-		if len(joiners) > 0 {
-			who = "to " + strings.Join(joiners, ", ")
-			d["joiners"] = strings.Join(joiners, ",")
-		}
-		method := ""
-		if gs.SSTMethod != "" {
-			method = " (wsrep_sst_method=" + gs.SSTMethod + ")"
-		}
-		a.add(in, dbpilot.ProblemSSTInProgress, dbpilot.SeverityWarning, "", d,
-			"Galera node is Donor/Desynced with wsrep_desync=OFF %s: it donates a state transfer%s %s (or a FLUSH TABLES WITH READ LOCK or backup holds it desynced); "+
-				"it falls behind meanwhile and is left out of flow control; %s",
-			when, method, who, queue)
+		a.galeraDonor(g, members)
 	case gs.LocalState == dbpilot.GaleraDonor && gs.Desync:
-		when, sd := since(in)
-		d := merge(base(), sd)
-		d["wsrep_desync"] = "ON"
-		d["desync_count"] = strconv.Itoa(gs.DesyncCount)
-		sev := dbpilot.SeverityWarning
-		why := "it applies at its own pace, left out of flow control, and may fall far behind"
-		// Another holder of the desync (a backup's FLUSH TABLES WITH READ
-		// LOCK, a state transfer) says why it is on.
-		held := gs.DesyncCount > 1
-		switch {
-		case backup:
-			sev = dbpilot.SeverityInfo
-			why = "a backup is known to run on it"
-			d["backup"] = "running"
-		case held:
-			sev = dbpilot.SeverityInfo
-			why = fmt.Sprintf("wsrep_desync_count=%d: something besides wsrep_desync holds it desynced too (a backup's FLUSH TABLES WITH READ LOCK or a state transfer)", gs.DesyncCount)
-		}
-		a.add(in, dbpilot.ProblemNodeDesynced, sev, "", d,
-			"Galera node is desynced (Donor/Desynced, wsrep_desync=ON) %s: %s; %s", when, why, queue)
-		if !backup && !held {
-			a.add(in, dbpilot.ProblemDesyncLeftOn, dbpilot.SeverityWarning, "", map[string]string{"cluster": cluster, "wsrep_desync": "ON"},
-				"wsrep_desync=ON with no state transfer and no known backup on this node: left on after a backup? "+
-					"It falls behind unnoticed by flow control, and once it is turned off the node throttles the whole cluster by flow control until it has applied its receive queue (%d write sets now); "+
-					"SET GLOBAL wsrep_desync=OFF when the cluster can afford the catch-up",
-				gs.LocalRecvQueue)
-		}
+		a.galeraDesynced(g, backup)
 	case gs.LocalState != dbpilot.GaleraSynced || !gs.Ready:
 		when, sd := since(in)
-		d := merge(base(), sd)
+		d := merge(g.base(), sd)
 		d["ready"] = onOff(gs.Ready)
 		d["connected"] = onOff(gs.Connected)
 		var what string
@@ -334,36 +316,97 @@ func (a *analyzer) galeraNode(in *dbpilot.Instance, cluster string, backup bool,
 			what += " and refuses queries (wsrep_ready=OFF)"
 		}
 		a.add(in, dbpilot.ProblemNodeNotSynced, dbpilot.SeverityWarning, "", d,
-			"Galera node is %s (wsrep_local_state=%d) %s: it %s; %s", comment, int(gs.LocalState), when, what, queue)
+			"Galera node is %s (wsrep_local_state=%d) %s: it %s; %s", comment, int(gs.LocalState), when, what, g.queue())
 	}
+}
 
-	// The receive queue grows: the node cannot apply as fast as the cluster
-	// writes. A desynced node's queue is NodeDesynced's.
-	desynced := gs.LocalState == dbpilot.GaleraDonor && (gs.Desync || gs.DesyncCount > 0)
-	if !desynced && gs.LocalRecvQueue > a.opt.RecvQueueThreshold {
-		w := window(in)
-		// Without an earlier sample, only a synced node's queue over the
-		// threshold says something (a joining node's drains).
-		if w.hasPrev && gs.LocalRecvQueue <= w.queueWas || !w.hasPrev && gs.LocalState != dbpilot.GaleraSynced {
-			return
-		}
-		d := base()
-		d["threshold"] = strconv.FormatInt(a.opt.RecvQueueThreshold, 10)
-		growth := "no earlier sample tells whether it grows"
-		if w.hasPrev {
-			d["previous_recv_queue"] = strconv.FormatInt(w.queueWas, 10)
-			d["window"] = num(w.span)
-			growth = fmt.Sprintf("up from %d %s", w.queueWas, w.text())
-		}
-		limit := ""
-		if gs.FCLimit > 0 {
-			limit = fmt.Sprintf("; gcs.fc_limit=%d", gs.FCLimit)
-		}
-		a.add(in, dbpilot.ProblemRecvQueueGrowing, dbpilot.SeverityWarning, "", d,
-			"Galera receive queue is %d write sets (threshold %d), %s: the node applies slower than the cluster writes and will throttle it by flow control%s; "+
-				"look at its applier threads (wsrep_slave_threads) and its disk",
-			gs.LocalRecvQueue, a.opt.RecvQueueThreshold, growth, limit)
+// galeraDonor names a node Donor/Desynced with wsrep_desync=OFF: it
+// donates a state transfer (or is held by a global read lock).
+func (a *analyzer) galeraDonor(g galeraCheck, members []int) {
+	in, gs := g.in, g.gs
+	when, sd := since(in)
+	d := merge(g.base(), sd)
+	d["role"] = "donor"
+	d["desync_count"] = strconv.Itoa(gs.DesyncCount)
+	joiners := a.joiners(in, members)
+	who := "to a joining node"
+	if len(joiners) > 0 {
+		who = "to " + strings.Join(joiners, ", ")
+		d["joiners"] = strings.Join(joiners, ",")
 	}
+	method := ""
+	if gs.SSTMethod != "" {
+		method = " (wsrep_sst_method=" + gs.SSTMethod + ")"
+	}
+	a.add(in, dbpilot.ProblemSSTInProgress, dbpilot.SeverityWarning, "", d,
+		"Galera node is Donor/Desynced with wsrep_desync=OFF %s: it donates a state transfer%s %s (or a FLUSH TABLES WITH READ LOCK or backup holds it desynced); "+
+			"it falls behind meanwhile and is left out of flow control; %s",
+		when, method, who, g.queue())
+}
+
+// galeraDesynced names a node desynced with wsrep_desync=ON, and the
+// desync left on when nothing else explains it.
+func (a *analyzer) galeraDesynced(g galeraCheck, backup bool) {
+	in, gs := g.in, g.gs
+	when, sd := since(in)
+	d := merge(g.base(), sd)
+	d["wsrep_desync"] = "ON"
+	d["desync_count"] = strconv.Itoa(gs.DesyncCount)
+	sev := dbpilot.SeverityWarning
+	why := "it applies at its own pace, left out of flow control, and may fall far behind"
+	// Another holder of the desync (a backup's FLUSH TABLES WITH READ
+	// LOCK, a state transfer) says why it is on.
+	held := gs.DesyncCount > 1
+	switch {
+	case backup:
+		sev = dbpilot.SeverityInfo
+		why = "a backup is known to run on it"
+		d["backup"] = "running"
+	case held:
+		sev = dbpilot.SeverityInfo
+		why = fmt.Sprintf("wsrep_desync_count=%d: something besides wsrep_desync holds it desynced too (a backup's FLUSH TABLES WITH READ LOCK or a state transfer)", gs.DesyncCount)
+	}
+	a.add(in, dbpilot.ProblemNodeDesynced, sev, "", d,
+		"Galera node is desynced (Donor/Desynced, wsrep_desync=ON) %s: %s; %s", when, why, g.queue())
+	if !backup && !held {
+		a.add(in, dbpilot.ProblemDesyncLeftOn, dbpilot.SeverityWarning, "", map[string]string{"cluster": g.cluster, "wsrep_desync": "ON"},
+			"wsrep_desync=ON with no state transfer and no known backup on this node: left on after a backup? "+
+				"It falls behind unnoticed by flow control, and once it is turned off the node throttles the whole cluster by flow control until it has applied its receive queue (%d write sets now); "+
+				"SET GLOBAL wsrep_desync=OFF when the cluster can afford the catch-up",
+			gs.LocalRecvQueue)
+	}
+}
+
+// galeraRecvQueue names a receive queue that grows: the node cannot apply
+// as fast as the cluster writes. A desynced node's queue is NodeDesynced's.
+func (a *analyzer) galeraRecvQueue(g galeraCheck) {
+	in, gs := g.in, g.gs
+	desynced := gs.LocalState == dbpilot.GaleraDonor && (gs.Desync || gs.DesyncCount > 0)
+	if desynced || gs.LocalRecvQueue <= a.opt.RecvQueueThreshold {
+		return
+	}
+	w := window(in)
+	// Without an earlier sample, only a synced node's queue over the
+	// threshold says something (a joining node's drains).
+	if w.hasPrev && gs.LocalRecvQueue <= w.queueWas || !w.hasPrev && gs.LocalState != dbpilot.GaleraSynced {
+		return
+	}
+	d := g.base()
+	d["threshold"] = strconv.FormatInt(a.opt.RecvQueueThreshold, 10)
+	growth := "no earlier sample tells whether it grows"
+	if w.hasPrev {
+		d["previous_recv_queue"] = strconv.FormatInt(w.queueWas, 10)
+		d["window"] = num(w.span)
+		growth = fmt.Sprintf("up from %d %s", w.queueWas, w.text())
+	}
+	limit := ""
+	if gs.FCLimit > 0 {
+		limit = fmt.Sprintf("; gcs.fc_limit=%d", gs.FCLimit)
+	}
+	a.add(in, dbpilot.ProblemRecvQueueGrowing, dbpilot.SeverityWarning, "", d,
+		"Galera receive queue is %d write sets (threshold %d), %s: the node applies slower than the cluster writes and will throttle it by flow control%s; "+
+			"look at its applier threads (wsrep_slave_threads) and its disk",
+		gs.LocalRecvQueue, a.opt.RecvQueueThreshold, growth, limit)
 }
 
 // joiners returns the members of in's component that are not reachable or

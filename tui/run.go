@@ -68,22 +68,9 @@ func Run(ctx context.Context, src Source, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	view := o.View
-	vs, viewSetter := src.(ViewSetter)
-	setView := func() {
-		if !viewSetter {
-			return
-		}
-		rows := 0
-		if o.Interactive && o.Size != nil {
-			// The screen less the header, notes and table title lines.
-			if _, h := o.Size(); h > 0 {
-				rows = max(h-6, 1)
-			}
-		}
-		vs.SetView(view, rows)
-	}
-	setView()
+	r := &runner{o: o, view: o.View, first: true}
+	r.vs, r.viewSetter = src.(ViewSetter)
+	r.setView()
 
 	frames := make(chan polled)
 	done := make(chan struct{})
@@ -102,113 +89,157 @@ func Run(ctx context.Context, src Source, o Options) error {
 		go readKeys(ctx, o.Keys, keys)
 	}
 
-	var (
-		last      *Frame
-		errMsg    string
-		shown     int
-		first     = true
-		queriesAt time.Time // the digests read last printed (line output)
-	)
-	draw := func() error {
-		if !o.Interactive {
-			return nil
-		}
-		s := Screen{Frame: last, View: view, Color: o.Color, Err: errMsg}
-		if o.Size != nil {
-			s.Width, s.Height = o.Size()
-		}
-		return writeScreen(o.Out, Render(s))
-	}
-	if err := draw(); err != nil {
+	if err := r.draw(); err != nil {
 		return err
 	}
 	for {
+		var end bool
+		var err error
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-o.Resize:
-			setView()
-			if err := draw(); err != nil {
-				return err
-			}
+			r.setView()
+			err = r.draw()
 		case k, ok := <-keys:
 			if !ok {
 				keys = nil // input closed: keep showing, quit by signal
 				continue
 			}
-			switch k {
-			case 3, 4: // Ctrl-C, Ctrl-D
-				return nil
-			}
-			if v, ok := viewForKey(toLower(k)); ok {
-				if v != view {
-					view = v
-					setView()
-				}
-				if err := draw(); err != nil {
-					return err
-				}
-			}
+			end, err = r.key(k)
 		case p := <-frames:
-			if p.err != nil {
-				var perr *panicError
-				if first || errors.As(p.err, &perr) {
-					return p.err
-				}
-				errMsg = oneLine(p.err.Error())
-				if !o.Interactive {
-					fmt.Fprintf(o.Out, "%s error=%q\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), errMsg)
-				}
-				if err := draw(); err != nil {
-					return err
-				}
-				continue
-			}
-			if first {
-				if err := allFailed(p.f); err != nil {
-					return err
-				}
-				first = false
-			}
-			last, errMsg = p.f, ""
-			counts := !p.f.Warmup
-			if !o.Interactive {
-				var lines []string
-				switch {
-				case view == ViewQueries && viewSetter:
-					// A line per digest when they were read again; the
-					// instance lines of a refresh in between would repeat
-					// the same digests.
-					counts = false
-					if q := p.f.Queries; q != nil && !p.f.Warmup && q.At.After(queriesAt) && (q.Span > 0 || len(q.Notes) > 0) {
-						queriesAt, counts = q.At, true
-						lines = QueryLines(q)
-						for _, r := range p.f.Rows {
-							if r.Err != "" {
-								lines = append(lines, Lines(&Frame{Time: p.f.Time, Rows: []Row{r}})...)
-							}
-						}
-					}
-				case !p.f.Warmup:
-					lines = Lines(p.f)
-				}
-				for _, l := range lines {
-					if _, err := fmt.Fprintln(o.Out, l); err != nil {
-						return err
-					}
-				}
-			}
-			if err := draw(); err != nil {
-				return err
-			}
-			if counts {
-				shown++
-				if o.Count > 0 && shown >= o.Count {
-					return nil
-				}
+			end, err = r.frame(p)
+		}
+		if end || err != nil {
+			return err
+		}
+	}
+}
+
+// runner is the state of one Run: the view shown and the last frame.
+type runner struct {
+	o          Options
+	vs         ViewSetter
+	viewSetter bool // the source is a ViewSetter (vs)
+
+	view      View
+	last      *Frame
+	errMsg    string
+	shown     int       // refreshes shown, towards o.Count
+	first     bool      // no frame read yet
+	queriesAt time.Time // the digests read last printed (line output)
+}
+
+// setView tells a ViewSetter source the view and the rows it has room for.
+func (r *runner) setView() {
+	if !r.viewSetter {
+		return
+	}
+	rows := 0
+	if r.o.Interactive && r.o.Size != nil {
+		// The screen less the header, notes and table title lines.
+		if _, h := r.o.Size(); h > 0 {
+			rows = max(h-6, 1)
+		}
+	}
+	r.vs.SetView(r.view, rows)
+}
+
+// draw redraws the screen (interactive only).
+func (r *runner) draw() error {
+	if !r.o.Interactive {
+		return nil
+	}
+	s := Screen{Frame: r.last, View: r.view, Color: r.o.Color, Err: r.errMsg}
+	if r.o.Size != nil {
+		s.Width, s.Height = r.o.Size()
+	}
+	return writeScreen(r.o.Out, Render(s))
+}
+
+// key acts on a key pressed: Ctrl-C and Ctrl-D end the run, a view's key
+// shows that view.
+func (r *runner) key(k byte) (end bool, err error) {
+	switch k {
+	case 3, 4: // Ctrl-C, Ctrl-D
+		return true, nil
+	}
+	if v, ok := viewForKey(toLower(k)); ok {
+		if v != r.view {
+			r.view = v
+			r.setView()
+		}
+		return false, r.draw()
+	}
+	return false, nil
+}
+
+// frame shows a poll's result; the run ends when the first read or a
+// panic fails, or Count refreshes were shown.
+func (r *runner) frame(p polled) (end bool, err error) {
+	if p.err != nil {
+		var perr *panicError
+		if r.first || errors.As(p.err, &perr) {
+			return true, p.err
+		}
+		r.errMsg = oneLine(p.err.Error())
+		if !r.o.Interactive {
+			fmt.Fprintf(r.o.Out, "%s error=%q\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), r.errMsg)
+		}
+		return false, r.draw()
+	}
+	if r.first {
+		if err := allFailed(p.f); err != nil {
+			return true, err
+		}
+		r.first = false
+	}
+	r.last, r.errMsg = p.f, ""
+	counts := !p.f.Warmup
+	if !r.o.Interactive {
+		var lines []string
+		lines, counts = r.lines(p.f)
+		for _, l := range lines {
+			if _, err := fmt.Fprintln(r.o.Out, l); err != nil {
+				return true, err
 			}
 		}
 	}
+	if err := r.draw(); err != nil {
+		return true, err
+	}
+	if counts {
+		r.shown++
+		if r.o.Count > 0 && r.shown >= r.o.Count {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// lines are the line output of frame f, and whether it counts as a refresh
+// shown.
+func (r *runner) lines(f *Frame) ([]string, bool) {
+	switch {
+	case r.view == ViewQueries && r.viewSetter:
+		// A line per digest when they were read again; the instance
+		// lines of a refresh in between would repeat the same digests.
+		q := f.Queries
+		if q == nil || f.Warmup || !q.At.After(r.queriesAt) || q.Span <= 0 && len(q.Notes) == 0 {
+			return nil, false
+		}
+		r.queriesAt = q.At
+		lines := QueryLines(q)
+		for _, row := range f.Rows {
+			if row.Err != "" {
+				lines = append(lines, Lines(&Frame{Time: f.Time, Rows: []Row{row}})...)
+			}
+		}
+		return lines, true
+	case !f.Warmup:
+		return Lines(f), true
+	}
+	return nil, !f.Warmup
 }
 
 // allFailed returns the first row's error when no row could be read.

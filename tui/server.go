@@ -248,36 +248,7 @@ func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 	if err != nil {
 		return nil, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "top: GET /api/clusters")
 	}
-	index := map[string]int{} // normalized instance → row
-	var scratch []serverScratch
-	for _, c := range clusters {
-		if c == nil {
-			continue
-		}
-		for _, inst := range c.Instances {
-			if inst == nil {
-				continue
-			}
-			k := inst.Key.Normalized()
-			if s.only != nil && !s.only[k] {
-				continue
-			}
-			if _, dup := index[k.String()]; dup {
-				continue
-			}
-			index[k.String()] = len(f.Rows)
-			r := rowFromInstance(inst)
-			if r.Err == "" && !c.Primary.IsZero() && inst.Key.Equal(c.Primary) {
-				r.Role = RolePrimary
-			}
-			f.Rows = append(f.Rows, r)
-			scratch = append(scratch, serverScratch{
-				target:     collector.Target{Key: inst.Key, Flavor: inst.Flavor, Version: inst.Version},
-				redoStatus: map[string]string{}, redoVars: map[string]string{},
-			})
-		}
-	}
-	assignRoles(f.Rows)
+	index, scratch := s.addRows(f, clusters)
 
 	queries := serverQueries
 	type answer struct {
@@ -323,32 +294,80 @@ func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 		}
 	}
 	for n := range f.Rows {
-		r, sc := &f.Rows[n], scratch[n]
-		if r.Err != "" {
-			continue
-		}
-		r.DirtyPct = sc.dirtyPct
-		if !r.DirtyPct.Valid {
-			r.DirtyPct = pct(sc.dirty, sc.bpPages)
-		}
-		r.CheckpointAge = sc.ckptAge
-		if capacity, ok := collector.RedoLogCapacity(sc.redoStatus, sc.redoVars, sc.target); ok {
-			r.CheckpointPct = pct(sc.ckptAge, N(float64(capacity)))
-		}
-		if !r.RowsRead.Valid && !r.RowsInserted.Valid {
-			r.RowsRead, r.RowsInserted, r.RowsUpdated, r.RowsDeleted = sc.rowsRead, sc.handlerWrite, sc.handlerUpdate, sc.handlerDelete
-			if !r.RowsRead.Valid {
-				r.RowsRead = sc.handlerRead
-			}
-		}
-		if sc.heartbeat.Valid && len(r.Channels) > 0 {
-			r.Lag, r.LagNull = sc.heartbeat, false
-		}
+		finishRow(&f.Rows[n], scratch[n])
 	}
 	if metricErr != nil {
 		f.Notes = append(f.Notes, "metrics: "+metricErr.Error())
 	}
-	switch dbpilot.ErrorCode(alertsErr) {
+	addAlerts(f, index, alerts, alertsErr)
+	return f, nil
+}
+
+// addRows adds a row to f for every instance of clusters that s shows,
+// once each, and returns the rows' index by normalized instance and the
+// scratch space of each row's metrics.
+func (s *Server) addRows(f *Frame, clusters []*dbpilot.ClusterStatus) (map[string]int, []serverScratch) {
+	index := map[string]int{} // normalized instance → row
+	var scratch []serverScratch
+	for _, c := range clusters {
+		if c == nil {
+			continue
+		}
+		for _, inst := range c.Instances {
+			if inst == nil {
+				continue
+			}
+			k := inst.Key.Normalized()
+			if s.only != nil && !s.only[k] {
+				continue
+			}
+			if _, dup := index[k.String()]; dup {
+				continue
+			}
+			index[k.String()] = len(f.Rows)
+			r := rowFromInstance(inst)
+			if r.Err == "" && !c.Primary.IsZero() && inst.Key.Equal(c.Primary) {
+				r.Role = RolePrimary
+			}
+			f.Rows = append(f.Rows, r)
+			scratch = append(scratch, serverScratch{
+				target:     collector.Target{Key: inst.Key, Flavor: inst.Flavor, Version: inst.Version},
+				redoStatus: map[string]string{}, redoVars: map[string]string{},
+			})
+		}
+	}
+	assignRoles(f.Rows)
+	return index, scratch
+}
+
+// finishRow fills the values of r derived from the metrics in sc.
+func finishRow(r *Row, sc serverScratch) {
+	if r.Err != "" {
+		return
+	}
+	r.DirtyPct = sc.dirtyPct
+	if !r.DirtyPct.Valid {
+		r.DirtyPct = pct(sc.dirty, sc.bpPages)
+	}
+	r.CheckpointAge = sc.ckptAge
+	if capacity, ok := collector.RedoLogCapacity(sc.redoStatus, sc.redoVars, sc.target); ok {
+		r.CheckpointPct = pct(sc.ckptAge, N(float64(capacity)))
+	}
+	if !r.RowsRead.Valid && !r.RowsInserted.Valid {
+		r.RowsRead, r.RowsInserted, r.RowsUpdated, r.RowsDeleted = sc.rowsRead, sc.handlerWrite, sc.handlerUpdate, sc.handlerDelete
+		if !r.RowsRead.Valid {
+			r.RowsRead = sc.handlerRead
+		}
+	}
+	if sc.heartbeat.Valid && len(r.Channels) > 0 {
+		r.Lag, r.LagNull = sc.heartbeat, false
+	}
+}
+
+// addAlerts adds the firing alerts to f and counts them on their rows; a
+// serve without alerts says nothing, another error is a note.
+func addAlerts(f *Frame, index map[string]int, alerts []*dbpilot.Alert, err error) {
+	switch dbpilot.ErrorCode(err) {
 	case "":
 		f.Alerts, f.AlertsKnown = firing(alerts), true
 		for _, a := range f.Alerts {
@@ -359,9 +378,8 @@ func (s *Server) Poll(ctx context.Context) (*Frame, error) {
 	case dbpilot.ENOTFOUND, dbpilot.EUNSUPPORTED:
 		// A serve without the alerts endpoint, or that evaluates none.
 	default:
-		f.Notes = append(f.Notes, "alerts: "+alertsErr.Error())
+		f.Notes = append(f.Notes, "alerts: "+err.Error())
 	}
-	return f, nil
 }
 
 // pollQueries asks for the top digests when the last answer is

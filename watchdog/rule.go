@@ -199,19 +199,7 @@ func parseRule(file string, n *yaml.Node) (*Rule, error) {
 	}
 	r := &Rule{Role: RoleAny, Victims: VictimsOldest, Action: ActionLog, DryRun: true,
 		MaxKillsPerMinute: DefaultMaxKillsPerMinute, Source: fmt.Sprintf("%s:%d", file, n.Line)}
-	name := ""
-	var builtin *yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		switch n.Content[i].Value {
-		case "name":
-			name = n.Content[i+1].Value
-		case "builtin":
-			builtin = n.Content[i+1]
-		}
-	}
-	if name == "" && builtin != nil {
-		name = builtin.Value // a built-in rule is named after itself unless named
-	}
+	name, builtin := ruleName(n)
 	if name == "" {
 		return nil, posErr(file, n, "rule without a name")
 	}
@@ -236,48 +224,13 @@ func parseRule(file string, n *yaml.Node) (*Rule, error) {
 		case "wait":
 			return nil, fail(k, field, "only for a built-in rule (builtin: %s)", BuiltinReplicaApplierBlocked)
 		case "command", "state", "user", "host", "db", "info":
-			if v.Kind != yaml.ScalarNode {
-				return nil, fail(v, field, "want a regular expression")
-			}
-			expr := v.Value
-			switch field {
-			case "info":
-			case "command", "state":
-				expr = "(?i)^(?:" + expr + ")$"
-			default:
-				expr = "^(?:" + expr + ")$"
-			}
-			re, err := regexp.Compile(expr)
-			if err != nil {
-				return nil, fail(v, field, "invalid regular expression %q: %v", v.Value, regexpReason(err))
-			}
-			switch field {
-			case "command":
-				r.Command = re
-			case "state":
-				r.State = re
-			case "user":
-				r.User = re
-			case "host":
-				r.Host = re
-			case "db":
-				r.DB = re
-			case "info":
-				r.Info = re
+			if err := parsePatternField(r, field, v, fail); err != nil {
+				return nil, err
 			}
 			conditions++
 		case "busy", "idle_in_trx", "trx_age":
-			d, err := time.ParseDuration(v.Value)
-			if err != nil || d <= 0 || v.Kind != yaml.ScalarNode {
-				return nil, fail(v, field, "want a positive duration such as 30s, got %q", v.Value)
-			}
-			switch field {
-			case "busy":
-				r.Busy = d
-			case "idle_in_trx":
-				r.IdleInTrx = d
-			case "trx_age":
-				r.TrxAge = d
+			if err := parseDurationField(r, field, v, fail); err != nil {
+				return nil, err
 			}
 			conditions++
 		case "rows_locked":
@@ -313,6 +266,79 @@ func parseRule(file string, n *yaml.Node) (*Rule, error) {
 		return nil, posErr(file, n, "rule %q: no condition: it would match every session (give busy, idle_in_trx, info, user, ...)", name)
 	}
 	return r, nil
+}
+
+// ruleName returns the name of the rule n and its builtin: field, if any.
+// A built-in rule is named after itself unless named.
+func ruleName(n *yaml.Node) (string, *yaml.Node) {
+	name := ""
+	var builtin *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch n.Content[i].Value {
+		case "name":
+			name = n.Content[i+1].Value
+		case "builtin":
+			builtin = n.Content[i+1]
+		}
+	}
+	if name == "" && builtin != nil {
+		name = builtin.Value
+	}
+	return name, builtin
+}
+
+// parsePatternField reads a condition on a processlist column: command,
+// state, user, host, db (whole value; command and state case-insensitive)
+// or info (anywhere in the statement).
+func parsePatternField(r *Rule, field string, v *yaml.Node, fail func(node *yaml.Node, field, format string, args ...any) error) error {
+	if v.Kind != yaml.ScalarNode {
+		return fail(v, field, "want a regular expression")
+	}
+	expr := v.Value
+	switch field {
+	case "info":
+	case "command", "state":
+		expr = "(?i)^(?:" + expr + ")$"
+	default:
+		expr = "^(?:" + expr + ")$"
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return fail(v, field, "invalid regular expression %q: %v", v.Value, regexpReason(err))
+	}
+	switch field {
+	case "command":
+		r.Command = re
+	case "state":
+		r.State = re
+	case "user":
+		r.User = re
+	case "host":
+		r.Host = re
+	case "db":
+		r.DB = re
+	case "info":
+		r.Info = re
+	}
+	return nil
+}
+
+// parseDurationField reads a condition on a time: busy, idle_in_trx or
+// trx_age.
+func parseDurationField(r *Rule, field string, v *yaml.Node, fail func(node *yaml.Node, field, format string, args ...any) error) error {
+	d, err := time.ParseDuration(v.Value)
+	if err != nil || d <= 0 || v.Kind != yaml.ScalarNode {
+		return fail(v, field, "want a positive duration such as 30s, got %q", v.Value)
+	}
+	switch field {
+	case "busy":
+		r.Busy = d
+	case "idle_in_trx":
+		r.IdleInTrx = d
+	case "trx_age":
+		r.TrxAge = d
+	}
+	return nil
 }
 
 // parseActionField reads the fields every rule has, built-in or not:

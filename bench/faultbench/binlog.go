@@ -82,95 +82,26 @@ func rotate(args []string) error {
 		return fmt.Errorf("SHOW MASTER STATUS on the primary: %v", err)
 	}
 	old := st[0]
-	var dumps []int64
+	r := &rotation{kill: *kill, pid: *pid, flushed: make(chan error, 1)}
 	if *kill == "dump" {
-		rows, err := db.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE user=? AND command LIKE 'Binlog Dump%'", d.Admin.User)
-		if err != nil {
+		if r.dumps, err = dumpThreads(ctx, db, d.Admin.User); err != nil {
 			return err
-		}
-		for rows.Next() {
-			var id int64
-			if rows.Scan(&id) == nil {
-				dumps = append(dumps, id)
-			}
-		}
-		rows.Close()
-		if len(dumps) == 0 {
-			return fmt.Errorf("no dump thread of %s on the primary", d.Admin.User)
 		}
 	}
 	// Two sessions ready before the clock starts: one rotates, one kills.
-	flushConn, err := db.Conn(ctx)
+	if r.flushConn, err = db.Conn(ctx); err != nil {
+		return err
+	}
+	defer r.flushConn.Close()
+	if r.killConn, err = db.Conn(ctx); err != nil {
+		return err
+	}
+	defer r.killConn.Close()
+	seen, err := r.run(ctx, *at, *on, *dir, old)
 	if err != nil {
 		return err
 	}
-	defer flushConn.Close()
-	killConn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer killConn.Close()
-	doKill := func() error {
-		if *kill == "stream" {
-			return syscall.Kill(*pid, syscall.SIGKILL)
-		}
-		var errs []error
-		for _, id := range dumps {
-			if _, err := killConn.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil && !strings.Contains(err.Error(), "Unknown thread") {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
-	}
-	flushed := make(chan error, 1)
-	var flushStart, flushEnd, killAt time.Time
-	flush := func() {
-		flushStart = time.Now()
-		go func() {
-			_, err := flushConn.ExecContext(ctx, "FLUSH BINARY LOGS")
-			flushEnd = time.Now()
-			flushed <- err
-		}()
-	}
-	seen := ""
-	switch {
-	case *on != "":
-		flush()
-		seen = waitStage(*dir, old, *on, 3*time.Second)
-		killAt = time.Now()
-		err = doKill()
-	case *at < 0:
-		killAt = time.Now()
-		err = doKill()
-		time.Sleep(-*at)
-		flush()
-	default:
-		flush()
-		if *at > 0 {
-			time.Sleep(*at)
-		}
-		killAt = time.Now()
-		err = doKill()
-	}
-	if err != nil {
-		return fmt.Errorf("kill: %w", err)
-	}
-	if err := <-flushed; err != nil {
-		return fmt.Errorf("FLUSH BINARY LOGS: %w", err)
-	}
-	ms := func(t time.Time) string { return fmt.Sprintf("%+.1f ms", float64(t.Sub(flushStart))/1e6) }
-	what := "kill -9 of the stream"
-	if *kill == "dump" {
-		what = fmt.Sprintf("KILL of its dump thread(s) %v", dumps)
-	}
-	when := fmt.Sprintf("%s at FLUSH BINARY LOGS %s (%s rotated to the next file at %s)", what, ms(killAt), old, ms(flushEnd))
-	if *on != "" {
-		if seen == "" {
-			when += fmt.Sprintf("; stage %q not seen within 3 s", *on)
-		} else {
-			when += "; on seeing " + seen
-		}
-	}
+	when := r.describe(old, *on, seen)
 	if *kill == "dump" {
 		fmt.Printf("dump thread killed: %s\n", when)
 		return nil
@@ -182,6 +113,115 @@ func rotate(args []string) error {
 	stage, detail := archiveStage(*dir, old)
 	fmt.Printf("%s: %s; archive: %s\n", stage, when, detail)
 	return nil
+}
+
+// dumpThreads lists the ids of user's binary log dump threads on the server.
+func dumpThreads(ctx context.Context, db *sql.DB, user string) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE user=? AND command LIKE 'Binlog Dump%'", user)
+	if err != nil {
+		return nil, err
+	}
+	var dumps []int64
+	for rows.Next() {
+		var id int64
+		if rows.Scan(&id) == nil {
+			dumps = append(dumps, id)
+		}
+	}
+	rows.Close()
+	if len(dumps) == 0 {
+		return nil, fmt.Errorf("no dump thread of %s on the primary", user)
+	}
+	return dumps, nil
+}
+
+// rotation is one FLUSH BINARY LOGS with a kill of the archive's stream
+// timed around it.
+type rotation struct {
+	kill      string  // stream or dump
+	pid       int     // the stream's process (kill stream)
+	dumps     []int64 // its dump threads (kill dump)
+	flushConn *sql.Conn
+	killConn  *sql.Conn
+	flushed   chan error
+
+	flushStart, flushEnd, killAt time.Time
+}
+
+// doKill kills the stream's process or its dump threads.
+func (r *rotation) doKill(ctx context.Context) error {
+	if r.kill == "stream" {
+		return syscall.Kill(r.pid, syscall.SIGKILL)
+	}
+	var errs []error
+	for _, id := range r.dumps {
+		if _, err := r.killConn.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil && !strings.Contains(err.Error(), "Unknown thread") {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flush sends FLUSH BINARY LOGS; its end is reported on r.flushed.
+func (r *rotation) flush(ctx context.Context) {
+	r.flushStart = time.Now()
+	go func() {
+		_, err := r.flushConn.ExecContext(ctx, "FLUSH BINARY LOGS")
+		r.flushEnd = time.Now()
+		r.flushed <- err
+	}()
+}
+
+// run rotates and kills, at the stage on of the archive's rotation of old
+// in dir when on is set, else at the offset at from the flush, and waits
+// for the flush to end. It returns what it saw of the stage.
+func (r *rotation) run(ctx context.Context, at time.Duration, on, dir, old string) (string, error) {
+	seen := ""
+	var err error
+	switch {
+	case on != "":
+		r.flush(ctx)
+		seen = waitStage(dir, old, on, 3*time.Second)
+		r.killAt = time.Now()
+		err = r.doKill(ctx)
+	case at < 0:
+		r.killAt = time.Now()
+		err = r.doKill(ctx)
+		time.Sleep(-at)
+		r.flush(ctx)
+	default:
+		r.flush(ctx)
+		if at > 0 {
+			time.Sleep(at)
+		}
+		r.killAt = time.Now()
+		err = r.doKill(ctx)
+	}
+	if err != nil {
+		return "", fmt.Errorf("kill: %w", err)
+	}
+	if err := <-r.flushed; err != nil {
+		return "", fmt.Errorf("FLUSH BINARY LOGS: %w", err)
+	}
+	return seen, nil
+}
+
+// describe says what was killed when, from the moment FLUSH was sent.
+func (r *rotation) describe(old, on, seen string) string {
+	ms := func(t time.Time) string { return fmt.Sprintf("%+.1f ms", float64(t.Sub(r.flushStart))/1e6) }
+	what := "kill -9 of the stream"
+	if r.kill == "dump" {
+		what = fmt.Sprintf("KILL of its dump thread(s) %v", r.dumps)
+	}
+	when := fmt.Sprintf("%s at FLUSH BINARY LOGS %s (%s rotated to the next file at %s)", what, ms(r.killAt), old, ms(r.flushEnd))
+	if on != "" {
+		if seen == "" {
+			when += fmt.Sprintf("; stage %q not seen within 3 s", on)
+		} else {
+			when += "; on seeing " + seen
+		}
+	}
+	return when
 }
 
 // running reports whether pid is a live process (not gone, not a zombie).
@@ -441,11 +481,29 @@ func archiveCheck(args []string) error {
 		return err
 	}
 	defer db.Close()
-	var bad []string
-	var said []string
+	var c findings
+	c.verify(*dbp, *dir)
+	if err := c.gtidRange(ctx, db, p, *dbp, *dir); err != nil {
+		return err
+	}
+	if err := c.rows(ctx, d, p, *dir, *obs); err != nil {
+		return err
+	}
+	fmt.Println(strings.Join(append(c.bad, c.said...), "; "))
+	if len(c.bad) > 0 {
+		return errors.New("the archive is not complete and sound")
+	}
+	return nil
+}
 
-	// verify, by the real binary.
-	out, verr := exec.Command(*dbp, "binlog", "verify", "--json", *dir).Output()
+// findings are what archiveCheck found wrong (bad) and right (said).
+type findings struct {
+	bad, said []string
+}
+
+// verify runs `dbpilot binlog verify` on the archive in dir.
+func (c *findings) verify(dbp, dir string) {
+	out, verr := exec.Command(dbp, "binlog", "verify", "--json", dir).Output()
 	var rep struct {
 		Files    []json.RawMessage `json:"files"`
 		Position string            `json:"position"`
@@ -454,22 +512,26 @@ func archiveCheck(args []string) error {
 		} `json:"problems"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
-		bad = append(bad, fmt.Sprintf("binlog verify: %v (%v)", err, verr))
-	} else {
-		switch {
-		case verr != nil || len(rep.Problems) > 0:
-			var ms []string
-			for _, pr := range rep.Problems {
-				ms = append(ms, pr.Message)
-			}
-			bad = append(bad, fmt.Sprintf("binlog verify: %v, %d problem(s): %s", verr, len(ms), cut(strings.Join(ms, " | "), 400)))
-		default:
-			said = append(said, fmt.Sprintf("binlog verify: sound, %d files", len(rep.Files)))
-		}
+		c.bad = append(c.bad, fmt.Sprintf("binlog verify: %v (%v)", err, verr))
+		return
 	}
+	switch {
+	case verr != nil || len(rep.Problems) > 0:
+		var ms []string
+		for _, pr := range rep.Problems {
+			ms = append(ms, pr.Message)
+		}
+		c.bad = append(c.bad, fmt.Sprintf("binlog verify: %v, %d problem(s): %s", verr, len(ms), cut(strings.Join(ms, " | "), 400)))
+	default:
+		c.said = append(c.said, fmt.Sprintf("binlog verify: sound, %d files", len(rep.Files)))
+	}
+}
 
-	// The archive's GTID range against the primary's.
-	files, err := ls(*dbp, *dir)
+// gtidRange judges the archive's GTID range against the primary p's (from
+// the start of its first binary log to its gtid_binlog_pos), and that each
+// finished file's index entry names the server it came from.
+func (c *findings) gtidRange(ctx context.Context, db *sql.DB, p *sandbox.Node, dbp, dir string) error {
+	files, err := ls(dbp, dir)
 	if err != nil {
 		return err
 	}
@@ -501,13 +563,13 @@ func archiveCheck(args []string) error {
 	endOK := samePos(lastF.GTIDEnd, pos)
 	rng := fmt.Sprintf("archive %s..%s in %d files", orDash(firstGTID), orDash(lastF.LastGTID), len(files))
 	if !startOK {
-		bad = append(bad, fmt.Sprintf("%s starts at %q, but the primary's first binary log %s starts at %q", rng, first.GTIDStart, firstLog, oldest))
+		c.bad = append(c.bad, fmt.Sprintf("%s starts at %q, but the primary's first binary log %s starts at %q", rng, first.GTIDStart, firstLog, oldest))
 	}
 	if !endOK {
-		bad = append(bad, fmt.Sprintf("%s ends at %s, the primary's gtid_binlog_pos is %s", rng, lastF.GTIDEnd, pos))
+		c.bad = append(c.bad, fmt.Sprintf("%s ends at %s, the primary's gtid_binlog_pos is %s", rng, lastF.GTIDEnd, pos))
 	}
 	if startOK && endOK {
-		said = append(said, fmt.Sprintf("%s: from the start of the primary's first binary log (%q) to its gtid_binlog_pos %s", rng, oldest, pos))
+		c.said = append(c.said, fmt.Sprintf("%s: from the start of the primary's first binary log (%q) to its gtid_binlog_pos %s", rng, oldest, pos))
 	}
 	// Each finished file's index entry names the server it came from.
 	var anon []string
@@ -517,15 +579,20 @@ func archiveCheck(args []string) error {
 		}
 	}
 	if len(anon) > 0 {
-		bad = append(bad, fmt.Sprintf("index entries without their source %s: %s", p.Key(), strings.Join(anon, ", ")))
+		c.bad = append(c.bad, fmt.Sprintf("index entries without their source %s: %s", p.Key(), strings.Join(anon, ", ")))
 	}
+	return nil
+}
 
-	// The writer's rows, as mariadb-binlog reads the archived files.
-	ids, err := archivedRows(*dir)
+// rows judges the writer's rows, as mariadb-binlog reads the archived files
+// in dir: every row acknowledged (in the observation obs) and every row on
+// the primary p is there, each once.
+func (c *findings) rows(ctx context.Context, d *sandbox.Descriptor, p *sandbox.Node, dir, obs string) error {
+	ids, err := archivedRows(dir)
 	if err != nil {
 		return err
 	}
-	acks, err := readAcks(*obs)
+	acks, err := readAcks(obs)
 	if err != nil {
 		return err
 	}
@@ -555,13 +622,9 @@ func archiveCheck(args []string) error {
 	rowsSaid := fmt.Sprintf("mariadb-binlog: %d writer rows in the archive; %d of %d acknowledged and %d of %d on %s missing from it, %d twice",
 		len(ids), len(missAck), len(acks), len(missRow), len(have), p.Name, len(dup))
 	if len(missAck)+len(missRow)+len(dup) > 0 || len(acks) == 0 {
-		bad = append(bad, rowsSaid+fmt.Sprintf(" (missing acked: %s; missing rows: %s; twice: %s)", idList(missAck), idList(missRow), idList(dup)))
+		c.bad = append(c.bad, rowsSaid+fmt.Sprintf(" (missing acked: %s; missing rows: %s; twice: %s)", idList(missAck), idList(missRow), idList(dup)))
 	} else {
-		said = append(said, rowsSaid)
-	}
-	fmt.Println(strings.Join(append(bad, said...), "; "))
-	if len(bad) > 0 {
-		return errors.New("the archive is not complete and sound")
+		c.said = append(c.said, rowsSaid)
 	}
 	return nil
 }

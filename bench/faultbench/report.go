@@ -94,221 +94,296 @@ func readNs(path string) (int64, bool) {
 	return v, err == nil
 }
 
+// reportFlags are report's command line.
+type reportFlags struct {
+	name, dir, tbl      string
+	scenario, expected  string
+	expect, faulted     string
+	url, cluster        string
+	met, noAttempt, gap bool
+	pauseWithin, settle time.Duration
+	openWithin          time.Duration
+	extra               notes
+}
+
+func parseReportFlags(args []string) *reportFlags {
+	var f reportFlags
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	fs.StringVar(&f.name, "sandbox", "", "sandbox")
+	fs.StringVar(&f.dir, "dir", "", "the observation's directory")
+	fs.StringVar(&f.tbl, "table", "", "table file to append the row to")
+	fs.StringVar(&f.scenario, "scenario", "", "scenario")
+	fs.StringVar(&f.expected, "expected", "", "expected outcome, as printed")
+	fs.StringVar(&f.expect, "expect", "custom", "failover (the faulted node lost the primary role), none (the first primary kept it, no recovery), or custom (only --met)")
+	fs.StringVar(&f.faulted, "faulted", "", "the node the fault hit when it was the primary: writes open counts writes on other nodes only")
+	fs.StringVar(&f.url, "url", "", "serve's URL, to count recoveries")
+	fs.StringVar(&f.cluster, "cluster", "", "cluster name in serve")
+	fs.BoolVar(&f.met, "met", true, "the script's own checks of the expectation passed")
+	fs.BoolVar(&f.noAttempt, "no-attempt", false, "with --expect none: any recovery recorded, even one that failed, violates")
+	fs.BoolVar(&f.gap, "gap", false, "report the longest pause between acknowledged writes after the fault")
+	fs.DurationVar(&f.pauseWithin, "pause-within", 0, "with --gap: a bound on that pause the expectation names (0: none)")
+	fs.DurationVar(&f.settle, "settle", 30*time.Second, "wait this long for a running recovery to end")
+	fs.DurationVar(&f.openWithin, "open-within", 0, "a bound on the time to writes open that the expectation names (0: none)")
+	fs.Var(&f.extra, "note", "what the script observed (repeatable)")
+	parse(fs, args)
+	return &f
+}
+
+// judgement is a scenario's row in the making: what was observed, and
+// whether the expectation still holds.
+type judgement struct {
+	observed []string
+	ok       bool
+}
+
+func (j *judgement) note(s ...string) { j.observed = append(j.observed, s...) }
+
+// violate notes s and marks the expectation violated.
+func (j *judgement) violate(s string) {
+	j.note(s)
+	j.ok = false
+}
+
+// scene is what report judges: the observation and the servers' final state.
+type scene struct {
+	d            *sandbox.Descriptor
+	acks         []ack
+	samples      []sample
+	firstPrimary string
+	fault        int64
+	hasFault     bool
+	final        []nodeState
+	fw           []string // the writable nodes at the end
+	finalPrimary string   // the only writable node at the end, if there is one
+}
+
 // report judges one scenario from its observation and the servers' final
 // state, prints its row and appends it to the table file.
 func report(args []string) error {
-	fs := flag.NewFlagSet("report", flag.ExitOnError)
-	name := fs.String("sandbox", "", "sandbox")
-	dir := fs.String("dir", "", "the observation's directory")
-	tbl := fs.String("table", "", "table file to append the row to")
-	scenario := fs.String("scenario", "", "scenario")
-	expected := fs.String("expected", "", "expected outcome, as printed")
-	expect := fs.String("expect", "custom", "failover (the faulted node lost the primary role), none (the first primary kept it, no recovery), or custom (only --met)")
-	faulted := fs.String("faulted", "", "the node the fault hit when it was the primary: writes open counts writes on other nodes only")
-	url := fs.String("url", "", "serve's URL, to count recoveries")
-	cluster := fs.String("cluster", "", "cluster name in serve")
-	met := fs.Bool("met", true, "the script's own checks of the expectation passed")
-	noAttempt := fs.Bool("no-attempt", false, "with --expect none: any recovery recorded, even one that failed, violates")
-	gap := fs.Bool("gap", false, "report the longest pause between acknowledged writes after the fault")
-	pauseWithin := fs.Duration("pause-within", 0, "with --gap: a bound on that pause the expectation names (0: none)")
-	settle := fs.Duration("settle", 30*time.Second, "wait this long for a running recovery to end")
-	openWithin := fs.Duration("open-within", 0, "a bound on the time to writes open that the expectation names (0: none)")
-	var extra notes
-	fs.Var(&extra, "note", "what the script observed (repeatable)")
-	parse(fs, args)
-	d, err := sandbox.Load(*name)
+	f := parseReportFlags(args)
+	s, err := readScene(f.name, f.dir)
 	if err != nil {
 		return err
 	}
-	acks, err := readAcks(*dir)
-	if err != nil {
-		return err
-	}
-	samples, err := readSamples(*dir)
-	if err != nil {
-		return err
-	}
-	first, _ := os.ReadFile(filepath.Join(*dir, primaryFile))
-	firstPrimary := strings.TrimSpace(string(first))
-	fault, hasFault := readNs(filepath.Join(*dir, faultFile))
-
-	var observed []string
-	ok := *met
-
-	// The final topology, as the servers say.
-	final := states(context.Background(), d, time.Second)
-	fw := writableNames(final)
-	finalPrimary := ""
-	if len(fw) == 1 {
-		finalPrimary = fw[0]
-	}
+	j := &judgement{ok: f.met}
 	var recs []dbpilot.Recovery
 	recErr := errors.New("no serve asked")
-	if *url != "" {
-		// A recovery still running is waited for, a while.
-		for end := time.Now().Add(*settle); ; {
-			recs = nil
-			recErr = getJSON(*url+"/api/recoveries?cluster="+*cluster, &recs)
-			if recErr == nil && !slices.ContainsFunc(recs, func(r dbpilot.Recovery) bool { return r.Ended.IsZero() }) || time.Now().After(end) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+	if f.url != "" {
+		recs, recErr = settledRecoveries(f.url, f.cluster, f.settle)
 	}
+	if err := j.role(f, s, recs, recErr); err != nil {
+		return err
+	}
+	j.note(f.extra...)
+	maxW := j.together(s)
+	lost, lostText := j.lost(f, s)
+	openText := j.open(f, s)
+
+	verdict := "held"
+	if !j.ok || maxW > 1 || lost != 0 {
+		verdict = "VIOLATED"
+	}
+	return emit(f.tbl, []string{f.scenario, f.expected, strings.Join(j.observed, "; "), strconv.Itoa(maxW), lostText, openText, verdict})
+}
+
+// readScene reads the observation in dir and the final topology, as the
+// servers of sandbox name say.
+func readScene(name, dir string) (*scene, error) {
+	d, err := sandbox.Load(name)
+	if err != nil {
+		return nil, err
+	}
+	acks, err := readAcks(dir)
+	if err != nil {
+		return nil, err
+	}
+	samples, err := readSamples(dir)
+	if err != nil {
+		return nil, err
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, primaryFile))
+	s := &scene{d: d, acks: acks, samples: samples, firstPrimary: strings.TrimSpace(string(first))}
+	s.fault, s.hasFault = readNs(filepath.Join(dir, faultFile))
+	s.final = states(context.Background(), d, time.Second)
+	s.fw = writableNames(s.final)
+	if len(s.fw) == 1 {
+		s.finalPrimary = s.fw[0]
+	}
+	return s, nil
+}
+
+// settledRecoveries reads serve's recoveries of cluster, waiting up to settle
+// for a recovery still running to end.
+func settledRecoveries(url, cluster string, settle time.Duration) ([]dbpilot.Recovery, error) {
+	var recs []dbpilot.Recovery
+	var err error
+	for end := time.Now().Add(settle); ; {
+		recs = nil
+		err = getJSON(url+"/api/recoveries?cluster="+cluster, &recs)
+		if err == nil && !slices.ContainsFunc(recs, func(r dbpilot.Recovery) bool { return r.Ended.IsZero() }) || time.Now().After(end) {
+			return recs, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// recoveriesText shows the recoveries as recorded.
+func recoveriesText(recs []dbpilot.Recovery, recErr error) string {
+	if recErr != nil {
+		return "recoveries unknown (" + firstLine(recErr.Error()) + ")"
+	}
+	var ks []string
+	for _, r := range recs {
+		st := "ok"
+		if !r.Success {
+			st = "failed"
+			if r.Ended.IsZero() {
+				st = "open"
+			}
+		}
+		k := fmt.Sprintf("#%d %s %s", r.ID, r.Kind, st)
+		if r.Error != "" {
+			k += " (" + cut(r.Error, 160) + ")"
+		}
+		ks = append(ks, k)
+	}
+	if len(ks) == 0 {
+		return "0 recoveries"
+	}
+	return strings.Join(ks, ", ")
+}
+
+// role judges who holds the primary role at the end against --expect, and
+// serve's record of recoveries.
+func (j *judgement) role(f *reportFlags, s *scene, recs []dbpilot.Recovery, recErr error) error {
 	succeeded := 0
 	for _, r := range recs {
 		if r.Success {
 			succeeded++
 		}
 	}
-	recText := func() string {
-		if recErr != nil {
-			return "recoveries unknown (" + firstLine(recErr.Error()) + ")"
-		}
-		var ks []string
-		for _, r := range recs {
-			st := "ok"
-			if !r.Success {
-				st = "failed"
-				if r.Ended.IsZero() {
-					st = "open"
-				}
-			}
-			k := fmt.Sprintf("#%d %s %s", r.ID, r.Kind, st)
-			if r.Error != "" {
-				k += " (" + cut(r.Error, 160) + ")"
-			}
-			ks = append(ks, k)
-		}
-		if len(ks) == 0 {
-			return "0 recoveries"
-		}
-		return strings.Join(ks, ", ")
-	}
-	switch *expect {
+	switch f.expect {
 	case "failover":
 		switch {
-		case finalPrimary == "":
-			observed = append(observed, fmt.Sprintf("no single primary at the end (writable: %v)", fw))
-			ok = false
-		case finalPrimary == *faulted:
-			observed = append(observed, "no failover: "+finalPrimary+" still primary")
-			ok = false
+		case s.finalPrimary == "":
+			j.violate(fmt.Sprintf("no single primary at the end (writable: %v)", s.fw))
+		case s.finalPrimary == f.faulted:
+			j.violate("no failover: " + s.finalPrimary + " still primary")
 		default:
-			observed = append(observed, fmt.Sprintf("failover %s→%s", firstPrimary, finalPrimary))
+			j.note(fmt.Sprintf("failover %s→%s", s.firstPrimary, s.finalPrimary))
 		}
 		// The servers say whether the failover happened; serve's record
 		// must exist, and its state is shown as recorded.
-		if *url != "" {
-			observed = append(observed, recText())
+		if f.url != "" {
+			j.note(recoveriesText(recs, recErr))
 			if recErr == nil && len(recs) == 0 {
-				ok = false
+				j.ok = false
 			}
 		}
 	case "none":
-		if finalPrimary == firstPrimary {
-			observed = append(observed, "no failover: "+finalPrimary+" primary")
+		if s.finalPrimary == s.firstPrimary {
+			j.note("no failover: " + s.finalPrimary + " primary")
 		} else {
-			observed = append(observed, fmt.Sprintf("primary role moved: %s→%v", firstPrimary, fw))
-			ok = false
+			j.violate(fmt.Sprintf("primary role moved: %s→%v", s.firstPrimary, s.fw))
 		}
-		if *url != "" {
-			observed = append(observed, recText())
-			if recErr != nil || succeeded != 0 || *noAttempt && len(recs) != 0 {
-				ok = false
+		if f.url != "" {
+			j.note(recoveriesText(recs, recErr))
+			if recErr != nil || succeeded != 0 || f.noAttempt && len(recs) != 0 {
+				j.ok = false
 			}
 		}
 	case "custom":
 	default:
-		return fmt.Errorf("--expect %q: want failover, none or custom", *expect)
+		return fmt.Errorf("--expect %q: want failover, none or custom", f.expect)
 	}
-	observed = append(observed, extra...)
+	return nil
+}
 
-	// Most writable nodes in one monitor sample, and in the writer's view.
-	sp := splits(samples)
+// together notes the most writable nodes in one monitor sample, and in the
+// writer's view, and returns that most.
+func (j *judgement) together(s *scene) int {
+	sp := splits(s.samples)
 	maxW := sp.max
 	if sp.ticks > 0 {
 		when := ""
-		if hasFault {
-			when = fmt.Sprintf(" from %+.2f s", float64(sp.firstAt-fault)/1e9)
+		if s.hasFault {
+			when = fmt.Sprintf(" from %+.2f s", float64(sp.firstAt-s.fault)/1e9)
 		}
-		observed = append(observed, fmt.Sprintf("monitor: %s writable together in %d sample(s)%s", strings.Join(sp.firstNodes, "+"), sp.ticks, when))
+		j.note(fmt.Sprintf("monitor: %s writable together in %d sample(s)%s", strings.Join(sp.firstNodes, "+"), sp.ticks, when))
 	}
-	if il := interleaved(acks); len(il) > 0 {
+	if il := interleaved(s.acks); len(il) > 0 {
 		maxW = max(maxW, 2)
-		observed = append(observed, il...)
+		j.note(il...)
 	}
-	if len(samples) == 0 {
-		observed = append(observed, "monitor recorded nothing")
-		ok = false
+	if len(s.samples) == 0 {
+		j.violate("monitor recorded nothing")
 	}
+	return maxW
+}
 
-	// Acknowledged writes missing on the final primary.
-	lostText := "?"
-	lost := -1
-	if finalPrimary != "" {
-		p, _ := d.Node(finalPrimary)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		have, err := rowIDs(ctx, d, p)
-		cancel()
-		if err != nil {
-			observed = append(observed, "final rows unreadable: "+firstLine(err.Error()))
-		} else {
-			var missing []ack
-			for _, a := range acks {
-				if !have[a.id] {
-					missing = append(missing, a)
-				}
-			}
-			observed = append(observed, extraRows(d, have, finalPrimary, final, fault, hasFault)...)
-			lost = len(missing)
-			lostText = fmt.Sprintf("%d of %d", lost, len(acks))
-			if lost > 0 {
-				by := map[string]int{}
-				for _, a := range missing {
-					by[a.node]++
-				}
-				var parts []string
-				for n, c := range by {
-					parts = append(parts, fmt.Sprintf("%d acked on %s", c, n))
-				}
-				slices.Sort(parts)
-				observed = append(observed, "lost: "+strings.Join(parts, ", "))
-			}
+// lost counts the acknowledged writes missing on the final primary: -1 and
+// "?" when there is no final primary or its rows cannot be read.
+func (j *judgement) lost(f *reportFlags, s *scene) (int, string) {
+	if s.finalPrimary == "" {
+		if f.expect != "custom" || len(s.fw) > 1 {
+			j.note(fmt.Sprintf("no single writable node to count rows on (writable: %v)", s.fw))
 		}
-	} else if *expect != "custom" || len(fw) > 1 {
-		observed = append(observed, fmt.Sprintf("no single writable node to count rows on (writable: %v)", fw))
+		return -1, "?"
 	}
-
-	// Time to writes open: the fault to the first write acknowledged after
-	// it (begun after it, on a node the fault did not hit).
-	openText := "-"
-	if hasFault {
-		openText = "never"
-		if at, found := writesOpen(acks, fault, *faulted); found {
-			openText = fmt.Sprintf("%.2f s", float64(at-fault)/1e9)
-			if *openWithin > 0 && time.Duration(at-fault) > *openWithin {
-				observed = append(observed, fmt.Sprintf("writes open later than %s", *openWithin))
-				ok = false
-			}
-		} else {
-			ok = false
-		}
-		if *gap {
-			p := longestPause(acks, fault)
-			observed = append(observed, fmt.Sprintf("longest pause between acked writes after the fault %.0f ms", float64(p)/1e6))
-			if *pauseWithin > 0 && time.Duration(p) > *pauseWithin {
-				observed = append(observed, fmt.Sprintf("writes paused longer than %s", *pauseWithin))
-				ok = false
-			}
+	p, _ := s.d.Node(s.finalPrimary)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	have, err := rowIDs(ctx, s.d, p)
+	cancel()
+	if err != nil {
+		j.note("final rows unreadable: " + firstLine(err.Error()))
+		return -1, "?"
+	}
+	var missing []ack
+	for _, a := range s.acks {
+		if !have[a.id] {
+			missing = append(missing, a)
 		}
 	}
-
-	verdict := "held"
-	if !ok || maxW > 1 || lost != 0 {
-		verdict = "VIOLATED"
+	j.note(extraRows(s.d, have, s.finalPrimary, s.final, s.fault, s.hasFault)...)
+	if len(missing) > 0 {
+		by := map[string]int{}
+		for _, a := range missing {
+			by[a.node]++
+		}
+		var parts []string
+		for n, c := range by {
+			parts = append(parts, fmt.Sprintf("%d acked on %s", c, n))
+		}
+		slices.Sort(parts)
+		j.note("lost: " + strings.Join(parts, ", "))
 	}
-	return emit(*tbl, []string{*scenario, *expected, strings.Join(observed, "; "), strconv.Itoa(maxW), lostText, openText, verdict})
+	return len(missing), fmt.Sprintf("%d of %d", len(missing), len(s.acks))
+}
+
+// open judges the time to writes open: the fault to the first write
+// acknowledged after it (begun after it, on a node the fault did not hit),
+// and with --gap the longest pause between acknowledged writes.
+func (j *judgement) open(f *reportFlags, s *scene) string {
+	if !s.hasFault {
+		return "-"
+	}
+	openText := "never"
+	if at, found := writesOpen(s.acks, s.fault, f.faulted); found {
+		openText = fmt.Sprintf("%.2f s", float64(at-s.fault)/1e9)
+		if f.openWithin > 0 && time.Duration(at-s.fault) > f.openWithin {
+			j.violate(fmt.Sprintf("writes open later than %s", f.openWithin))
+		}
+	} else {
+		j.ok = false
+	}
+	if f.gap {
+		p := longestPause(s.acks, s.fault)
+		j.note(fmt.Sprintf("longest pause between acked writes after the fault %.0f ms", float64(p)/1e6))
+		if f.pauseWithin > 0 && time.Duration(p) > f.pauseWithin {
+			j.violate(fmt.Sprintf("writes paused longer than %s", f.pauseWithin))
+		}
+	}
+	return openText
 }
 
 // split is what the monitor saw of nodes writable together.

@@ -336,119 +336,19 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 	if err != nil {
 		return dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
 	}
-	opt := loadgen.RunOptions{Workload: w, Duration: rf.duration, Interval: rf.interval, Seed: rf.seed,
-		MaxConcurrency: rf.maxConc, Threads: rf.threads}
-	switch {
-	case rf.rate != "" && rf.ramp != "":
-		return dbpilot.Errorf(dbpilot.EINVALID, "bench: give --rate or --ramp, not both")
-	case rf.rate != "":
-		s, err := loadgen.ParseRate(rf.rate)
-		if err != nil {
-			return dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
-		}
-		opt.Rate = &s
-	case rf.ramp != "":
-		s, err := loadgen.ParseRamp(rf.ramp)
-		if err != nil {
-			return dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
-		}
-		opt.Rate = &s
-	case rf.threads <= 0:
-		return dbpilot.Errorf(dbpilot.EINVALID, "bench: give --rate R (open loop) or --threads N (closed loop)")
-	}
-	if opt.Rate != nil && rf.threads > 0 {
-		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --threads is the closed loop; with --rate use --max-concurrency")
-	}
-	if opt.Rate != nil {
-		if d := opt.Rate.Duration(); d > 0 {
-			opt.Duration = d
-		}
-	}
-	switch loadgen.Arrival(rf.arrival) {
-	case loadgen.ArrivalConstant, loadgen.ArrivalPoisson:
-		opt.Arrival = loadgen.Arrival(rf.arrival)
-	default:
-		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --arrival %q: want constant or poisson", rf.arrival)
-	}
-	if _, err := rf.blockingIO(0); err != nil {
+	opt, err := rf.options(b, w)
+	if err != nil {
 		return err
 	}
-	if rf.readFrom != "primary" && rf.readFrom != "replicas" {
-		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --read-from %q: want primary or replicas", rf.readFrom)
-	}
-	if opt.Duration <= 0 || rf.interval <= 0 {
-		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --duration and --interval must be positive")
-	}
-	switch rf.during {
-	case "", "failover", "switchover", "kill-primary":
-	default:
-		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --during %q: want failover, switchover or kill-primary", rf.during)
-	}
-	if rf.during != "" {
-		if b.svc.server == "" {
-			return dbpilot.Errorf(dbpilot.EINVALID, "bench: --during acts through serve: give --server URL (and --sandbox NAME or --cluster NAME)")
-		}
-		if rf.during != "switchover" && b.svc.sandbox == "" {
-			return dbpilot.Errorf(dbpilot.EINVALID, "bench: --during %s kills the primary's process: it needs --sandbox NAME", rf.during)
-		}
-		if rf.at <= 0 || rf.at >= opt.Duration {
-			return dbpilot.Errorf(dbpilot.EINVALID, "bench: --at %s must fall inside the run (--duration %s)", rf.at, opt.Duration)
-		}
-	}
-
 	pool := max(rf.maxConc, rf.threads) + 2
 	r, err := b.resolve(ctx, a, args, pool)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	// The server must answer at start (exit 2 otherwise).
-	if r.sandbox != nil {
-		if err := b.setup(ctx, r); err != nil {
-			return err
-		}
-	}
-	primary, pp, err := r.primaryPool(ctx)
+	primary, err := b.prepareRun(ctx, rf, r, &opt)
 	if err != nil {
 		return err
-	}
-	// The clients pick rows within the prepared data: its size as given, or
-	// as read from the server (sysbench's or LinkBench's data too).
-	if c, ok := w.(loadgen.Configurer); ok {
-		if b.sizeGiven {
-			c.Configure(b.prep)
-		} else if _, err := c.Detect(ctx, pp.SQL()); err != nil {
-			return dbpilot.WrapError(dbpilot.ErrorCode(err), err, "bench: the data of %s in %s.%s (run bench prepare first)", w.Name(), primary, b.db)
-		}
-	}
-
-	conns := rf.threads
-	if opt.Rate != nil {
-		conns = rf.maxConc
-		if conns <= 0 {
-			conns = loadgen.DefaultMaxConcurrency
-		}
-	}
-	if rf.readFrom == "replicas" {
-		conns *= 2
-	}
-	if r.blockingIO, err = rf.blockingIO(conns); err != nil {
-		return err
-	}
-	opt.Connect = r.writer
-	if rf.readFrom == "replicas" {
-		opt.ConnectRead = r.reader
-	}
-	opt.OnReconnect = r.invalidate
-	if rf.during != "" {
-		if err := pp.Exec(ctx, loadgen.LedgerCreateSQL, "DELETE FROM "+loadgen.LedgerTable); err != nil {
-			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "bench: create %s on %s", loadgen.LedgerTable, primary)
-		}
-		if err := loadgen.MarkTable(ctx, pp.SQL(), w.Name(), loadgen.LedgerTable); err != nil {
-			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "bench: record %s in %s", loadgen.LedgerTable, loadgen.MarkerTable)
-		}
-		opt.Ledger = &loadgen.Ledger{}
-		opt.EventAt = rf.at
 	}
 
 	live := a.stdout
@@ -486,38 +386,171 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 	}
 	res.Summary.Target = r.describe()
 	if rf.during != "" {
-		ev := res.Summary.Event
-		if ev == nil {
-			ev = &loadgen.EventReport{}
-			res.Summary.Event = ev
-		}
-		ev.Kind, ev.OldPrimary = rf.during, primary.String()
-		select {
-		case err := <-eventErr:
-			if err != nil {
-				fmt.Fprintf(a.stderr, "bench: %s: %v\n", rf.during, err)
-			}
-		default:
-			fmt.Fprintf(a.stderr, "bench: the run ended before the %s finished\n", rf.during)
-		}
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		db, now, err := r.primaryDB(lctx)
-		if err == nil {
-			ev.NewPrimary = now.String()
-			ev.AckedWrites = opt.Ledger.Acked()
-			var sample []uint64
-			ev.LostWrites, sample, err = opt.Ledger.Lost(lctx, db.SQL())
-			db.Close()
-			if ev.LostWrites > 0 {
-				fmt.Fprintf(a.stderr, "bench: %d acknowledged writes missing on %s, e.g. ids %v\n", ev.LostWrites, now, sample)
-			}
-		}
-		cancel()
-		if err != nil {
-			fmt.Fprintf(a.stderr, "bench: lost-write check not done: %v\n", err)
-		}
+		a.benchEventReport(ctx, rf, r, res, opt.Ledger, primary, eventErr)
 	}
 	return a.benchOutput(res, rf, live)
+}
+
+// options checks the run's flags and turns them into the load's options
+// (without the connections and callbacks, which need the servers).
+func (rf *benchRunFlags) options(b *benchFlags, w loadgen.Workload) (loadgen.RunOptions, error) {
+	opt := loadgen.RunOptions{Workload: w, Duration: rf.duration, Interval: rf.interval, Seed: rf.seed,
+		MaxConcurrency: rf.maxConc, Threads: rf.threads}
+	switch {
+	case rf.rate != "" && rf.ramp != "":
+		return opt, dbpilot.Errorf(dbpilot.EINVALID, "bench: give --rate or --ramp, not both")
+	case rf.rate != "":
+		s, err := loadgen.ParseRate(rf.rate)
+		if err != nil {
+			return opt, dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
+		}
+		opt.Rate = &s
+	case rf.ramp != "":
+		s, err := loadgen.ParseRamp(rf.ramp)
+		if err != nil {
+			return opt, dbpilot.WrapError(dbpilot.EINVALID, err, "bench")
+		}
+		opt.Rate = &s
+	case rf.threads <= 0:
+		return opt, dbpilot.Errorf(dbpilot.EINVALID, "bench: give --rate R (open loop) or --threads N (closed loop)")
+	}
+	if opt.Rate != nil && rf.threads > 0 {
+		return opt, dbpilot.Errorf(dbpilot.EINVALID, "bench: --threads is the closed loop; with --rate use --max-concurrency")
+	}
+	if opt.Rate != nil {
+		if d := opt.Rate.Duration(); d > 0 {
+			opt.Duration = d
+		}
+	}
+	switch loadgen.Arrival(rf.arrival) {
+	case loadgen.ArrivalConstant, loadgen.ArrivalPoisson:
+		opt.Arrival = loadgen.Arrival(rf.arrival)
+	default:
+		return opt, dbpilot.Errorf(dbpilot.EINVALID, "bench: --arrival %q: want constant or poisson", rf.arrival)
+	}
+	if _, err := rf.blockingIO(0); err != nil {
+		return opt, err
+	}
+	if rf.readFrom != "primary" && rf.readFrom != "replicas" {
+		return opt, dbpilot.Errorf(dbpilot.EINVALID, "bench: --read-from %q: want primary or replicas", rf.readFrom)
+	}
+	if opt.Duration <= 0 || rf.interval <= 0 {
+		return opt, dbpilot.Errorf(dbpilot.EINVALID, "bench: --duration and --interval must be positive")
+	}
+	return opt, rf.checkDuring(b, opt.Duration)
+}
+
+// checkDuring checks --during and the flags it needs, in a run of duration d.
+func (rf *benchRunFlags) checkDuring(b *benchFlags, d time.Duration) error {
+	switch rf.during {
+	case "":
+		return nil
+	case "failover", "switchover", "kill-primary":
+	default:
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --during %q: want failover, switchover or kill-primary", rf.during)
+	}
+	if b.svc.server == "" {
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --during acts through serve: give --server URL (and --sandbox NAME or --cluster NAME)")
+	}
+	if rf.during != "switchover" && b.svc.sandbox == "" {
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --during %s kills the primary's process: it needs --sandbox NAME", rf.during)
+	}
+	if rf.at <= 0 || rf.at >= d {
+		return dbpilot.Errorf(dbpilot.EINVALID, "bench: --at %s must fall inside the run (--duration %s)", rf.at, d)
+	}
+	return nil
+}
+
+// prepareRun readies the servers behind r for the load: the sandbox set up,
+// the workload told the data's size, the connections (and with --during
+// the ledger of acknowledged writes) in opt. It returns the primary.
+func (b *benchFlags) prepareRun(ctx context.Context, rf *benchRunFlags, r *benchRouter, opt *loadgen.RunOptions) (dbpilot.InstanceKey, error) {
+	w := opt.Workload
+	// The server must answer at start (exit 2 otherwise).
+	if r.sandbox != nil {
+		if err := b.setup(ctx, r); err != nil {
+			return dbpilot.InstanceKey{}, err
+		}
+	}
+	primary, pp, err := r.primaryPool(ctx)
+	if err != nil {
+		return primary, err
+	}
+	// The clients pick rows within the prepared data: its size as given, or
+	// as read from the server (sysbench's or LinkBench's data too).
+	if c, ok := w.(loadgen.Configurer); ok {
+		if b.sizeGiven {
+			c.Configure(b.prep)
+		} else if _, err := c.Detect(ctx, pp.SQL()); err != nil {
+			return primary, dbpilot.WrapError(dbpilot.ErrorCode(err), err, "bench: the data of %s in %s.%s (run bench prepare first)", w.Name(), primary, b.db)
+		}
+	}
+
+	conns := rf.threads
+	if opt.Rate != nil {
+		conns = rf.maxConc
+		if conns <= 0 {
+			conns = loadgen.DefaultMaxConcurrency
+		}
+	}
+	if rf.readFrom == "replicas" {
+		conns *= 2
+	}
+	if r.blockingIO, err = rf.blockingIO(conns); err != nil {
+		return primary, err
+	}
+	opt.Connect = r.writer
+	if rf.readFrom == "replicas" {
+		opt.ConnectRead = r.reader
+	}
+	opt.OnReconnect = r.invalidate
+	if rf.during != "" {
+		if err := pp.Exec(ctx, loadgen.LedgerCreateSQL, "DELETE FROM "+loadgen.LedgerTable); err != nil {
+			return primary, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "bench: create %s on %s", loadgen.LedgerTable, primary)
+		}
+		if err := loadgen.MarkTable(ctx, pp.SQL(), w.Name(), loadgen.LedgerTable); err != nil {
+			return primary, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "bench: record %s in %s", loadgen.LedgerTable, loadgen.MarkerTable)
+		}
+		opt.Ledger = &loadgen.Ledger{}
+		opt.EventAt = rf.at
+	}
+	return primary, nil
+}
+
+// benchEventReport completes the summary of a run with --during: the
+// event's outcome as benchEvent reported it on eventErr, the new primary,
+// and the acknowledged writes (in ledger) missing on it.
+func (a *app) benchEventReport(ctx context.Context, rf *benchRunFlags, r *benchRouter, res *loadgen.Result, ledger *loadgen.Ledger, primary dbpilot.InstanceKey, eventErr <-chan error) {
+	ev := res.Summary.Event
+	if ev == nil {
+		ev = &loadgen.EventReport{}
+		res.Summary.Event = ev
+	}
+	ev.Kind, ev.OldPrimary = rf.during, primary.String()
+	select {
+	case err := <-eventErr:
+		if err != nil {
+			fmt.Fprintf(a.stderr, "bench: %s: %v\n", rf.during, err)
+		}
+	default:
+		fmt.Fprintf(a.stderr, "bench: the run ended before the %s finished\n", rf.during)
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	db, now, err := r.primaryDB(lctx)
+	if err == nil {
+		ev.NewPrimary = now.String()
+		ev.AckedWrites = ledger.Acked()
+		var sample []uint64
+		ev.LostWrites, sample, err = ledger.Lost(lctx, db.SQL())
+		db.Close()
+		if ev.LostWrites > 0 {
+			fmt.Fprintf(a.stderr, "bench: %d acknowledged writes missing on %s, e.g. ids %v\n", ev.LostWrites, now, sample)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "bench: lost-write check not done: %v\n", err)
+	}
 }
 
 // benchOutput prints and writes the results.

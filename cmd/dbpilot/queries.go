@@ -44,18 +44,21 @@ type queryRow = dbpilot.QueryStat
 
 func psToMS(ps uint64) float64 { return float64(ps) / 1e9 }
 
+// queriesFlags are the flags of `dbpilot queries`.
+type queriesFlags struct {
+	tf         targetFlags
+	interval   time.Duration
+	sinceStart bool
+	by         string
+	limit      int
+	examples   bool
+	source     string
+	asJSON     bool
+	server     queriesServer
+}
+
 func (a *app) queriesCommand() *cobra.Command {
-	var (
-		tf         targetFlags
-		interval   time.Duration
-		sinceStart bool
-		by         string
-		limit      int
-		examples   bool
-		source     string
-		asJSON     bool
-		server     queriesServer
-	)
+	var q queriesFlags
 	cmd := &cobra.Command{
 		Use:   "queries HOST:PORT | --sandbox NAME [--node N] | --server URL [CLUSTER|HOST:PORT]",
 		Short: "Top queries by digest from performance_schema or the slow query log (like pt-query-digest)",
@@ -105,74 +108,85 @@ rows name their instance.` + exitHelp,
   dbpilot queries 127.0.0.1:3306 --source slow_log --since-start
   dbpilot queries --server http://127.0.0.1:7070 main --since 24h --by avg`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch by {
-			case "total", "avg", "count", "rows":
-			default:
-				return dbpilot.Errorf(dbpilot.EINVALID, "--by %q: want total, avg, count or rows", by)
-			}
-			if limit < 1 {
-				return dbpilot.Errorf(dbpilot.EINVALID, "--limit %d: want 1 or more", limit)
-			}
-			if server.url != "" {
-				if err := onlyWithoutServer(cmd, "sandbox", "node", "interval", "since-start", "examples", "source"); err != nil {
-					return err
-				}
-				if server.since <= 0 {
-					return dbpilot.Errorf(dbpilot.EINVALID, "--since %s: want a positive duration such as 1h", server.since)
-				}
-				rep, err := server.run(cmd.Context(), args, by, limit)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(a.stdout, rep)
-				}
-				return printQueryReport(a.stdout, rep)
-			}
-			if cmd.Flags().Changed("since") {
-				return dbpilot.Errorf(dbpilot.EINVALID, "--since needs --server (serve keeps the history); without it use --interval")
-			}
-			if !sinceStart && interval <= 0 {
-				return dbpilot.Errorf(dbpilot.EINVALID, "--interval %s: want a positive duration such as 10s, or --since-start", interval)
-			}
-			if sinceStart && cmd.Flags().Changed("interval") {
-				return dbpilot.Errorf(dbpilot.EINVALID, "give either --interval or --since-start, not both")
-			}
-			keys, opts, err := tf.resolve(args)
-			if err != nil {
-				return err
-			}
-			if len(keys) > 1 && tf.sandbox == "" {
-				return dbpilot.Errorf(dbpilot.EINVALID, "queries takes one HOST:PORT")
-			}
-			rep, err := collectQueries(cmd.Context(), keys, opts, mysql.DigestOptions{Examples: examples}, source, sinceStart, interval)
-			if err != nil {
-				return err
-			}
-			rep.By = by
-			sortQueries(rep.Queries, by)
-			if len(rep.Queries) > limit {
-				rep.Queries = rep.Queries[:limit]
-			}
-			if asJSON {
-				return writeJSON(a.stdout, rep)
-			}
-			return printQueries(a.stdout, rep)
+			return a.queriesRun(cmd, args, &q)
 		},
 	}
-	tf.register(cmd)
+	q.tf.register(cmd)
 	f := cmd.Flags()
-	f.Var(durationFlag(&interval, 10*time.Second), "interval", "time between the two samples; the report is what ran in between")
-	f.BoolVar(&sinceStart, "since-start", false, "report the table's cumulative values (one sample)")
-	f.StringVar(&by, "by", "total", "order by total latency, avg latency, count, or rows examined: total|avg|count|rows")
-	f.IntVar(&limit, "limit", 20, "show the top N digests")
-	f.BoolVar(&examples, "examples", false, "keep literals in example statements (they may hold personal data)")
-	f.StringVar(&source, "source", "auto", "where to read statements: auto (performance_schema, else the slow query log), performance_schema or slow_log")
-	f.BoolVar(&asJSON, "json", false, "print JSON")
-	f.StringVar(&server.url, "server", "", "report from a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070")
-	f.StringVar(&server.token, "token", "", "API token for --server (default $DBPILOT_TOKEN)")
-	f.Var(durationFlag(&server.since, time.Hour), "since", "with --server: the span of the report, back from now")
+	f.Var(durationFlag(&q.interval, 10*time.Second), "interval", "time between the two samples; the report is what ran in between")
+	f.BoolVar(&q.sinceStart, "since-start", false, "report the table's cumulative values (one sample)")
+	f.StringVar(&q.by, "by", "total", "order by total latency, avg latency, count, or rows examined: total|avg|count|rows")
+	f.IntVar(&q.limit, "limit", 20, "show the top N digests")
+	f.BoolVar(&q.examples, "examples", false, "keep literals in example statements (they may hold personal data)")
+	f.StringVar(&q.source, "source", "auto", "where to read statements: auto (performance_schema, else the slow query log), performance_schema or slow_log")
+	f.BoolVar(&q.asJSON, "json", false, "print JSON")
+	f.StringVar(&q.server.url, "server", "", "report from a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070")
+	f.StringVar(&q.server.token, "token", "", "API token for --server (default $DBPILOT_TOKEN)")
+	f.Var(durationFlag(&q.server.since, time.Hour), "since", "with --server: the span of the report, back from now")
 	return cmd
+}
+
+// queriesRun reports the top queries from serve (--server) or from the
+// servers themselves.
+func (a *app) queriesRun(cmd *cobra.Command, args []string, q *queriesFlags) error {
+	switch q.by {
+	case "total", "avg", "count", "rows":
+	default:
+		return dbpilot.Errorf(dbpilot.EINVALID, "--by %q: want total, avg, count or rows", q.by)
+	}
+	if q.limit < 1 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "--limit %d: want 1 or more", q.limit)
+	}
+	if q.server.url != "" {
+		return a.queriesFromServe(cmd, args, q)
+	}
+	if cmd.Flags().Changed("since") {
+		return dbpilot.Errorf(dbpilot.EINVALID, "--since needs --server (serve keeps the history); without it use --interval")
+	}
+	if !q.sinceStart && q.interval <= 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "--interval %s: want a positive duration such as 10s, or --since-start", q.interval)
+	}
+	if q.sinceStart && cmd.Flags().Changed("interval") {
+		return dbpilot.Errorf(dbpilot.EINVALID, "give either --interval or --since-start, not both")
+	}
+	keys, opts, err := q.tf.resolve(args)
+	if err != nil {
+		return err
+	}
+	if len(keys) > 1 && q.tf.sandbox == "" {
+		return dbpilot.Errorf(dbpilot.EINVALID, "queries takes one HOST:PORT")
+	}
+	rep, err := collectQueries(cmd.Context(), keys, opts, mysql.DigestOptions{Examples: q.examples}, q.source, q.sinceStart, q.interval)
+	if err != nil {
+		return err
+	}
+	rep.By = q.by
+	sortQueries(rep.Queries, q.by)
+	if len(rep.Queries) > q.limit {
+		rep.Queries = rep.Queries[:q.limit]
+	}
+	if q.asJSON {
+		return writeJSON(a.stdout, rep)
+	}
+	return printQueries(a.stdout, rep)
+}
+
+// queriesFromServe reports the top queries from a running serve's history.
+func (a *app) queriesFromServe(cmd *cobra.Command, args []string, q *queriesFlags) error {
+	if err := onlyWithoutServer(cmd, "sandbox", "node", "interval", "since-start", "examples", "source"); err != nil {
+		return err
+	}
+	if q.server.since <= 0 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "--since %s: want a positive duration such as 1h", q.server.since)
+	}
+	rep, err := q.server.run(cmd.Context(), args, q.by, q.limit)
+	if err != nil {
+		return err
+	}
+	if q.asJSON {
+		return writeJSON(a.stdout, rep)
+	}
+	return printQueryReport(a.stdout, rep)
 }
 
 // collectQueries samples every server once (sinceStart) or twice, interval
