@@ -167,7 +167,7 @@ func (d *Daemon) sharedBegin(ctx context.Context, fence *dbpilot.Fence, rec *dbp
 
 // sharedUpdate records the recovery's progress or end
 // (recovery.Shared.Update); a serve alone resumes from its state store
-// (resumeLocal).
+// (recovery.Engine.Resume).
 func (d *Daemon) sharedUpdate(ctx context.Context, fence *dbpilot.Fence, sr *dbpilot.SharedRecovery, rec *dbpilot.Recovery, step string) {
 	d.shared().Update(ctx, fence, sr, rec, step)
 }

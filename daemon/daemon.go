@@ -43,7 +43,8 @@ type Daemon struct {
 	order    []string
 	owners   owners  // which cluster each observed server belongs to
 	silence  silence // what each replica channel received, and since when
-	// bg owns goroutines a recovery leaves running (watchOldPrimary),
+	// bg owns goroutines a recovery leaves running (the engine's watch of an
+	// old primary, its standby fence: engineEnv.Go),
 	// under bgCtx (Run's context); Run waits for them.
 	bg    sync.WaitGroup
 	bgCtx context.Context

@@ -132,7 +132,7 @@ func (d *Daemon) AuditEvents(ctx context.Context, f dbpilot.AuditFilter) ([]dbpi
 }
 
 // operation is an operation's opening done: this serve may change the
-// cluster (fence; nil for a serve alone), it holds cs.op, and the cluster
+// cluster (fence; nil for a serve alone), it holds the operation lock (cs.eng.TryLock), and the cluster
 // was just observed (members, primary).
 type operation struct {
 	cs      *clusterState
@@ -151,7 +151,7 @@ type opening struct {
 
 // operate is the opening every operation repeats, written once:
 // leadership, or the request forwarded to the serve that leads the
-// cluster; cs.op locked (another operation running refuses); the cluster
+// cluster; the operation lock taken (another operation running refuses); the cluster
 // observed. run then does the operation with the lock held.
 func (d *Daemon) operate(ctx context.Context, cs *clusterState, o opening, run func(*operation) (*dbpilot.Recovery, error)) (*dbpilot.Recovery, error) {
 	fence, fwd, err := d.leadership(ctx, cs, o.what, o.lead)

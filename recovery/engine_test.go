@@ -38,7 +38,6 @@ type enWorld struct {
 	notified  int
 	probe     func(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error)
 	running   bool
-	recs      []*dbpilot.Recovery
 	hasHooks  map[string]bool
 	fencedBck []*dbpilot.Instance
 }
