@@ -3,10 +3,26 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
-
-	"github.com/dbpilot/dbpilot/remotewrite"
 )
+
+// remoteChecks are the remote-write adapter's URL and header checks and
+// its defaults, which metrics.remote_write and metrics.query_url are
+// validated against. wire.go gives them (remoteWriteChecks), so that only
+// it imports the adapter.
+type remoteChecks struct {
+	parseURL    func(string) (*url.URL, error)
+	redacted    func(*url.URL) string
+	checkHeader func(name string) error
+
+	timeout           time.Duration
+	capacity          int
+	maxSamplesPerSend int
+	batchSendDeadline time.Duration
+	minBackoff        time.Duration
+	maxBackoff        time.Duration
+}
 
 // RemoteWriteConfig is one Prometheus remote-write receiver every sample
 // is sent to (metrics.remote_write).
@@ -78,7 +94,7 @@ func (m *MetricsConfig) validateRemote() error {
 		if m.LocalStore() {
 			return errors.New("metrics.query_url: used only with metrics.local: false (serve answers queries from its own store otherwise)")
 		}
-		if _, err := remotewrite.ParseURL(m.QueryURL); err != nil {
+		if _, err := remoteWriteChecks.parseURL(m.QueryURL); err != nil {
 			return fmt.Errorf("metrics.query_url: %v", err)
 		}
 	}
@@ -88,11 +104,11 @@ func (m *MetricsConfig) validateRemote() error {
 		if err := m.RemoteWrite[i].validate(where); err != nil {
 			return err
 		}
-		u, _ := remotewrite.ParseURL(m.RemoteWrite[i].URL)
-		if j, dup := seen[remotewrite.Redacted(u)]; dup {
-			return fmt.Errorf("%s.url: %s is also metrics.remote_write[%d]", where, remotewrite.Redacted(u), j)
+		u, _ := remoteWriteChecks.parseURL(m.RemoteWrite[i].URL)
+		if j, dup := seen[remoteWriteChecks.redacted(u)]; dup {
+			return fmt.Errorf("%s.url: %s is also metrics.remote_write[%d]", where, remoteWriteChecks.redacted(u), j)
 		}
-		seen[remotewrite.Redacted(u)] = i
+		seen[remoteWriteChecks.redacted(u)] = i
 	}
 	return nil
 }
@@ -101,12 +117,12 @@ func (r *RemoteWriteConfig) validate(where string) error {
 	if r.URL == "" {
 		return fmt.Errorf("%s.url: required (e.g. http://127.0.0.1:8428/api/v1/write)", where)
 	}
-	u, err := remotewrite.ParseURL(r.URL)
+	u, err := remoteWriteChecks.parseURL(r.URL)
 	if err != nil {
 		return fmt.Errorf("%s.url: %v", where, err)
 	}
 	for name := range r.Headers {
-		if err := remotewrite.CheckHeader(name); err != nil {
+		if err := remoteWriteChecks.checkHeader(name); err != nil {
 			return fmt.Errorf("%s.headers: %v", where, err)
 		}
 	}
@@ -144,7 +160,7 @@ func (r *RemoteWriteConfig) validate(where string) error {
 	if u.User != nil && r.BearerToken != "" {
 		return fmt.Errorf("%s: bearer_token and a user in the url: give one, not both", where)
 	}
-	if err := positive(&r.Timeout, remotewrite.DefaultTimeout, where+".timeout"); err != nil {
+	if err := positive(&r.Timeout, remoteWriteChecks.timeout, where+".timeout"); err != nil {
 		return err
 	}
 	q := &r.Queue
@@ -153,8 +169,8 @@ func (r *RemoteWriteConfig) validate(where string) error {
 		def  int
 		name string
 	}{
-		{&q.Capacity, remotewrite.DefaultCapacity, "capacity"},
-		{&q.MaxSamplesPerSend, remotewrite.DefaultMaxSamplesPerSend, "max_samples_per_send"},
+		{&q.Capacity, remoteWriteChecks.capacity, "capacity"},
+		{&q.MaxSamplesPerSend, remoteWriteChecks.maxSamplesPerSend, "max_samples_per_send"},
 	} {
 		if *f.v == nil {
 			*f.v = &f.def
@@ -164,13 +180,13 @@ func (r *RemoteWriteConfig) validate(where string) error {
 			return fmt.Errorf("%s.queue.%s: %d is not a positive number of samples (default %d)", where, f.name, **f.v, f.def)
 		}
 	}
-	if err := positive(&q.BatchSendDeadline, remotewrite.DefaultBatchSendDeadline, where+".queue.batch_send_deadline"); err != nil {
+	if err := positive(&q.BatchSendDeadline, remoteWriteChecks.batchSendDeadline, where+".queue.batch_send_deadline"); err != nil {
 		return err
 	}
-	if err := positive(&q.MinBackoff, remotewrite.DefaultMinBackoff, where+".queue.min_backoff"); err != nil {
+	if err := positive(&q.MinBackoff, remoteWriteChecks.minBackoff, where+".queue.min_backoff"); err != nil {
 		return err
 	}
-	if err := positive(&q.MaxBackoff, remotewrite.DefaultMaxBackoff, where+".queue.max_backoff"); err != nil {
+	if err := positive(&q.MaxBackoff, remoteWriteChecks.maxBackoff, where+".queue.max_backoff"); err != nil {
 		return err
 	}
 	if q.MaxBackoff < q.MinBackoff {
@@ -189,23 +205,4 @@ func positive(d *Duration, def time.Duration, where string) error {
 		return fmt.Errorf("%s: must be a positive duration like 500ms or 10s", where)
 	}
 	return nil
-}
-
-// options converts a validated target to the sink's options.
-func (r *RemoteWriteConfig) options() remotewrite.Options {
-	o := remotewrite.Options{
-		URL:               r.URL,
-		Headers:           r.Headers,
-		BearerToken:       r.BearerToken,
-		Timeout:           r.Timeout.D(),
-		Capacity:          *r.Queue.Capacity,
-		MaxSamplesPerSend: *r.Queue.MaxSamplesPerSend,
-		BatchSendDeadline: r.Queue.BatchSendDeadline.D(),
-		MinBackoff:        r.Queue.MinBackoff.D(),
-		MaxBackoff:        r.Queue.MaxBackoff.D(),
-	}
-	if r.BasicAuth != nil {
-		o.Username, o.Password = r.BasicAuth.Username, r.BasicAuth.Password
-	}
-	return o
 }

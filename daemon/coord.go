@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -160,23 +159,6 @@ func (d *Daemon) leadership(ctx context.Context, cs *clusterState, what string, 
 	}
 }
 
-// autoLeader returns the fence under which the automatic tick may change
-// cs, or nil with the reason noted once (not the leader, coordination
-// unavailable). A serve alone always may (fence nil, ok).
-func (d *Daemon) autoLeader(cs *clusterState, event string) (*dbpilot.Fence, bool) {
-	if d.coord == nil {
-		return nil, true
-	}
-	f, err := d.coord.Lead(cs.cfg.Name)
-	if err != nil {
-		if dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL {
-			d.note(cs, event, fmt.Sprintf("no automatic recovery: %v (monitoring continues; the primary is left as it is)", err))
-		}
-		return nil, false
-	}
-	return &f, true
-}
-
 // sharedBegin records a recovery in the coordination state before its
 // first mutating step (recovery.Shared.Begin).
 func (d *Daemon) sharedBegin(ctx context.Context, fence *dbpilot.Fence, rec *dbpilot.Recovery, resumed *dbpilot.SharedRecovery) (*dbpilot.SharedRecovery, error) {
@@ -185,7 +167,7 @@ func (d *Daemon) sharedBegin(ctx context.Context, fence *dbpilot.Fence, rec *dbp
 
 // sharedUpdate records the recovery's progress or end
 // (recovery.Shared.Update); a serve alone resumes from its state store
-// (resumeLocal).
+// (recovery.Engine.Resume).
 func (d *Daemon) sharedUpdate(ctx context.Context, fence *dbpilot.Fence, sr *dbpilot.SharedRecovery, rec *dbpilot.Recovery, step string) {
 	d.shared().Update(ctx, fence, sr, rec, step)
 }
@@ -260,7 +242,7 @@ func (d *Daemon) adopt(cs *clusterState, sr *dbpilot.SharedRecovery) bool {
 	cs.setPrimary(sr.Candidate)
 	cs.known = appendKey(cs.known, sr.Candidate)
 	if failover {
-		cs.fenced[sr.OldPrimary] = true
+		cs.eng.MarkFenced(sr.OldPrimary)
 		cs.known = appendKey(cs.known, sr.OldPrimary)
 	}
 	cs.mu.Unlock()
@@ -279,10 +261,7 @@ func (d *Daemon) adopt(cs *clusterState, sr *dbpilot.SharedRecovery) bool {
 // primary is adopted and the primary that came back is not taken for the
 // primary. It reads etcd on that transition only.
 func (d *Daemon) replacedShared(ctx context.Context, cs *clusterState, primary dbpilot.InstanceKey) bool {
-	cs.mu.Lock()
-	failing := !cs.failingSince.IsZero()
-	cs.mu.Unlock()
-	if !failing {
+	if !cs.eng.Failing() {
 		return false
 	}
 	sr, err := d.coord.Recovery(ctx, cs.cfg.Name)
@@ -292,184 +271,10 @@ func (d *Daemon) replacedShared(ctx context.Context, cs *clusterState, primary d
 	return d.adopt(cs, sr)
 }
 
-// resume takes over, once per leadership, a recovery the cluster's
-// previous leader left running (killed, paused or cut off mid-way): a
-// failover whose candidate is already writable is finished (the other
-// replicas moved under it); one whose candidate was not promoted is
-// planned again under the same recovery ID; a switchover or relocation is
-// reported, not redone. It returns true when it acted (the tick then
-// observes the cluster afresh).
-func (d *Daemon) resume(ctx context.Context, cs *clusterState, f dbpilot.Fence) bool {
-	cs.mu.Lock()
-	if cs.resumedToken == f.Token {
-		cs.mu.Unlock()
-		return false
-	}
-	cs.resumedToken = f.Token
-	cs.mu.Unlock()
-	sr, err := d.coord.Recovery(ctx, cs.cfg.Name)
-	if err != nil {
-		cs.mu.Lock()
-		cs.resumedToken = 0 // try again next tick
-		cs.mu.Unlock()
-		d.log.Warn("coordination: read the cluster's recovery", "cluster", cs.cfg.Name, "err", err)
-		return false
-	}
-	if sr == nil || sr.State != dbpilot.SharedRunning || (sr.Member == f.Member && sr.Token == f.Token) {
-		return false
-	}
-	if !cs.op.TryLock() {
-		return false
-	}
-	defer cs.op.Unlock()
-	name := cs.cfg.Name
-	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: sr.ID, Instance: sr.OldPrimary, Event: dbpilot.AuditCoordination,
-		Message: fmt.Sprintf("recovery #%d (%s) begun by serve %s (token %d) was left running; serve %s (token %d) takes it over", sr.ID, sr.Kind, sr.Member, sr.Token, f.Member, f.Token),
-		Detail:  map[string]string{"previous_member": sr.Member, "steps": fmt.Sprint(sr.Steps)}})
-	fence := f
-	switch sr.Kind {
-	case dbpilot.RecoveryFailoverAuto, dbpilot.RecoveryFailoverManual:
-	default:
-		rec := d.sharedLocal(ctx, sr)
-		d.endRecovery(ctx, rec, fmt.Errorf("%s interrupted: serve %s stopped during it; check the cluster (dbpilot topology) and run it again if needed", sr.Kind, sr.Member))
-		d.sharedUpdate(ctx, &fence, sr, rec, "interrupted")
-		return true
-	}
-	if !sr.Candidate.IsZero() {
-		// Replication removed from the candidate: the promotion began.
-		if cand, err := d.ctl.Inspect(ctx, sr.Candidate); err == nil && cand.Reachable && !cand.IsReplica() {
-			d.finishPromoted(ctx, cs, &fence, sr, cand)
-			return true
-		}
-	}
-	if old, err := d.ctl.Inspect(ctx, sr.OldPrimary); err == nil && old.Reachable {
-		rec := d.sharedLocal(ctx, sr)
-		d.endRecovery(ctx, rec, fmt.Errorf("recovery abandoned: the old primary %s answers again and no candidate was promoted", sr.OldPrimary))
-		d.sharedUpdate(ctx, &fence, sr, rec, "abandoned")
-		return true
-	}
-	if _, err := d.failoverRun(ctx, cs, sr.Kind, &fence, sr); err != nil {
-		d.log.Error("resumed failover failed", "cluster", name, "err", err)
-	}
-	return true
-}
-
-// sharedLocal returns this serve's record of a shared recovery, created
-// from it when missing.
-func (d *Daemon) sharedLocal(ctx context.Context, sr *dbpilot.SharedRecovery) *dbpilot.Recovery {
-	rec := &dbpilot.Recovery{ID: sr.ID, Cluster: sr.Cluster, Kind: sr.Kind, OldPrimary: sr.OldPrimary, NewPrimary: sr.Candidate, Started: sr.Started}
-	if d.store != nil {
-		if recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: sr.Cluster, Limit: 5}); err == nil {
-			for _, r := range recs {
-				if r.ID == sr.ID {
-					return r
-				}
-			}
-		}
-		if err := d.store.CreateRecovery(ctx, rec); err != nil {
-			d.log.Warn("coordination: record resumed recovery", "recovery", sr.ID, "err", err)
-		}
-	}
-	return rec
-}
-
-// finishPromoted ends a failover whose candidate the previous leader
-// promoted: every reachable replica still on the old primary is moved
-// below the new one, and the cluster's primary becomes the candidate.
-func (d *Daemon) finishPromoted(ctx context.Context, cs *clusterState, fence *dbpilot.Fence, sr *dbpilot.SharedRecovery, cand *dbpilot.Instance) {
-	name := cs.cfg.Name
-	rec := d.sharedLocal(ctx, sr)
-	rec.NewPrimary = cand.Key
-	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: cand.Key, Event: dbpilot.AuditCoordination,
-		Message: fmt.Sprintf("candidate %s is already writable: finishing the failover (no second promotion)", cand.Key)})
-	cs.mu.Lock()
-	keys := append([]dbpilot.InstanceKey(nil), cs.known...)
-	cs.mu.Unlock()
-	exec := d.executor(fence)
-	if cand.ReadOnly {
-		if err := exec.GiveWrites(ctx, cand.Key); err != nil {
-			d.endRecovery(ctx, rec, err)
-			d.sharedUpdate(ctx, fence, sr, rec, "")
-			return
-		}
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: cand.Key, Event: dbpilot.AuditPromote, Message: fmt.Sprintf("%s made writable (its replication was already removed)", cand.Key)})
-	}
-	var lost []dbpilot.InstanceKey
-	var firstErr error
-	for _, inst := range d.inspectAll(ctx, keys) {
-		if inst.Key.Equal(cand.Key) || inst.Key.Equal(sr.OldPrimary) || !inst.Reachable || inst.Channel(sr.OldPrimary) == nil {
-			continue
-		}
-		if err := exec.Reattach(ctx, inst.Key, cand.Key); err != nil {
-			lost = append(lost, inst.Key)
-			if firstErr == nil {
-				firstErr = err
-			}
-			d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: inst.Key, Event: dbpilot.AuditLost, Message: fmt.Sprintf("%s not moved below %s: %v", inst.Key, cand.Key, err)})
-			if errors.Is(err, dbpilot.ErrLeadershipLost) {
-				break
-			}
-			continue
-		}
-		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: inst.Key, Event: dbpilot.AuditRepoint, Message: fmt.Sprintf("%s now replicates from %s", inst.Key, cand.Key)})
-	}
-	rec.LostReplicas = lost
-	var err error
-	if errors.Is(firstErr, dbpilot.ErrLeadershipLost) {
-		err = firstErr
-	}
-	d.endRecovery(ctx, rec, err)
-	member := "restarted"
-	if fence != nil {
-		member = fence.Member
-	}
-	d.sharedUpdate(ctx, fence, sr, rec, "finished-by-"+member)
-	if err != nil {
-		return
-	}
-	cs.mu.Lock()
-	cs.setPrimary(cand.Key)
-	cs.known = appendKey(cs.known, cand.Key)
-	cs.fenced[sr.OldPrimary] = true
-	cs.failingSince = time.Time{}
-	cs.status.State = dbpilot.ClusterOK
-	cs.status.Primary = cand.Key
-	cs.touch()
-	cs.mu.Unlock()
-	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: cand.Key, Event: dbpilot.AuditRecovered,
-		Message: fmt.Sprintf("%s promoted in place of %s (finished by serve %s)", cand.Key, sr.OldPrimary, member)})
-	if rec.Kind == dbpilot.RecoveryFailoverAuto || rec.Kind == dbpilot.RecoveryFailoverManual {
-		// The serve that promoted it stopped before its post hooks.
-		hooks := d.cfg.HooksFor(cs.cfg)
-		d.runHooks(ctx, cs, rec, "post-failover", hooks.PostFailover, hooks)
-	}
-}
-
 // CoordinationStatus is what GET /api/coordination shows.
 func (d *Daemon) CoordinationStatus(ctx context.Context) *dbpilot.CoordinationStatus {
 	if d.coord == nil {
 		return &dbpilot.CoordinationStatus{State: dbpilot.CoordinationSingle, Members: []dbpilot.CoordMember{}, Leaders: []dbpilot.ClusterLeader{}}
 	}
 	return d.coord.Status(ctx)
-}
-
-// recoveredAlready reports whether the last shared recovery of cs already
-// replaced primary (its successor is then observed at the next tick): a
-// new leader must not fail over a second time for the same failure.
-func (d *Daemon) recoveredAlready(ctx context.Context, cs *clusterState, primary dbpilot.InstanceKey) bool {
-	sr, err := d.coord.Recovery(ctx, cs.cfg.Name)
-	if err != nil {
-		d.note(cs, "coordination", fmt.Sprintf("no automatic recovery: cannot read the cluster's last recovery from etcd: %v", err))
-		return true
-	}
-	if sr != nil && sr.OldPrimary.Equal(primary) && sr.State == dbpilot.SharedDone {
-		d.note(cs, "coordination", fmt.Sprintf("primary %s was already replaced by %s in recovery #%d (serve %s); waiting to observe the new topology", primary, sr.Candidate, sr.ID, sr.Member))
-		cs.mu.Lock()
-		cs.setPrimary(sr.Candidate)
-		cs.known = appendKey(cs.known, sr.Candidate)
-		cs.fenced[primary] = true
-		cs.mu.Unlock()
-		return true
-	}
-	return false
 }

@@ -185,9 +185,12 @@ func TestCoordResumeFinishesAPromotedFailover(t *testing.T) {
 	shared := &dbpilot.SharedRecovery{ID: 5, Cluster: "c", Kind: dbpilot.RecoveryFailoverAuto, OldPrimary: wkey(1), Candidate: wkey(2),
 		Member: "gone", Token: 3, State: dbpilot.SharedRunning, Started: w.clock()}
 	var updated []*dbpilot.SharedRecovery
+	// The first leadership's takeover check reads no recovery left
+	// running; the one after the kill below reads shared.
+	var left *dbpilot.SharedRecovery
 	co := &mock.Coordinator{
 		LeadFn:     func(string) (dbpilot.Fence, error) { return fence, nil },
-		RecoveryFn: func(context.Context, string) (*dbpilot.SharedRecovery, error) { return shared, nil },
+		RecoveryFn: func(context.Context, string) (*dbpilot.SharedRecovery, error) { return left, nil },
 		UpdateRecoveryFn: func(_ context.Context, f dbpilot.Fence, r *dbpilot.SharedRecovery) error {
 			c := *r
 			updated = append(updated, &c)
@@ -196,14 +199,12 @@ func TestCoordResumeFinishesAPromotedFailover(t *testing.T) {
 	}
 	d, cs := coordDaemon(w, co, &forwarded{})
 	ctx := context.Background()
-	cs.mu.Lock()
-	cs.resumedToken = fence.Token // the takeover check runs at the kill below
-	cs.mu.Unlock()
 	d.tick(ctx, cs, true)
 	// The previous leader promoted node 2, then died.
 	w.kill(1)
 	w.inst[wkey(2)].Channels, w.inst[wkey(2)].ReadOnly = nil, false
-	fence.Token = 10 // a new leadership
+	fence.Token = 10 // a new leadership: its takeover check finds shared
+	left = shared
 	w.advance(time.Second)
 	d.tick(ctx, cs, true)
 	if slices.Contains(w.calls, "ResetReplicaAll 2") || slices.ContainsFunc(w.calls, func(c string) bool { return strings.HasPrefix(c, "SetReadOnly 2") }) {

@@ -43,7 +43,8 @@ type Daemon struct {
 	order    []string
 	owners   owners  // which cluster each observed server belongs to
 	silence  silence // what each replica channel received, and since when
-	// bg owns goroutines a recovery leaves running (watchOldPrimary),
+	// bg owns goroutines a recovery leaves running (the engine's watch of an
+	// old primary, its standby fence: engineEnv.Go),
 	// under bgCtx (Run's context); Run waits for them.
 	bg    sync.WaitGroup
 	bgCtx context.Context
@@ -66,8 +67,10 @@ type Daemon struct {
 type clusterState struct {
 	cfg *ClusterConfig
 
-	// op serializes topology changes (automatic and requested) per cluster.
-	op sync.Mutex
+	// eng is the cluster's failover engine: its detection state, the old
+	// primaries to fence, the operation lock (one topology change at a
+	// time, automatic or requested) and the recoveries it resumes.
+	eng *recovery.Engine
 
 	mu       sync.Mutex
 	status   dbpilot.ClusterStatus
@@ -77,19 +80,12 @@ type clusterState struct {
 	// placed is the last observation with replication channels of every
 	// member (withLastKnown): one observation that missed a crashed
 	// member does not lose its place for good.
-	placed       map[dbpilot.InstanceKey]*dbpilot.Instance
-	instances    []*dbpilot.Instance   // the cluster's instances at the last tick
-	detached     []*dbpilot.Instance   // seen but outside the cluster (a fenced old primary, a lone seed)
-	failingSince time.Time             // first failed probe of the primary in this failure
-	reprobe      recovery.PrimaryProbe // the re-probe of a failing primary (own lock)
-	lastVerdict  string
-	fenced       map[dbpilot.InstanceKey]bool // old primaries to fence when they return
-	resumedToken int64                        // the leadership (fence token) whose takeover check ran
-	resumedLocal bool                         // resumeLocal ran (the first automatic tick of a serve alone)
-	adopted      int64                        // the last shared recovery of another serve whose new primary was adopted
-	savedSig     string                       // the members as last saved (shouldSave)
-	savedAt      time.Time
-	fenceNoted   map[dbpilot.InstanceKey]string
+	placed    map[dbpilot.InstanceKey]*dbpilot.Instance
+	instances []*dbpilot.Instance // the cluster's instances at the last tick
+	detached  []*dbpilot.Instance // seen but outside the cluster (a fenced old primary, a lone seed)
+	adopted   int64               // the last shared recovery of another serve whose new primary was adopted
+	savedSig  string              // the members as last saved (shouldSave)
+	savedAt   time.Time
 	// overlap are the ClusterOverlap problems of the last observation:
 	// while there are any, automatic recovery is suspended.
 	overlap []dbpilot.Problem
@@ -260,10 +256,11 @@ func New(cfg *Config, opt Options) *Daemon {
 	}
 	for i := range cfg.Clusters {
 		cl := &cfg.Clusters[i]
-		cs := &clusterState{cfg: cl, fenced: map[dbpilot.InstanceKey]bool{}, fenceNoted: map[dbpilot.InstanceKey]string{},
+		cs := &clusterState{cfg: cl,
 			wake: make(chan struct{}, 1), primaryChanged: make(chan struct{}), changed: make(chan struct{}), lastSeen: map[dbpilot.InstanceKey]time.Time{}}
 		cs.status = dbpilot.ClusterStatus{Name: cl.Name, State: dbpilot.ClusterUnknown, AutoFailover: cl.AutoFailover}
 		cs.known = append(cs.known, cl.seeds...)
+		cs.eng = d.newEngine(cs)
 		d.clusters[cl.Name] = cs
 		d.order = append(d.order, cl.Name)
 	}
@@ -408,14 +405,11 @@ func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 		confirm = false
 		// While the primary fails to answer and is not yet confirmed dead
 		// (a hung primary: its replicas have not all lost it yet), confirm
-		// again every failingEvery rather than at the next poll.
+		// again every recovery.ConfirmEvery rather than at the next poll.
 		var soon <-chan time.Time
 		var tm *time.Timer
-		cs.mu.Lock()
-		failing := !cs.failingSince.IsZero() && cs.status.State == dbpilot.ClusterUnreachable
-		cs.mu.Unlock()
-		if failing && d.cfg.PollInterval.D() > failingEvery {
-			tm = time.NewTimer(failingEvery)
+		if cs.eng.Confirming() && d.cfg.PollInterval.D() > recovery.ConfirmEvery {
+			tm = time.NewTimer(recovery.ConfirmEvery)
 			soon = tm.C
 		}
 		select {
@@ -433,10 +427,6 @@ func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 		}
 	}
 }
-
-// failingEvery is how often a cluster whose primary does not answer is
-// observed until the failure is confirmed or over.
-const failingEvery = 250 * time.Millisecond
 
 // liveness watches the cluster's primary between polls at almost no cost
 // through d.live (a session blocked in a long SLEEP). When the session is
@@ -498,46 +488,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 // restoreFences re-arms fencing of old primaries from recent recoveries
-// (restoreFence, for every cluster).
+// (recovery.Engine.RestoreFences, for every cluster).
 func (d *Daemon) restoreFences(ctx context.Context) {
 	for _, name := range d.order {
-		d.restoreFence(ctx, d.clusters[name])
-	}
-}
-
-// restoreFence takes the cluster's primary from its newest successful
-// failover or switchover, and re-arms fencing of the old primaries that
-// failovers of the last 24 hours replaced and no later rejoin attached.
-func (d *Daemon) restoreFence(ctx context.Context, cs *clusterState) {
-	if d.store == nil {
-		return
-	}
-	recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: 20})
-	if err != nil {
-		d.log.Warn("read recoveries", "cluster", cs.cfg.Name, "err", err)
-		return
-	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	primarySet := false
-	rejoined := map[dbpilot.InstanceKey]bool{}
-	for _, r := range recs { // newest first
-		if !r.Success {
-			continue
-		}
-		failover := r.Kind == dbpilot.RecoveryFailoverAuto || r.Kind == dbpilot.RecoveryFailoverManual
-		if !primarySet && (failover || r.Kind == dbpilot.RecoverySwitchover) && !r.NewPrimary.IsZero() {
-			primarySet = true
-			cs.setPrimary(r.NewPrimary)
-			cs.known = appendKey(cs.known, r.NewPrimary)
-		}
-		if r.Kind == dbpilot.RecoveryRejoin {
-			rejoined[r.OldPrimary.Normalized()] = true
-		}
-		if failover && !rejoined[r.OldPrimary.Normalized()] && d.now().Sub(r.Ended) < 24*time.Hour {
-			cs.fenced[r.OldPrimary] = true
-			cs.known = appendKey(cs.known, r.OldPrimary)
-		}
+		d.clusters[name].eng.RestoreFences(ctx)
 	}
 }
 
@@ -651,12 +605,14 @@ func (d *Daemon) crawl(ctx context.Context, cs *clusterState) (crawled, error) {
 	if !cs.primary.IsZero() {
 		seeds = appendKey(seeds, cs.primary)
 	}
-	c := crawled{cur: cs.primary, toFence: make(map[dbpilot.InstanceKey]bool, len(cs.fenced))}
+	c := crawled{cur: cs.primary}
 	prev := cs.instances
-	for k := range cs.fenced {
+	cs.mu.Unlock()
+	fenced := cs.eng.Fenced()
+	c.toFence = make(map[dbpilot.InstanceKey]bool, len(fenced))
+	for _, k := range fenced {
 		c.toFence[k.Normalized()] = true
 	}
-	cs.mu.Unlock()
 
 	bound := d.cfg.PollInterval.D()
 	if !d.running.Load() {
@@ -847,7 +803,7 @@ func (cs *clusterState) ageOut(now time.Time, after time.Duration, primary *dbpi
 	if primary != nil {
 		keep[primary.Key.Normalized()] = true
 	}
-	for k := range cs.fenced {
+	for _, k := range cs.eng.Fenced() {
 		keep[k.Normalized()] = true
 	}
 	var out []dbpilot.InstanceKey
@@ -918,8 +874,11 @@ func pickComponent(comps []*dbpilot.Cluster, cur dbpilot.InstanceKey, seeds []db
 	return nil
 }
 
-// tick observes the cluster, assesses its primary and, when auto is set
-// and the primary is dead, recovers it.
+// tick observes the cluster and feeds the observation to its engine: with
+// auto (the watch loop), a recovery left running is resumed, returning old
+// primaries are fenced (and rejoined by the leader), and a dead primary is
+// recovered when the engine decides so; a service call only has the
+// primary assessed.
 func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 	members, primary, err := d.observe(ctx, cs)
 	if err != nil {
@@ -930,21 +889,16 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 		cs.mu.Unlock()
 		return
 	}
+	eng := cs.eng
 	// With coordination only the cluster's leader fences, rejoins and
 	// recovers; it first takes over a recovery its predecessor left running.
-	fence, leader := d.autoLeader(cs, "coordination")
-	if leader && fence != nil && auto && d.resume(ctx, cs, *fence) {
+	fence, leader := eng.Lead()
+	if auto && eng.Resume(ctx, fence, leader) {
 		return
 	}
-	if auto && d.coord == nil && !cs.resumedLocal {
-		cs.resumedLocal = true
-		if d.resumeLocal(ctx, cs) {
-			return
-		}
-	}
-	d.fenceReturning(ctx, cs)
+	eng.FenceReturning(ctx)
 	if leader {
-		d.fence(ctx, cs, fence)
+		eng.Returned(ctx, fence)
 	}
 	if primary == nil {
 		return
@@ -958,145 +912,22 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 	if primary.Reachable && d.coord != nil && d.replacedShared(ctx, cs, primary.Key) {
 		return // the woken tick observes the new primary
 	}
-	v := d.assess(ctx, cs, primary, members)
+	v := eng.Assess(ctx, primary, members)
 	if auto {
-		d.recoverDead(ctx, cs, primary, v, fence, leader)
+		eng.RecoverDead(ctx, primary, v, fence, leader)
 	}
 }
 
 // confirmTick is the round between polls while the primary fails to answer
-// and is not confirmed dead: assess again from the last observation (the
-// replicas inspected afresh, the primary re-probed) without a crawl, which
-// would wait the probe timeout on the hung primary each time; then recover
-// when it is dead. Anything else (the primary moved, answered, or a
-// cluster without one) waits for the next tick.
+// and is not confirmed dead (recovery.Engine.ConfirmRound).
 func (d *Daemon) confirmTick(ctx context.Context, cs *clusterState) {
-	cs.mu.Lock()
-	key := cs.primary
-	members := slices.Clone(cs.instances)
-	failing := !cs.failingSince.IsZero() && cs.status.State == dbpilot.ClusterUnreachable
-	cs.mu.Unlock()
-	var primary *dbpilot.Instance
-	for _, m := range members {
-		if m.Key.Equal(key) {
-			primary = m
-		}
-	}
-	if !failing || primary == nil || primary.Reachable {
-		return
-	}
-	fence, leader := d.autoLeader(cs, "coordination")
-	v := d.assess(ctx, cs, primary, members)
-	d.recoverDead(ctx, cs, primary, v, fence, leader)
-}
-
-// recoverDead starts the automatic recovery of a primary assessed dead,
-// unless configuration, coordination, an overlap, a ring, a recent
-// recovery or an operation in progress says no.
-func (d *Daemon) recoverDead(ctx context.Context, cs *clusterState, primary *dbpilot.Instance, v topology.Verdict, fence *dbpilot.Fence, leader bool) {
-	if v.State != dbpilot.ClusterDead || !cs.cfg.AutoFailover || !leader {
-		return
-	}
-	if fence != nil && d.recoveredAlready(ctx, cs, primary.Key) {
-		return
-	}
-	cs.mu.Lock()
-	overlap := slices.Clone(cs.overlap)
-	members := slices.Clone(cs.instances)
-	cs.mu.Unlock()
-	if h := recovery.HoldAutomatic(cs.cfg.Name, overlap, members, func() time.Time { return d.blockedUntil(ctx, cs) }); h.Event != "" {
-		d.note(cs, h.Event, h.Message)
-		return
-	}
-	if !cs.op.TryLock() {
-		return
-	}
-	defer cs.op.Unlock()
-	if _, err := d.failover(ctx, cs, dbpilot.RecoveryFailoverAuto, false, fence); err != nil {
-		d.log.Error("automatic failover failed", "cluster", cs.cfg.Name, "err", err)
-	}
+	cs.eng.ConfirmRound(ctx)
 }
 
 func (cs *clusterState) multiPrimary() bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	return recovery.MultiPrimary(cs.instances)
-}
-
-// note logs a message once per distinct text for the cluster's current failure.
-func (d *Daemon) note(cs *clusterState, event, msg string) {
-	cs.mu.Lock()
-	same := cs.lastVerdict == event+msg
-	cs.lastVerdict = event + msg
-	cs.mu.Unlock()
-	if !same {
-		d.log.Warn(msg, "cluster", cs.cfg.Name, "event", event)
-	}
-}
-
-// assess confirms a failed probe at once: re-probe the primary and ask every
-// replica of it in parallel, then decide with topology.AssessPrimary.
-func (d *Daemon) assess(ctx context.Context, cs *clusterState, primary *dbpilot.Instance, members []*dbpilot.Instance) topology.Verdict {
-	if primary.Reachable {
-		cs.reprobe.Answered()
-		cs.mu.Lock()
-		wasFailing := !cs.failingSince.IsZero()
-		cs.failingSince = time.Time{}
-		cs.status.State = dbpilot.ClusterOK
-		cs.lastVerdict = ""
-		cs.touch()
-		cs.mu.Unlock()
-		if wasFailing {
-			d.log.Info("primary reachable again", "cluster", cs.cfg.Name, "primary", primary.Key.String())
-		}
-		return topology.AssessPrimary(primary, nil)
-	}
-	cs.mu.Lock()
-	if cs.failingSince.IsZero() {
-		cs.failingSince = primary.ObservedAt
-	}
-	cs.mu.Unlock()
-	if !d.running.Load() && !anyReachable(primary, members) {
-		// A command acting directly (no serve loop) whose crawl just now
-		// reached no server: a confirmation round would wait the probe
-		// timeout once more for the same answer, and with no replica
-		// answering the verdict cannot be "dead" anyway. Not logged: the
-		// command reports the servers' errors itself, in one line.
-		v := topology.AssessPrimary(primary, replicasOf(primary.Key, members))
-		cs.mu.Lock()
-		cs.status.State = v.State
-		cs.touch()
-		cs.mu.Unlock()
-		return v
-	}
-	cctx, cancel := context.WithTimeout(ctx, d.cfg.Detection.ConfirmTimeout.D())
-	defer cancel()
-	reprobe := func(ctx context.Context) *dbpilot.Instance { return d.reprobe(ctx, cs, primary.Key) }
-	// The silence of each replica's source is noted before the verdict:
-	// a hung primary's replicas vote dead on it (topology.Silent).
-	v, _ := recovery.Confirm(cctx, primary, members, reprobe, d.probe.Inspect, d.now,
-		func(fresh []*dbpilot.Instance) { d.silence.note(fresh, d.now()) })
-	cs.mu.Lock()
-	cs.status.State = v.State
-	cs.touch()
-	cs.mu.Unlock()
-	d.note(cs, v.State, v.Reason)
-	return v
-}
-
-// blockedUntil returns when automatic recovery of the cluster is allowed
-// again, or zero when it is not blocked: block_period after the newest
-// failover not acknowledged. A switchover after it lifts the block;
-// relocations and rejoins neither block nor lift it.
-func (d *Daemon) blockedUntil(ctx context.Context, cs *clusterState) time.Time {
-	if d.store == nil {
-		return time.Time{}
-	}
-	recs, err := d.store.Recoveries(ctx, dbpilot.RecoveryFilter{Cluster: cs.cfg.Name, Limit: 20})
-	if err != nil {
-		return time.Time{}
-	}
-	return recovery.BlockedUntil(recs, d.cfg.Recovery.BlockPeriod.D(), d.now())
 }
 
 func (d *Daemon) audit(ctx context.Context, e dbpilot.AuditEvent) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/mock"
+	"github.com/dbpilot/dbpilot/recovery"
 	"go.uber.org/goleak"
 )
 
@@ -431,7 +432,7 @@ func TestTickBlockedUntilAck(t *testing.T) {
 	if st, _ := cs.state(); st != dbpilot.ClusterDead {
 		t.Errorf("state %s, want dead", st)
 	}
-	if until := d.blockedUntil(ctx, cs); !until.Equal(w.recoveries()[0].Ended.Add(DefaultBlockPeriod)) {
+	if until := cs.eng.BlockedUntil(ctx); !until.Equal(w.recoveries()[0].Ended.Add(DefaultBlockPeriod)) {
 		t.Errorf("blocked until %s", until)
 	}
 
@@ -578,9 +579,10 @@ func TestAgeOut(t *testing.T) {
 	cs := &clusterState{
 		cfg:      &ClusterConfig{seeds: []dbpilot.InstanceKey{k(1)}},
 		known:    []dbpilot.InstanceKey{k(1), k(2), k(3), k(4), k(5)},
-		fenced:   map[dbpilot.InstanceKey]bool{k(4): true},
+		eng:      recovery.NewEngine("c", recovery.Settings{}, nil, nil, nil),
 		lastSeen: map[dbpilot.InstanceKey]time.Time{k(1): now.Add(-2 * time.Hour), k(2): now.Add(-2 * time.Hour), k(3): now.Add(-time.Minute), k(4): now.Add(-2 * time.Hour)},
 	}
+	cs.eng.MarkFenced(k(4))
 	gone := cs.ageOut(now, time.Hour, &dbpilot.Instance{Key: k(9)})
 	if len(gone) != 1 || gone[0] != k(2) {
 		t.Errorf("aged out %v, want only 127.0.0.1:2 (seed 1, recent 3, fenced 4 and new 5 stay)", gone)

@@ -393,7 +393,7 @@ func TestCoordFollowerAdoptsTheSharedRecovery(t *testing.T) {
 				d.tick(ctx, cs, true)
 			}
 			cs.mu.Lock()
-			primary, statusPrimary, fenced := cs.primary, cs.status.Primary, cs.fenced[wkey(1)]
+			primary, statusPrimary, fenced := cs.primary, cs.status.Primary, cs.eng.IsFenced(wkey(1))
 			var detached []dbpilot.InstanceKey
 			for _, i := range cs.detached {
 				detached = append(detached, i.Key)

@@ -49,7 +49,7 @@ func (d *Daemon) snapshot(ctx context.Context, cs *clusterState) *dbpilot.Cluste
 	if st.Problems == nil {
 		st.Problems = []dbpilot.Problem{}
 	}
-	st.BlockedUntil = d.blockedUntil(ctx, cs)
+	st.BlockedUntil = cs.eng.BlockedUntil(ctx)
 	if len(cs.cfg.rules) > 0 {
 		st.PromotionRules = make(map[string]dbpilot.PromotionRule, len(cs.cfg.rules))
 		for k, r := range cs.cfg.rules {
@@ -132,7 +132,7 @@ func (d *Daemon) AuditEvents(ctx context.Context, f dbpilot.AuditFilter) ([]dbpi
 }
 
 // operation is an operation's opening done: this serve may change the
-// cluster (fence; nil for a serve alone), it holds cs.op, and the cluster
+// cluster (fence; nil for a serve alone), it holds the operation lock (cs.eng.TryLock), and the cluster
 // was just observed (members, primary).
 type operation struct {
 	cs      *clusterState
@@ -151,7 +151,7 @@ type opening struct {
 
 // operate is the opening every operation repeats, written once:
 // leadership, or the request forwarded to the serve that leads the
-// cluster; cs.op locked (another operation running refuses); the cluster
+// cluster; the operation lock taken (another operation running refuses); the cluster
 // observed. run then does the operation with the lock held.
 func (d *Daemon) operate(ctx context.Context, cs *clusterState, o opening, run func(*operation) (*dbpilot.Recovery, error)) (*dbpilot.Recovery, error) {
 	fence, fwd, err := d.leadership(ctx, cs, o.what, o.lead)
@@ -167,7 +167,7 @@ func (d *Daemon) operate(ctx context.Context, cs *clusterState, o opening, run f
 	if err := lockOp(cs); err != nil {
 		return nil, err
 	}
-	defer cs.op.Unlock()
+	defer cs.eng.Unlock()
 	members, primary, err := d.observe(ctx, cs)
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (d *Daemon) operate(ctx context.Context, cs *clusterState, o opening, run f
 }
 
 func lockOp(cs *clusterState) error {
-	if !cs.op.TryLock() {
+	if !cs.eng.TryLock() {
 		return dbpilot.Errorf(dbpilot.ECONFLICT, "cluster %s: another recovery or operation is running; see 'dbpilot recoveries'", cs.cfg.Name)
 	}
 	return nil
@@ -212,7 +212,7 @@ func (d *Daemon) manualFailover(ctx context.Context, o *operation, opt dbpilot.O
 	if primary.IsGalera() {
 		return nil, galeraRefusal(name, "failover")
 	}
-	v := d.assess(ctx, cs, primary, members)
+	v := cs.eng.Assess(ctx, primary, members)
 	if v.State != dbpilot.ClusterDead && !opt.DryRun {
 		if !opt.Force || v.State == dbpilot.ClusterOK {
 			hint := ""
@@ -224,7 +224,7 @@ func (d *Daemon) manualFailover(ctx context.Context, o *operation, opt dbpilot.O
 		d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Instance: primary.Key, Event: dbpilot.AuditForced,
 			Message: fmt.Sprintf("forced failover of %s, which is not confirmed dead: %s", primary.Key, v.Reason)})
 	}
-	rec, err := d.failover(ctx, cs, dbpilot.RecoveryFailoverManual, opt.DryRun, o.fence)
+	rec, err := cs.eng.Failover(ctx, dbpilot.RecoveryFailoverManual, opt.DryRun, o.fence)
 	if err == nil && opt.DryRun && v.State != dbpilot.ClusterDead {
 		rec.Plan = fmt.Sprintf("note: the primary is not dead (%s): a real failover would be refused\n", v.Reason) + rec.Plan
 	}
@@ -308,7 +308,7 @@ func (d *Daemon) switchover(ctx context.Context, o *operation, opt dbpilot.Opera
 		cs.touch()
 		cs.mu.Unlock()
 	}
-	d.endRecovery(ctx, rec, err)
+	cs.eng.EndRecovery(ctx, rec, err)
 	d.sharedUpdate(ctx, fence, shared, rec, "")
 	return rec, err
 }
@@ -402,7 +402,7 @@ func (d *Daemon) relocate(ctx context.Context, o *operation, replica dbpilot.Ins
 		}
 	}
 	err = exec.Relocate(ctx, replica, opt.To, rec)
-	d.endRecovery(ctx, rec, err)
+	cs.eng.EndRecovery(ctx, rec, err)
 	d.sharedUpdate(ctx, fence, shared, rec, "")
 	return rec, err
 }
@@ -432,7 +432,7 @@ func (d *Daemon) Rejoin(ctx context.Context, name string, instance dbpilot.Insta
 		if !d.running.Load() {
 			// Acting directly: the old primaries the state remembers are
 			// crawled and known as such, as serve knows them.
-			d.restoreFence(ctx, cs)
+			cs.eng.RestoreFences(ctx)
 		}
 	}
 	lead := dbpilot.OperationOptions{Forwarded: opt.Forwarded, DryRun: opt.DryRun}
@@ -508,7 +508,7 @@ func (d *Daemon) rejoin(ctx context.Context, op *operation, instance dbpilot.Ins
 		// half restored: it runs to its end, recorded in the audit.
 		run = context.WithoutCancel(ctx)
 	}
-	err := d.runRejoin(run, cs, fence, rec, recovery.RejoinOptions{Reclone: opt.Reclone, Source: source})
+	err := cs.eng.Rejoin(run, fence, rec, recovery.RejoinOptions{Reclone: opt.Reclone, Source: source})
 	return rec, err
 }
 
@@ -537,10 +537,8 @@ func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (n int, err 
 		}
 	}
 	d.audit(ctx, dbpilot.AuditEvent{Cluster: name, Event: dbpilot.AuditAck, Message: fmt.Sprintf("%d recoveries acknowledged by %s: %s", n, by, comment)})
-	cs.mu.Lock()
-	cs.lastVerdict = ""
-	cs.touch() // the block is lifted
-	cs.mu.Unlock()
+	cs.eng.ClearNote()
+	cs.notify() // the block is lifted
 	return n, nil
 }
 
@@ -586,52 +584,11 @@ func toOf(opt dbpilot.OperationOptions) string {
 	return " to " + opt.To.String()
 }
 
-// endRecovery records a recovery's outcome in the state store.
-func (d *Daemon) endRecovery(ctx context.Context, rec *dbpilot.Recovery, err error) {
-	rec.Ended = d.now()
-	rec.Success = err == nil
-	if err != nil {
-		rec.Error = err.Error()
-	}
-	if d.store != nil {
-		if uerr := d.store.UpdateRecovery(context.WithoutCancel(ctx), rec); uerr != nil {
-			d.log.Warn("update recovery", "err", uerr)
-		}
-	}
-	if cs := d.clusters[rec.Cluster]; cs != nil { // last_recovery changed
-		cs.notify()
-	}
-}
-
 // galeraRefusal is the error of a failover or switchover asked of a Galera
 // cluster: every node takes writes, a lost node's clients reconnect to
 // another, and a node that comes back rejoins by state transfer.
 func galeraRefusal(name, op string) error {
 	return dbpilot.Errorf(dbpilot.EUNSUPPORTED, "cluster %s is a Galera cluster: every node takes writes, so there is no %s; point clients at another node, and start a lost one again to rejoin ('dbpilot galera bootstrap' when all are down)", name, op)
-}
-
-// anyReachable reports whether the primary or a member answered.
-func anyReachable(primary *dbpilot.Instance, members []*dbpilot.Instance) bool {
-	if primary != nil && primary.Reachable {
-		return true
-	}
-	for _, m := range members {
-		if m.Reachable {
-			return true
-		}
-	}
-	return false
-}
-
-// replicasOf returns the members with a channel from primary.
-func replicasOf(primary dbpilot.InstanceKey, members []*dbpilot.Instance) []*dbpilot.Instance {
-	var out []*dbpilot.Instance
-	for _, m := range members {
-		if m.Channel(primary) != nil {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // noServerAnswers is the error of an operation whose crawl reached no
@@ -640,7 +597,7 @@ func replicasOf(primary dbpilot.InstanceKey, members []*dbpilot.Instance) []*dbp
 // carries the first server's error (which names it and says why: refused,
 // timed out, access denied); nil when a server answered.
 func noServerAnswers(name string, primary *dbpilot.Instance, members []*dbpilot.Instance) error {
-	if anyReachable(primary, members) {
+	if recovery.AnyReachable(primary, members) {
 		return nil
 	}
 	var down []*dbpilot.Instance

@@ -32,14 +32,14 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// This file is the only place where the daemon meets concrete adapters
-// (remotewrite's URL checks and defaults in config_remote.go aside):
+// This file is the only place where the daemon meets concrete adapters:
 // coord (the etcd coordinator), mysql (probes, replication control,
 // liveness sessions, credential files), backup (re-provisioning a server for rejoin --reclone),
 // collector (metrics, the gated heartbeat, the statements collector and the
 // watchdog's session: processlist, metadata locks, KILL), sqlite (state),
-// metrics (the embedded TSDB), remotewrite (remote-write targets and a
-// remote query API) and sandbox (configuration from a sandbox). Everything
+// metrics (the embedded TSDB), remotewrite (remote-write targets, a
+// remote query API, and the URL checks and defaults the configuration is
+// validated against: remoteWriteChecks) and sandbox (configuration from a sandbox). Everything
 // else in the package works on the interfaces of Options and the small
 // interfaces beside the features (watchSession, the binlog backup's
 // gtidBinlogState).
@@ -739,4 +739,38 @@ func NewCoordinator(cfg *Config, log *slog.Logger, version string) (*coord.Etcd,
 		InsecureSkipVerify: e.InsecureSkipVerify,
 		Member:             cfg.MemberID(), API: cfg.AdvertiseURL(), Version: version, Clusters: names, Logger: log,
 	})
+}
+
+// remoteWriteChecks are remotewrite's checks and defaults for the
+// configuration's metrics.remote_write and metrics.query_url
+// (config_remote.go).
+var remoteWriteChecks = remoteChecks{
+	parseURL:          remotewrite.ParseURL,
+	redacted:          remotewrite.Redacted,
+	checkHeader:       remotewrite.CheckHeader,
+	timeout:           remotewrite.DefaultTimeout,
+	capacity:          remotewrite.DefaultCapacity,
+	maxSamplesPerSend: remotewrite.DefaultMaxSamplesPerSend,
+	batchSendDeadline: remotewrite.DefaultBatchSendDeadline,
+	minBackoff:        remotewrite.DefaultMinBackoff,
+	maxBackoff:        remotewrite.DefaultMaxBackoff,
+}
+
+// options converts a validated target to the sink's options.
+func (r *RemoteWriteConfig) options() remotewrite.Options {
+	o := remotewrite.Options{
+		URL:               r.URL,
+		Headers:           r.Headers,
+		BearerToken:       r.BearerToken,
+		Timeout:           r.Timeout.D(),
+		Capacity:          *r.Queue.Capacity,
+		MaxSamplesPerSend: *r.Queue.MaxSamplesPerSend,
+		BatchSendDeadline: r.Queue.BatchSendDeadline.D(),
+		MinBackoff:        r.Queue.MinBackoff.D(),
+		MaxBackoff:        r.Queue.MaxBackoff.D(),
+	}
+	if r.BasicAuth != nil {
+		o.Username, o.Password = r.BasicAuth.Username, r.BasicAuth.Password
+	}
+	return o
 }

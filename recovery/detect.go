@@ -14,7 +14,8 @@ import (
 // re-probe of a failing primary, the confirmation round (the primary
 // re-probed and its replicas asked at once, in parallel), the
 // anti-flapping block, and what becomes of an old primary that answers
-// again. The daemon keeps the clusters' state and drives these each tick.
+// again. Engine (engine.go) keeps each cluster's detection state and uses
+// these at every observation the daemon feeds it.
 
 // PrimaryProbe is the re-probe of a cluster's failing primary: at most one
 // attempt in flight, shared by the confirmation rounds. A hung primary

@@ -2,6 +2,10 @@
 // primary, planned switchover, and relocation of replicas. A planner (pure:
 // observed instances in, a plan out) decides and explains each decision; an
 // executor applies a plan through a dbpilot.ReplicationController and audits every step.
+// An Engine per cluster holds the failure detection state, decides when a
+// dead primary is recovered, runs the failover, fences and rejoins old
+// primaries and resumes an interrupted recovery; the daemon feeds it its
+// observations.
 package recovery
 
 import (
