@@ -37,10 +37,12 @@ type Engine struct {
 	failingSince time.Time // first failed probe of the primary in this failure
 	lastVerdict  string    // the last event and message noted (Note)
 	reprobe      PrimaryProbe
-	fenced       map[dbpilot.InstanceKey]bool   // old primaries to fence when they return
-	fenceNoted   map[dbpilot.InstanceKey]string // the last fencing finding audited per old primary
-	resumedToken int64                          // the leadership (fence token) whose takeover check ran
-	resumedLocal bool                           // ResumeLocal ran (the first automatic tick of a serve alone)
+	fenced       map[dbpilot.InstanceKey]bool        // old primaries to fence when they return
+	fenceNoted   map[dbpilot.InstanceKey]string      // the last fencing finding audited per old primary
+	fencing      map[dbpilot.InstanceKey]*sync.Mutex // one fence of an old primary at a time
+	fenceDone    map[dbpilot.InstanceKey]time.Time   // when the last fence of an old primary ended
+	resumedToken int64                               // the leadership (fence token) whose takeover check ran
+	resumedLocal bool                                // ResumeLocal ran (the first automatic tick of a serve alone)
 }
 
 // Settings are a cluster's recovery settings (from its configuration).

@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -115,10 +116,13 @@ func (e *Engine) returned(writable bool) []*dbpilot.Instance {
 func (e *Engine) FenceReturning(ctx context.Context) {
 	back := e.returned(true)
 	for _, old := range back {
-		n, err := e.fenceNow(ctx, old.Key)
+		n, done, err := e.fenceUnlessSince(ctx, old.Key, old.ObservedAt)
 		if err != nil {
 			e.log().Warn("fence: set read_only", "instance", old.Key.String(), "err", err)
 			continue
+		}
+		if done {
+			continue // fenced after this observation (watchOldPrimary)
 		}
 		e.env.Audit(ctx, dbpilot.AuditEvent{Cluster: e.cluster, Instance: old.Key, Event: dbpilot.AuditFence,
 			Message: fmt.Sprintf("old primary %s is back: set read_only and ended %d client sessions", old.Key, n)})
@@ -226,15 +230,19 @@ func (e *Engine) fenceNote(ctx context.Context, k dbpilot.InstanceKey, msg strin
 // (no watch loops) it does nothing.
 func (e *Engine) watchOldPrimary(old dbpilot.InstanceKey) {
 	e.env.Go(func(ctx context.Context) {
-		deadline := e.env.Now().Add(e.set.ForgetAfter)
+		started := e.env.Now()
+		deadline := started.Add(e.set.ForgetAfter)
 		for ctx.Err() == nil && e.env.Now().Before(deadline) {
 			if !e.IsFenced(old) {
 				return // rejoined, or forgotten
 			}
 			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			n, err := e.fenceNow(actx, old)
+			n, done, err := e.fenceUnlessSince(actx, old, started)
 			if err == nil {
 				cancel()
+				if done {
+					return // the observations' fencing got there first
+				}
 				e.env.Audit(ctx, dbpilot.AuditEvent{Cluster: e.cluster, Instance: old, Event: dbpilot.AuditFence,
 					Message: fmt.Sprintf("old primary %s answers again: set read_only at once and ended %d client sessions", old, n)})
 				return
@@ -261,6 +269,43 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // ended.
 func (e *Engine) fenceNow(ctx context.Context, old dbpilot.InstanceKey) (int, error) {
 	return e.env.Executor(nil).Fence(ctx, old)
+}
+
+// fenceUnlessSince fences old (fenceNow) unless a fence of it ended after
+// since — the time of the observation that found it writable, or the start
+// of the watch for its return — which it then reports as done. Fences of
+// one instance run one at a time. The watch of a returning old primary and
+// the observations' fencing both find it when it answers again; without
+// this the second fence would end, moments after the first, the sessions
+// that connected to a server already read_only (a DBA's, looking at it).
+// An observation taken after the last fence ended still fences again.
+func (e *Engine) fenceUnlessSince(ctx context.Context, old dbpilot.InstanceKey, since time.Time) (n int, done bool, err error) {
+	e.mu.Lock()
+	if e.fencing == nil {
+		e.fencing = map[dbpilot.InstanceKey]*sync.Mutex{}
+		e.fenceDone = map[dbpilot.InstanceKey]time.Time{}
+	}
+	m := e.fencing[old]
+	if m == nil {
+		m = &sync.Mutex{}
+		e.fencing[old] = m
+	}
+	e.mu.Unlock()
+	m.Lock()
+	defer m.Unlock()
+	e.mu.Lock()
+	last := e.fenceDone[old]
+	e.mu.Unlock()
+	if !since.IsZero() && last.After(since) {
+		return 0, true, nil
+	}
+	n, err = e.fenceNow(ctx, old)
+	if err == nil {
+		e.mu.Lock()
+		e.fenceDone[old] = e.env.Now()
+		e.mu.Unlock()
+	}
+	return n, false, err
 }
 
 // fenceStandby sends read_only to the old primary of a failover about to

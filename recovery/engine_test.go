@@ -304,6 +304,22 @@ func TestEngineFencesAReturningOldPrimary(t *testing.T) {
 	if len(w.fencedBck) != 1 || w.fencedBck[0].Key != exOld {
 		t.Errorf("fenced back %v", w.fencedBck)
 	}
+	// An observation older than that fence (still saying writable) does
+	// not fence again — it would end the sessions of people already on a
+	// read_only server; one taken after it does.
+	readOnlies := func() int {
+		return len(slices.DeleteFunc(f.callsOf(exOld), func(c string) bool { return c != "SetReadOnly true" }))
+	}
+	back.ReadOnly, back.ObservedAt = false, w.now.Add(-time.Second)
+	e.FenceReturning(ctx)
+	if n := readOnlies(); n != 1 {
+		t.Errorf("a stale observation fenced again: %d read_only calls, want 1", n)
+	}
+	back.ReadOnly, back.ObservedAt = false, w.now.Add(time.Second)
+	e.FenceReturning(ctx)
+	if n := readOnlies(); n != 2 {
+		t.Errorf("a fresh observation of a writable old primary: %d read_only calls, want 2", n)
+	}
 	for range 2 {
 		e.Returned(ctx, nil)
 	}
