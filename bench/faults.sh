@@ -31,7 +31,8 @@
 # Each row prints when its scenario ends, and the whole table at the end;
 # the steps' output goes to a log in the work directory.
 #
-# Usage: bash bench/faults.sh [SCENARIO...]   (default: all; e.g. 1 6 9 13)
+# Usage: bash bench/faults.sh [SCENARIO...]   (default: all; e.g. 1 5 6 9 13;
+#        5 runs 5a and 5b, 11 runs 11a and 11b)
 #        KEEP=1 keeps the work directory (serve logs, observations).
 # Takes about 7-9 minutes on 2 cores. Not part of `make test`.
 set -uo pipefail
@@ -682,7 +683,8 @@ s13() {
 run() {
 	local id="$1" fn="$2"
 	shift 2
-	if [ ${#ONLY[@]} -gt 0 ] && ! printf '%s\n' "${ONLY[@]}" | grep -qx "$id"; then return; fi
+	# "5" selects 5a and 5b; "5a" only itself.
+	if [ ${#ONLY[@]} -gt 0 ] && ! printf '%s\n' "${ONLY[@]}" | grep -qx -e "$id" -e "${id%[ab]}"; then return; fi
 	local before=("${PIDS[@]}") s p
 	STEP="" TITLE="$id" EXPECTED="-"
 	echo "== scenario $id" >>"$LOG"
