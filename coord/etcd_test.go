@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/internal/testutil"
 )
@@ -92,7 +90,7 @@ func TestElectionAndFencing(t *testing.T) {
 	leader.mu.Lock()
 	lease := leader.sess.Lease()
 	leader.mu.Unlock()
-	if _, err := cli.Revoke(context.Background(), clientv3.LeaseID(lease)); err != nil {
+	if err := cli.LeaseRevoke(context.Background(), lease); err != nil {
 		t.Fatal(err)
 	}
 	err = leader.Check(context.Background(), f)
@@ -154,13 +152,13 @@ func TestWrongCredentials(t *testing.T) {
 	ec := testutil.StartEtcd(t, 1)
 	cli := ec.Client()
 	ctx := context.Background()
-	if _, err := cli.UserAdd(ctx, "root", "rootpw"); err != nil {
+	if err := cli.Do(ctx, "/v3/auth/user/add", map[string]string{"name": "root", "password": "rootpw"}, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
+	if err := cli.Do(ctx, "/v3/auth/user/grant", map[string]string{"user": "root", "role": "root"}, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.AuthEnable(ctx); err != nil {
+	if err := cli.Do(ctx, "/v3/auth/enable", struct{}{}, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	e, err := New(Options{Endpoints: ec.Endpoints, Member: "a", Username: "root", Password: "wrong", Clusters: []string{"c"}})

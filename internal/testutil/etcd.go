@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/dbpilot/dbpilot/internal/etcdhttp"
 )
 
 // EtcdCluster is an etcd cluster on loopback started by a test from the
@@ -106,6 +105,25 @@ func (c *EtcdCluster) Start(i int) {
 // Stop stops member i (SIGKILL: a crash, not a leave).
 func (c *EtcdCluster) Stop(i int) { c.kill(i) }
 
+// Pause stops member i with SIGSTOP: its connections stay open and
+// silent, as with a hung server. Resume continues it; the cleanup's
+// SIGKILL ends a paused member too.
+func (c *EtcdCluster) Pause(i int) { c.signal(i, syscall.SIGSTOP) }
+
+// Resume continues member i after Pause.
+func (c *EtcdCluster) Resume(i int) { c.signal(i, syscall.SIGCONT) }
+
+func (c *EtcdCluster) signal(i int, sig syscall.Signal) {
+	c.t.Helper()
+	m := c.members[i]
+	if m.cmd == nil {
+		c.t.Fatalf("etcd member %d is not running", i)
+	}
+	if err := syscall.Kill(-m.cmd.Process.Pid, sig); err != nil {
+		c.t.Fatalf("signal etcd member %d: %v", i, err)
+	}
+}
+
 func (c *EtcdCluster) kill(i int) {
 	m := c.members[i]
 	if m.cmd == nil {
@@ -124,7 +142,7 @@ func (c *EtcdCluster) WaitHealthy() {
 	WaitFor(c.t, 30*time.Second, "etcd cluster has a leader", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, err := cli.Put(ctx, "/testutil/health", time.Now().String())
+		_, err := cli.Put(ctx, etcdhttp.PutRequest{Key: []byte("/testutil/health"), Value: []byte(time.Now().String())})
 		if err != nil {
 			return false, err.Error() + "; " + c.logTail()
 		}
@@ -132,10 +150,11 @@ func (c *EtcdCluster) WaitHealthy() {
 	})
 }
 
-// Client returns a client of the cluster, closed when the test ends.
-func (c *EtcdCluster) Client() *clientv3.Client {
+// Client returns a client of the cluster (etcd's HTTP/JSON gateway),
+// closed when the test ends.
+func (c *EtcdCluster) Client() *etcdhttp.Client {
 	c.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := etcdhttp.New(etcdhttp.Config{Endpoints: c.Endpoints, DialTimeout: 2 * time.Second})
 	if err != nil {
 		c.t.Fatal(err)
 	}
