@@ -132,13 +132,23 @@ const (
 	msgCompacted        = "etcdserver: mvcc: required revision has been compacted"
 )
 
+// hasMessage reports whether err is etcd's refusal (an *Error, or a watch
+// canceled with a reason such as "rpc error: code = PermissionDenied desc
+// = etcdserver: permission denied") with one of msgs.
 func hasMessage(err error, msgs ...string) bool {
+	var text string
 	var e *Error
-	if !errors.As(err, &e) {
+	var ce *CanceledError
+	switch {
+	case errors.As(err, &e):
+		text = e.Message
+	case errors.As(err, &ce):
+		text = ce.Reason
+	default:
 		return false
 	}
 	for _, m := range msgs {
-		if strings.Contains(e.Message, m) {
+		if strings.Contains(text, m) {
 			return true
 		}
 	}

@@ -199,13 +199,7 @@ func (c *Client) Watch(ctx context.Context, r WatchRequest) (*Watcher, error) {
 	}
 }
 
-func permissionDenied(err error) bool {
-	var ce *CanceledError
-	if errors.As(err, &ce) {
-		return ce.Reason == msgPermissionDenied
-	}
-	return hasMessage(err, msgPermissionDenied)
-}
+func permissionDenied(err error) bool { return hasMessage(err, msgPermissionDenied) }
 
 func (c *Client) watchOnce(ctx context.Context, body []byte) (*Watcher, error) {
 	wctx, cancel := context.WithCancel(ctx)
