@@ -179,3 +179,188 @@ func TestWrongCredentials(t *testing.T) {
 	}
 	ok.Close()
 }
+
+// TestEtcdPaused: etcd stopped with SIGSTOP for longer than the lease TTL
+// (its connections open and silent). The leader's session ends within
+// the TTL (plus slack for a loaded machine), after which nobody leads and
+// Lead and Check fail; once etcd continues, the serves take new sessions,
+// one leads with a higher token, and the other learns of it, and of a
+// recovery it records, through its watch.
+func TestEtcdPaused(t *testing.T) {
+	ec := testutil.StartEtcd(t, 1)
+	ttl := 2 * time.Second
+	opt := Options{Endpoints: ec.Endpoints, LeaseTTL: ttl, Clusters: []string{"c"}}
+	opt.Member = "a"
+	a, _ := start(t, opt)
+	opt.Member = "b"
+	b, _ := start(t, opt)
+	recs := map[*Etcd]chan *dbpilot.SharedRecovery{}
+	for _, e := range []*Etcd{a, b} {
+		ch := make(chan *dbpilot.SharedRecovery, 16)
+		recs[e] = ch
+		e.OnRecovery(func(r *dbpilot.SharedRecovery) {
+			select {
+			case ch <- r:
+			default:
+			}
+		})
+	}
+	leaderOf := func() (leader, other *Etcd, f dbpilot.Fence) {
+		testutil.WaitFor(t, 15*time.Second, "one leader, known to the other", func() (bool, string) {
+			fa, ea := a.Lead("c")
+			fb, eb := b.Lead("c")
+			switch {
+			case ea == nil && eb != nil:
+				leader, other, f = a, b, fa
+			case eb == nil && ea != nil:
+				leader, other, f = b, a, fb
+			default:
+				return false, fmt.Sprint(ea, eb)
+			}
+			m, _ := other.LeaderOf("c")
+			return m == leader.Member(), "the other sees " + m
+		})
+		return
+	}
+	leader, _, f := leaderOf()
+	if err := leader.Check(context.Background(), f); err != nil {
+		t.Fatalf("check before the pause: %v", err)
+	}
+
+	ec.Pause(0)
+	paused := time.Now()
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			ec.Resume(0)
+		}
+	})
+	// Within the TTL and 3 s of slack, with etcd still stopped.
+	testutil.WaitFor(t, ttl+3*time.Second, "the leader's session ends", func() (bool, string) {
+		_, err := leader.Lead("c")
+		return dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL, fmt.Sprint(err)
+	})
+	t.Logf("session lost %s after etcd stopped (ttl %s)", time.Since(paused).Round(time.Millisecond), ttl)
+	for _, e := range []*Etcd{a, b} {
+		if _, err := e.Lead("c"); err == nil {
+			t.Errorf("%s leads while etcd is stopped", e.Member())
+		}
+		if st := e.Status(context.Background()); st.State != dbpilot.CoordinationUnavailable || st.Reason == "" {
+			t.Errorf("%s status while etcd is stopped: %+v", e.Member(), st)
+		}
+	}
+	if err := leader.Check(context.Background(), f); !errors.Is(err, dbpilot.ErrLeadershipLost) {
+		t.Errorf("check while etcd is stopped = %v, want ErrLeadershipLost", err)
+	}
+	ec.Resume(0)
+	resumed = true
+
+	leader2, other2, f2 := leaderOf()
+	if f2.Token <= f.Token {
+		t.Errorf("token after the pause %d, before %d: want higher", f2.Token, f.Token)
+	}
+	if err := leader2.Check(context.Background(), f2); err != nil {
+		t.Fatalf("check after the pause: %v", err)
+	}
+	// The fence from before the pause stays refused.
+	if err := leader2.Check(context.Background(), f); !errors.Is(err, dbpilot.ErrLeadershipLost) {
+		t.Errorf("check of the fence from before the pause = %v, want ErrLeadershipLost", err)
+	}
+	sr := &dbpilot.SharedRecovery{Kind: dbpilot.RecoveryFailoverAuto, OldPrimary: dbpilot.InstanceKey{Host: "h", Port: 1}, Started: time.Now()}
+	if err := leader2.BeginRecovery(context.Background(), f2, sr); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-recs[other2]:
+			if r.ID == sr.ID && r.Member == leader2.Member() {
+				st := other2.Status(context.Background())
+				if len(st.Recoveries) != 1 || st.Recoveries[0].ID != sr.ID {
+					t.Errorf("the other member's status: recoveries %+v", st.Recoveries)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("the recovery did not reach the other member's watch")
+		}
+	}
+}
+
+// TestElectionLine: candidates wait in create-revision order. The third
+// waits for the second; the second withdrawing, the third waits on for
+// the first, and leads only once the first's lease is revoked.
+func TestElectionLine(t *testing.T) {
+	ec := testutil.StartEtcd(t, 1)
+	e, err := New(Options{Endpoints: ec.Endpoints, Member: "x", RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	prefix := e.electionPrefix("line")
+	type result struct {
+		key string
+		rev int64
+		err error
+	}
+	var sess [3]*session
+	var won [3]chan result
+	var stop [3]context.CancelFunc
+	for i := range sess {
+		id, _, err := e.cli.LeaseGrant(ctx, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess[i] = &session{lease: id, done: make(chan struct{})}
+		won[i] = make(chan result, 1)
+		cctx, c := context.WithCancel(ctx)
+		stop[i] = c
+		go func() {
+			k, r, err := e.elect(cctx, sess[i], prefix, fmt.Sprint("m", i))
+			won[i] <- result{k, r, err}
+		}()
+		if i == 0 {
+			r := <-won[0]
+			if r.err != nil || r.key != fmt.Sprintf("%s/%x", prefix, id) {
+				t.Fatalf("first candidate: %+v", r)
+			}
+			won[0] <- r
+		}
+		time.Sleep(200 * time.Millisecond) // in line in this order
+	}
+	first := <-won[0]
+	pending := func(i int) {
+		t.Helper()
+		select {
+		case r := <-won[i]:
+			t.Fatalf("candidate %d leads while the first holds: %+v", i, r)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	pending(1)
+	pending(2)
+	stop[1]() // the second withdraws (its key deleted)
+	if r := <-won[1]; r.err == nil {
+		t.Fatalf("canceled campaign returned %+v", r)
+	}
+	if kv, _, err := e.cli.Get(ctx, fmt.Sprintf("%s/%x", prefix, sess[1].lease)); err != nil || kv != nil {
+		t.Fatalf("the withdrawn candidate's key: %+v, %v", kv, err)
+	}
+	pending(2)
+	if err := e.cli.LeaseRevoke(ctx, sess[0].lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-won[2]:
+		if r.err != nil || r.rev <= first.rev {
+			t.Fatalf("third candidate: %+v (first's token %d)", r, first.rev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the third candidate did not lead after the first's lease was revoked")
+	}
+}
