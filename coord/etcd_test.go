@@ -1,15 +1,19 @@
 package coord
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/etcdhttp"
 	"github.com/dbpilot/dbpilot/internal/testutil"
 )
 
@@ -363,4 +367,60 @@ func TestElectionLine(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the third candidate did not lead after the first's lease was revoked")
 	}
+}
+
+// TestRestartedMember: a serve started again under its id while the key
+// of its killed predecessor (another process start) still has a live
+// lease waits for that lease to expire, keeping its own alive meanwhile,
+// and registers.
+func TestRestartedMember(t *testing.T) {
+	ec := testutil.StartEtcd(t, 1)
+	cli := ec.Client()
+	ctx := context.Background()
+	old, _, err := cli.LeaseGrant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, etcdhttp.PutRequest{Key: []byte("/dbpilot/members/a"), Value: []byte(`{"id":"a","started":"2026-01-01T00:00:00Z"}`), Lease: old}); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e, done := start(t, Options{Endpoints: ec.Endpoints, LeaseTTL: 2 * time.Second, Member: "a", Clusters: []string{"c"}, Logger: log})
+	testutil.WaitFor(t, 10*time.Second, "the restarted member leads", func() (bool, string) {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("Run ended: %v", err)
+		default:
+		}
+		_, err := e.Lead("c")
+		return err == nil, fmt.Sprint(err)
+	})
+	kv, _, err := cli.Get(ctx, "/dbpilot/members/a")
+	if err != nil || kv == nil || kv.Lease == old || kv.Lease != e.Status(ctx).LeaseID {
+		t.Fatalf("members/a after the restart: %+v, %v", kv, err)
+	}
+	// Its first session lasted: the wait did not cost it its own lease.
+	if out := logs.String(); strings.Count(out, "connected to etcd") != 1 || strings.Contains(out, "unavailable") {
+		t.Errorf("sessions:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger used by several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -76,18 +76,19 @@ func (e *Etcd) Run(ctx context.Context) error {
 // alive until it is lost (etcd unreachable past the TTL, or the lease gone).
 func (e *Etcd) runSession(ctx context.Context, first bool) error {
 	ttl := int64(e.opt.LeaseTTL / time.Second)
+	granted := time.Now() // the lease runs from no earlier than this
 	lease, _, err := e.cli.LeaseGrant(ctx, ttl)
 	if err != nil {
 		return fmt.Errorf("etcd at %s: grant lease: %w", strings.Join(e.opt.Endpoints, ","), err)
 	}
-	if err := e.register(ctx, lease, first); err != nil {
+	if err := e.register(ctx, lease, first, &granted); err != nil {
 		e.revoke(lease)
 		return err
 	}
 	sess := &session{lease: lease, done: make(chan struct{})}
 	e.mu.Lock()
 	e.sess = sess
-	e.lastKA = time.Now()
+	e.lastKA = granted
 	e.reason = ""
 	close(e.sessGen)
 	e.sessGen = make(chan struct{})
@@ -184,7 +185,9 @@ func (e *Etcd) revoke(id int64) {
 // register writes members/{id} on the lease, refusing an id another live
 // serve holds. At the first registration a key left by this id's previous
 // process (killed: its lease not yet expired) is waited for, up to a TTL.
-func (e *Etcd) register(ctx context.Context, lease int64, first bool) error {
+// renewed is when the lease was last renewed (sent); register keeps the
+// lease alive while it waits.
+func (e *Etcd) register(ctx context.Context, lease int64, first bool, renewed *time.Time) error {
 	k := e.key("members", e.opt.Member)
 	val, _ := json.Marshal(dbpilot.CoordMember{ID: e.opt.Member, API: e.opt.API, Version: e.opt.Version, Started: e.started})
 	deadline := time.Now().Add(e.opt.LeaseTTL + time.Second)
@@ -212,6 +215,12 @@ func (e *Etcd) register(ctx context.Context, lease int64, first bool) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Since(*renewed) >= e.opt.LeaseTTL/3 {
+			sent := time.Now()
+			if ttl, err := e.cli.LeaseKeepAlive(ctx, lease); err == nil && ttl > 0 {
+				*renewed = sent
+			}
 		}
 	}
 }

@@ -373,7 +373,9 @@ func (c *Client) post(ctx context.Context, path string, body []byte, withToken, 
 			err = ue.Err
 		}
 		last = err
-		c.next(i)
+		if !errors.Is(ctx.Err(), context.Canceled) { // not the caller's doing
+			c.next(i)
+		}
 		if ctx.Err() != nil || !dialError(err) {
 			// Sent, perhaps received: not repeated elsewhere (a write may
 			// have been applied). The next request tries the next endpoint.

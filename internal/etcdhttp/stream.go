@@ -108,7 +108,9 @@ func (c *Client) keepAliveOnce(ctx context.Context, body []byte) (int64, error) 
 		TTL    int64          `json:"TTL,string"`
 	}
 	if err := decodeMsg(json.NewDecoder(resp.Body), c.eps[i], &out); err != nil {
-		c.next(i)
+		if !IsAuth(err) && !errors.Is(ctx.Err(), context.Canceled) {
+			c.next(i)
+		}
 		return 0, err
 	}
 	return out.TTL, nil
@@ -224,7 +226,7 @@ func (c *Client) watchOnce(ctx context.Context, body []byte) (*Watcher, error) {
 	}
 	if err != nil {
 		w.Close()
-		if !IsAuth(err) {
+		if !IsAuth(err) && !errors.Is(ctx.Err(), context.Canceled) {
 			c.next(i)
 		}
 		return nil, err
