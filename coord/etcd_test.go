@@ -424,3 +424,49 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestTLS: etcd on https:// requiring client certificates. With the CA
+// and a client certificate the serve elects itself and its watch works;
+// without the CA the server's certificate is refused (etcd unavailable,
+// one line naming the endpoint); without a client certificate etcd
+// refuses the connection.
+func TestTLS(t *testing.T) {
+	tf := testutil.NewTLSFiles(t)
+	ec := testutil.StartEtcdTLS(t, 1, tf)
+	if !strings.HasPrefix(ec.Endpoints[0], "https://") {
+		t.Fatalf("endpoints %v", ec.Endpoints)
+	}
+	opt := Options{Endpoints: ec.Endpoints, LeaseTTL: 2 * time.Second, Clusters: []string{"c"},
+		CAFile: tf.CA, CertFile: tf.ClientCert, KeyFile: tf.ClientKey}
+	opt.Member = "a"
+	a, _ := start(t, opt)
+	opt.Member = "b"
+	b, _ := start(t, opt)
+	testutil.WaitFor(t, 10*time.Second, "a leader known to both", func() (bool, string) {
+		ma, _ := a.LeaderOf("c")
+		mb, _ := b.LeaderOf("c")
+		return ma != "" && ma == mb, fmt.Sprintf("a sees %q, b sees %q", ma, mb)
+	})
+	for _, tc := range []struct {
+		name string
+		opt  Options
+	}{
+		{"no CA", Options{CertFile: tf.ClientCert, KeyFile: tf.ClientKey}},
+		{"no client certificate", Options{CAFile: tf.CA}},
+	} {
+		tc.opt.Endpoints, tc.opt.Member, tc.opt.Clusters, tc.opt.DialTimeout = ec.Endpoints, "x", []string{"c"}, time.Second
+		e, err := New(tc.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatalf("%s: Start: %v", tc.name, err)
+		}
+		st := e.Status(context.Background())
+		if st.State != dbpilot.CoordinationUnavailable || !strings.Contains(st.Reason, ec.Endpoints[0]) || strings.Contains(st.Reason, "\n") {
+			t.Errorf("%s: status %s: %q", tc.name, st.State, st.Reason)
+		}
+		t.Logf("%s: %s", tc.name, st.Reason)
+		e.Close()
+	}
+}

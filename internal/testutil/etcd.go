@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 type EtcdCluster struct {
 	t         testing.TB
 	bin       string
+	tls       *tls.Config // for https:// endpoints
 	Endpoints []string
 	members   []*etcdMember
 }
@@ -35,6 +37,18 @@ type etcdMember struct {
 // CI=true.
 func StartEtcd(t testing.TB, n int) *EtcdCluster {
 	t.Helper()
+	return startEtcd(t, n, nil)
+}
+
+// StartEtcdTLS is StartEtcd with https:// client URLs served with f's
+// server certificate, and client certificates signed by f's CA required.
+func StartEtcdTLS(t testing.TB, n int, f TLSFiles) *EtcdCluster {
+	t.Helper()
+	return startEtcd(t, n, &f)
+}
+
+func startEtcd(t testing.TB, n int, tf *TLSFiles) *EtcdCluster {
+	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
 		if InCI() {
@@ -43,6 +57,11 @@ func StartEtcd(t testing.TB, n int) *EtcdCluster {
 		t.Skip("etcd not found; install etcd-server (scripts/install-deps.sh)")
 	}
 	c := &EtcdCluster{t: t, bin: bin}
+	scheme := "http://"
+	if tf != nil {
+		scheme = "https://"
+		c.tls = tf.ClientConfig(t)
+	}
 	var peers []string
 	type ports struct{ client, peer string }
 	var ps []ports
@@ -50,19 +69,23 @@ func StartEtcd(t testing.TB, n int) *EtcdCluster {
 		p := ports{client: freeAddr(t), peer: freeAddr(t)}
 		ps = append(ps, p)
 		peers = append(peers, fmt.Sprintf("m%d=http://%s", i, p.peer))
-		c.Endpoints = append(c.Endpoints, "http://"+p.client)
+		c.Endpoints = append(c.Endpoints, scheme+p.client)
 	}
 	base := t.TempDir()
 	for i, p := range ps {
 		dir := filepath.Join(base, fmt.Sprintf("m%d", i))
 		m := &etcdMember{dir: dir, args: []string{
 			"--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, "data"),
-			"--listen-client-urls", "http://" + p.client, "--advertise-client-urls", "http://" + p.client,
+			"--listen-client-urls", scheme + p.client, "--advertise-client-urls", scheme + p.client,
 			"--listen-peer-urls", "http://" + p.peer, "--initial-advertise-peer-urls", "http://" + p.peer,
 			"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", filepath.Base(base),
 			"--heartbeat-interval", "50", "--election-timeout", "500",
 		}}
+		if tf != nil {
+			m.args = append(m.args, "--cert-file", tf.ServerCert, "--key-file", tf.ServerKey,
+				"--trusted-ca-file", tf.CA, "--client-cert-auth")
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +177,7 @@ func (c *EtcdCluster) WaitHealthy() {
 // closed when the test ends.
 func (c *EtcdCluster) Client() *etcdhttp.Client {
 	c.t.Helper()
-	cli, err := etcdhttp.New(etcdhttp.Config{Endpoints: c.Endpoints, DialTimeout: 2 * time.Second})
+	cli, err := etcdhttp.New(etcdhttp.Config{Endpoints: c.Endpoints, DialTimeout: 2 * time.Second, TLS: c.tls})
 	if err != nil {
 		c.t.Fatal(err)
 	}
