@@ -96,9 +96,6 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Endpoints returns the client's endpoints, normalised.
-func (c *Client) Endpoints() []string { return append([]string(nil), c.eps...) }
-
 // Close closes the client's idle connections; requests in flight end
 // with their contexts.
 func (c *Client) Close() error {
@@ -129,7 +126,6 @@ const (
 	msgAuthNotEnabled   = "etcdserver: authentication is not enabled"
 	msgLeaseNotFound    = "etcdserver: requested lease not found"
 	msgNoLeader         = "etcdserver: no leader"
-	msgCompacted        = "etcdserver: mvcc: required revision has been compacted"
 )
 
 // hasMessage reports whether err is etcd's refusal (an *Error, or a watch
@@ -167,9 +163,6 @@ func IsLeaseNotFound(err error) bool { return hasMessage(err, msgLeaseNotFound) 
 
 // IsNoLeader reports whether err says the member answering has no leader.
 func IsNoLeader(err error) bool { return hasMessage(err, msgNoLeader) }
-
-// IsCompacted reports whether err says the revision asked for is compacted.
-func IsCompacted(err error) bool { return hasMessage(err, msgCompacted) }
 
 // tokenError: a token to renew (expired, or from before an auth change).
 func tokenError(err error) bool {
