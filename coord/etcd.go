@@ -164,8 +164,11 @@ func (e *Etcd) Start(ctx context.Context) error {
 		Endpoints:      e.opt.Endpoints,
 		DialTimeout:    e.opt.DialTimeout,
 		RequestTimeout: e.opt.RequestTimeout,
-		Username:       e.opt.Username,
-		Password:       e.opt.Password,
+		// As the gRPC client's keepalive pings were: a silent connection
+		// (a watch to a host gone) is found within about two TTLs.
+		KeepAlive: e.opt.LeaseTTL / 2,
+		Username:  e.opt.Username,
+		Password:  e.opt.Password,
 	}
 	if e.opt.CAFile != "" || e.opt.CertFile != "" || e.opt.InsecureSkipVerify {
 		tc, err := e.tlsConfig()

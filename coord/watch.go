@@ -15,7 +15,13 @@ import (
 // again from the start when the watch breaks, and when the session changes
 // (a watch on a connection that went silent is not trusted past the loss
 // of the session that noticed it).
+//
+// A recovery written while no watch ran (between a broken watch and the
+// read after it) is passed to OnRecovery's function from that read;
+// those present at the first read are not (they are history).
 func (e *Etcd) watch(ctx context.Context) {
+	recRev := map[string]int64{} // mod revision of each recovery key passed on or read
+	primed := false
 	for ctx.Err() == nil {
 		if e.cli == nil {
 			return
@@ -37,17 +43,33 @@ func (e *Etcd) watch(ctx context.Context) {
 		e.members = map[string]dbpilot.CoordMember{}
 		e.seen = map[string]dbpilot.ClusterLeader{}
 		leaders := map[string]*etcdhttp.KeyValue{}
+		var missed []*dbpilot.SharedRecovery
 		for _, kv := range resp.Kvs {
-			e.applyLocked(kv, false, leaders)
+			r := e.applyLocked(kv, false, leaders)
+			if r == nil {
+				continue
+			}
+			if primed && kv.ModRevision > recRev[string(kv.Key)] {
+				missed = append(missed, r)
+			}
+			recRev[string(kv.Key)] = kv.ModRevision
 		}
+		fn := e.onRec
 		e.mu.Unlock()
-		e.watchFrom(ctx, pfx, resp.Header.Revision+1, gen)
+		primed = true
+		for _, r := range missed {
+			e.log.Debug("coordination: recovery written while no watch ran", "cluster", r.Cluster, "recovery", r.ID)
+			if fn != nil {
+				fn(r)
+			}
+		}
+		e.watchFrom(ctx, pfx, resp.Header.Revision+1, gen, recRev)
 	}
 }
 
 // watchFrom applies the changes under pfx from rev on, until the watch
 // breaks, ctx ends or gen is closed.
-func (e *Etcd) watchFrom(ctx context.Context, pfx string, rev int64, gen <-chan struct{}) {
+func (e *Etcd) watchFrom(ctx context.Context, pfx string, rev int64, gen <-chan struct{}, recRev map[string]int64) {
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	w, err := e.cli.Watch(wctx, etcdhttp.WatchRequest{Key: []byte(pfx), RangeEnd: etcdhttp.PrefixEnd(pfx), StartRevision: rev, PrevKV: true})
@@ -90,6 +112,7 @@ func (e *Etcd) watchFrom(ctx context.Context, pfx string, rev int64, gen <-chan 
 			}
 			if r := e.applyLocked(ev.Kv, false, nil); r != nil {
 				recs = append(recs, r)
+				recRev[string(ev.Kv.Key)] = ev.Kv.ModRevision
 			}
 		}
 		fn := e.onRec

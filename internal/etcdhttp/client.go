@@ -36,6 +36,10 @@ type Config struct {
 	TLS *tls.Config
 	// DialTimeout bounds connecting to one endpoint (default 2 s).
 	DialTimeout time.Duration
+	// KeepAlive is the TCP keepalive of the connections: probes after this
+	// long idle, every KeepAlive, the connection dropped after 3 unanswered
+	// (a watch on a host that died or is cut off ends). Default 15 s.
+	KeepAlive time.Duration
 	// RequestTimeout bounds every unary request, and a watch until etcd
 	// confirms it (0: only the caller's context).
 	RequestTimeout time.Duration
@@ -81,7 +85,11 @@ func New(cfg Config) (*Client, error) {
 		}
 		c.eps = append(c.eps, ep)
 	}
-	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
+	}
+	dialer := &net.Dialer{Timeout: cfg.DialTimeout,
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: cfg.KeepAlive, Interval: cfg.KeepAlive, Count: 3}}
 	tr := &http.Transport{
 		DialContext:         dialer.DialContext,
 		TLSClientConfig:     cfg.TLS,
