@@ -7,11 +7,13 @@
 // Layout under Options.Prefix (default /dbpilot):
 //
 //	members/{id}               a serve, on its session lease (JSON CoordMember)
-//	clusters/{name}/leader/    the election (concurrency.Election keys)
+//	clusters/{name}/leader/{lease}  the election (etcd's concurrency.Election
+//	                           layout: the key of the lowest create revision leads)
 //	clusters/{name}/recovery   the cluster's last recovery (JSON SharedRecovery)
 //	recovery-id                the counter of recovery IDs
 //
-// Leases are etcd's: no serve compares its clock with another's.
+// Leases are etcd's: no serve compares its clock with another's. etcd is
+// reached through its v3 HTTP/JSON gateway (internal/etcdhttp), not gRPC.
 package coord
 
 import (
@@ -26,12 +28,8 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
-	"go.uber.org/zap"
-
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/etcdhttp"
 )
 
 // Options configure the etcd coordinator.
@@ -84,14 +82,13 @@ func (o *Options) defaults() {
 // and elections until its context ends.
 type Etcd struct {
 	opt Options
-	cfg clientv3.Config
-	cli *clientv3.Client // set by Start, or by Run once etcd answers
+	cli *etcdhttp.Client // set by Start
 	log *slog.Logger
 
 	mu      sync.Mutex
-	sess    *concurrency.Session // nil while unavailable
-	sessGen chan struct{}        // closed when sess changes
-	reason  string               // why coordination is unavailable
+	sess    *session      // nil while unavailable
+	sessGen chan struct{} // closed when sess changes
+	reason  string        // why coordination is unavailable
 	lastKA  time.Time
 	leading map[string]*leadership
 	seen    map[string]dbpilot.ClusterLeader // leaders seen by the watch
@@ -101,6 +98,19 @@ type Etcd struct {
 	started time.Time
 	metrics *coordMetrics
 }
+
+// session is a lease of this serve's, kept alive by runSession; done is
+// closed when it is lost or given up.
+type session struct {
+	lease int64
+	done  chan struct{}
+}
+
+// Lease is the session's lease ID.
+func (s *session) Lease() int64 { return s.lease }
+
+// Done is closed when the session ends.
+func (s *session) Done() <-chan struct{} { return s.done }
 
 type leadership struct {
 	key   string
@@ -150,15 +160,15 @@ func (e *Etcd) recoveryKey(cluster string) string    { return e.key("clusters", 
 // with one clear line; unreachable endpoints do not (serve then monitors
 // only, and Run keeps trying).
 func (e *Etcd) Start(ctx context.Context) error {
-	cfg := clientv3.Config{
-		Endpoints:            e.opt.Endpoints,
-		DialTimeout:          e.opt.DialTimeout,
-		DialKeepAliveTime:    e.opt.LeaseTTL / 2,
-		DialKeepAliveTimeout: e.opt.RequestTimeout,
-		Username:             e.opt.Username,
-		Password:             e.opt.Password,
-		Logger:               zap.NewNop(),
-		Context:              ctx,
+	cfg := etcdhttp.Config{
+		Endpoints:      e.opt.Endpoints,
+		DialTimeout:    e.opt.DialTimeout,
+		RequestTimeout: e.opt.RequestTimeout,
+		// As the gRPC client's keepalive pings were: a silent connection
+		// (a watch to a host gone) is found within about two TTLs.
+		KeepAlive: e.opt.LeaseTTL / 2,
+		Username:  e.opt.Username,
+		Password:  e.opt.Password,
 	}
 	if e.opt.CAFile != "" || e.opt.CertFile != "" || e.opt.InsecureSkipVerify {
 		tc, err := e.tlsConfig()
@@ -167,26 +177,25 @@ func (e *Etcd) Start(ctx context.Context) error {
 		}
 		cfg.TLS = tc
 	}
-	e.started = time.Now()
-	e.cfg = cfg
-	if err := e.connect(); err != nil {
-		if isAuthError(err) {
-			return err
-		}
-		// With credentials the client authenticates while connecting, so an
-		// unreachable etcd fails here: Run keeps trying, monitoring meanwhile.
-		e.log.Warn("coordination: etcd does not answer; monitoring only until it does (no automatic recovery)", "endpoints", strings.Join(e.opt.Endpoints, ","), "err", err)
-		return nil
+	cli, err := etcdhttp.New(cfg)
+	if err != nil {
+		return dbpilot.WrapError(dbpilot.EINVALID, err, "coordination.etcd.endpoints: %v", err)
 	}
-	// One request now, to tell a bad password from an unreachable server.
+	e.started = time.Now()
+	e.cli = cli
+	// One request now (after the login, with credentials), to tell a bad
+	// password from an unreachable server.
 	rctx, cancel := context.WithTimeout(ctx, e.opt.DialTimeout)
-	_, err := e.cli.Get(rctx, e.key("members"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	err = cli.Authenticate(rctx)
+	if err == nil {
+		_, err = cli.Range(rctx, etcdhttp.RangeRequest{Key: []byte(e.key("members") + "/"), RangeEnd: etcdhttp.PrefixEnd(e.key("members") + "/"), CountOnly: true})
+	}
 	cancel()
 	switch {
 	case err == nil:
 	case isAuthError(err):
-		e.cli.Close()
-		return dbpilot.WrapError(dbpilot.EAUTH, err, "coordination: etcd at %s refused user %q: %v", strings.Join(e.opt.Endpoints, ","), e.opt.Username, rpctypes.ErrorDesc(err))
+		cli.Close()
+		return e.authError(err)
 	default:
 		e.setUnavailable(fmt.Sprintf("etcd unreachable at %s: %v", strings.Join(e.opt.Endpoints, ","), err))
 		e.log.Warn("coordination: etcd does not answer; monitoring only until it does (no automatic recovery)", "endpoints", strings.Join(e.opt.Endpoints, ","), "err", err)
@@ -194,35 +203,29 @@ func (e *Etcd) Start(ctx context.Context) error {
 	return nil
 }
 
-// connect creates the client (it authenticates when credentials are set).
-func (e *Etcd) connect() error {
-	cli, err := clientv3.New(e.cfg)
-	if err != nil {
-		if isAuthError(err) {
-			return dbpilot.WrapError(dbpilot.EAUTH, err, "coordination: etcd at %s refused user %q: %v", strings.Join(e.opt.Endpoints, ","), e.opt.Username, rpctypes.ErrorDesc(err))
-		}
-		e.setUnavailable(fmt.Sprintf("etcd unreachable at %s: %v", strings.Join(e.opt.Endpoints, ","), err))
-		return err
-	}
-	e.cli = cli
-	return nil
+// authError is the one line a refused login or permission gives (never
+// with the password): coordination: etcd at URL refused user "x":
+// authentication failed, invalid user ID or password.
+func (e *Etcd) authError(err error) error {
+	return &dbpilot.Error{Code: dbpilot.EAUTH, Err: descError{err},
+		Message: fmt.Sprintf("coordination: etcd at %s refused user %q", strings.Join(e.opt.Endpoints, ","), e.opt.Username)}
 }
 
-// isAuthError tells a refused login from an unreachable server.
-func isAuthError(err error) bool {
-	if err == nil {
-		return false
+// descError shows etcd's refusal without its "etcdserver: " prefix.
+type descError struct{ err error }
+
+func (d descError) Error() string {
+	var ee *etcdhttp.Error
+	if errors.As(d.err, &ee) {
+		return ee.Desc()
 	}
-	switch {
-	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrInvalidAuthToken),
-		errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrUserEmpty),
-		errors.Is(err, rpctypes.ErrAuthNotEnabled):
-		return true
-	}
-	msg := rpctypes.ErrorDesc(err)
-	return strings.Contains(msg, "authentication failed") || strings.Contains(msg, "permission denied") ||
-		strings.Contains(msg, "user name is empty") || strings.Contains(msg, "authentication is not enabled")
+	return d.err.Error()
 }
+
+func (d descError) Unwrap() error { return d.err }
+
+// isAuthError tells a refused login from an unreachable server.
+func isAuthError(err error) bool { return etcdhttp.IsAuth(err) }
 
 func (e *Etcd) tlsConfig() (*tls.Config, error) {
 	tc := &tls.Config{InsecureSkipVerify: e.opt.InsecureSkipVerify, MinVersion: tls.VersionTLS12} //nolint:gosec // asked for in the config
@@ -253,8 +256,8 @@ func (e *Etcd) Close() error {
 	s := e.sess
 	e.sess = nil
 	e.mu.Unlock()
-	if s != nil {
-		s.Close()
+	if s != nil && e.cli != nil {
+		e.revoke(s.lease)
 	}
 	if e.cli != nil {
 		return e.cli.Close()
@@ -270,7 +273,7 @@ func (e *Etcd) setUnavailable(reason string) {
 }
 
 // session returns the current session, or nil and why there is none.
-func (e *Etcd) session() (*concurrency.Session, <-chan struct{}) {
+func (e *Etcd) session() (*session, <-chan struct{}) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.sess, e.sessGen

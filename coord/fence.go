@@ -8,9 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/etcdhttp"
 )
 
 // Lead implements dbpilot.Coordinator.
@@ -47,7 +46,7 @@ func (e *Etcd) Check(ctx context.Context, f dbpilot.Fence) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
 	defer cancel()
-	resp, err := e.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", f.Token)).Commit()
+	resp, err := e.cli.Txn(rctx, etcdhttp.TxnRequest{Compare: []etcdhttp.Compare{etcdhttp.CompareCreate(l.key, etcdhttp.Equal, f.Token)}})
 	e.metrics.checkSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		e.metrics.checks.WithLabelValues("error").Inc()
@@ -82,7 +81,7 @@ func (e *Etcd) LeaderOf(cluster string) (member, api string) {
 }
 
 // guardedPut writes key=val only while f holds.
-func (e *Etcd) guardedPut(ctx context.Context, f dbpilot.Fence, key string, val []byte, extra ...clientv3.Op) error {
+func (e *Etcd) guardedPut(ctx context.Context, f dbpilot.Fence, key string, val []byte, extra ...etcdhttp.RequestOp) error {
 	e.mu.Lock()
 	l := e.leading[f.Cluster]
 	e.mu.Unlock()
@@ -91,8 +90,8 @@ func (e *Etcd) guardedPut(ctx context.Context, f dbpilot.Fence, key string, val 
 	}
 	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
 	defer cancel()
-	ops := append([]clientv3.Op{clientv3.OpPut(key, string(val))}, extra...)
-	resp, err := e.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", f.Token)).Then(ops...).Commit()
+	ops := append([]etcdhttp.RequestOp{etcdhttp.OpPut(key, string(val), 0)}, extra...)
+	resp, err := e.cli.Txn(rctx, etcdhttp.TxnRequest{Compare: []etcdhttp.Compare{etcdhttp.CompareCreate(l.key, etcdhttp.Equal, f.Token)}, Success: ops})
 	if err != nil {
 		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: write %s: %v", key, err)
 	}
@@ -115,16 +114,16 @@ func (e *Etcd) BeginRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.
 			return e.UpdateRecovery(ctx, f, rec)
 		}
 		rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
-		resp, err := e.cli.Get(rctx, counter)
+		kv, _, err := e.cli.Get(rctx, counter)
 		cancel()
 		if err != nil {
 			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: read recovery id: %v", err)
 		}
 		var next int64 = 1
 		var mod int64
-		if len(resp.Kvs) > 0 {
-			n, _ := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
-			next, mod = n+1, resp.Kvs[0].ModRevision
+		if kv != nil {
+			n, _ := strconv.ParseInt(string(kv.Value), 10, 64)
+			next, mod = n+1, kv.ModRevision
 		}
 		rec.ID = next
 		val, _ := json.Marshal(rec)
@@ -136,11 +135,14 @@ func (e *Etcd) BeginRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.
 			return lost(f, "fencing token %d is no longer current", f.Token)
 		}
 		rctx, cancel = context.WithTimeout(ctx, e.opt.RequestTimeout)
-		tr, err := e.cli.Txn(rctx).If(
-			clientv3.Compare(clientv3.CreateRevision(l.key), "=", f.Token),
-			clientv3.Compare(clientv3.ModRevision(counter), "=", mod),
-		).Then(clientv3.OpPut(counter, strconv.FormatInt(next, 10)), clientv3.OpPut(e.recoveryKey(f.Cluster), string(val))).
-			Else(clientv3.OpGet(l.key)).Commit()
+		tr, err := e.cli.Txn(rctx, etcdhttp.TxnRequest{
+			Compare: []etcdhttp.Compare{
+				etcdhttp.CompareCreate(l.key, etcdhttp.Equal, f.Token),
+				etcdhttp.CompareMod(counter, etcdhttp.Equal, mod),
+			},
+			Success: []etcdhttp.RequestOp{etcdhttp.OpPut(counter, strconv.FormatInt(next, 10), 0), etcdhttp.OpPut(e.recoveryKey(f.Cluster), string(val), 0)},
+			Failure: []etcdhttp.RequestOp{etcdhttp.OpGet(l.key)},
+		})
 		cancel()
 		if err != nil {
 			rec.ID = 0
@@ -151,7 +153,7 @@ func (e *Etcd) BeginRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.
 			return nil
 		}
 		rec.ID = 0
-		if len(tr.Responses) > 0 && len(tr.Responses[0].GetResponseRange().Kvs) == 0 {
+		if len(tr.Responses) > 0 && tr.Responses[0].Range != nil && len(tr.Responses[0].Range.Kvs) == 0 {
 			return lost(f, "fencing token %d is no longer current", f.Token)
 		}
 		if attempt > 20 {
@@ -186,15 +188,15 @@ func (e *Etcd) cache(rec *dbpilot.SharedRecovery) {
 func (e *Etcd) Recovery(ctx context.Context, cluster string) (*dbpilot.SharedRecovery, error) {
 	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
 	defer cancel()
-	resp, err := e.cli.Get(rctx, e.recoveryKey(cluster))
+	kv, _, err := e.cli.Get(rctx, e.recoveryKey(cluster))
 	if err != nil {
 		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: read recovery of %s: %v", cluster, err)
 	}
-	if len(resp.Kvs) == 0 {
+	if kv == nil {
 		return nil, nil
 	}
 	var r dbpilot.SharedRecovery
-	if err := json.Unmarshal(resp.Kvs[0].Value, &r); err != nil {
+	if err := json.Unmarshal(kv.Value, &r); err != nil {
 		return nil, dbpilot.WrapError(dbpilot.EINTERNAL, err, "coordination: recovery of %s: %v", cluster, err)
 	}
 	return &r, nil
@@ -207,16 +209,16 @@ func (e *Etcd) Ack(ctx context.Context, cluster, by, comment string) error {
 	k := e.recoveryKey(cluster)
 	for range 20 {
 		rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
-		resp, err := e.cli.Get(rctx, k)
+		kv, _, err := e.cli.Get(rctx, k)
 		cancel()
 		if err != nil {
 			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: ack %s: %v", cluster, err)
 		}
-		if len(resp.Kvs) == 0 {
+		if kv == nil {
 			return nil
 		}
 		var r dbpilot.SharedRecovery
-		if err := json.Unmarshal(resp.Kvs[0].Value, &r); err != nil {
+		if err := json.Unmarshal(kv.Value, &r); err != nil {
 			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "coordination: recovery of %s: %v", cluster, err)
 		}
 		if r.Acked {
@@ -225,7 +227,10 @@ func (e *Etcd) Ack(ctx context.Context, cluster, by, comment string) error {
 		r.Acked, r.AckedBy, r.AckComment, r.AckedAt = true, by, comment, time.Now().UTC()
 		val, _ := json.Marshal(r)
 		rctx, cancel = context.WithTimeout(ctx, e.opt.RequestTimeout)
-		tr, err := e.cli.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", resp.Kvs[0].ModRevision)).Then(clientv3.OpPut(k, string(val))).Commit()
+		tr, err := e.cli.Txn(rctx, etcdhttp.TxnRequest{
+			Compare: []etcdhttp.Compare{etcdhttp.CompareMod(k, etcdhttp.Equal, kv.ModRevision)},
+			Success: []etcdhttp.RequestOp{etcdhttp.OpPut(k, string(val), 0)},
+		})
 		cancel()
 		if err != nil {
 			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: ack %s: %v", cluster, err)

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
-
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/etcdhttp"
 )
 
 // ErrMemberTaken is Run's error when another serve holds this member id.
@@ -24,16 +23,8 @@ var ErrMemberTaken = dbpilot.Errorf(dbpilot.ECONFLICT, "coordination: member id 
 // It returns an error only when this serve's member id is held by another
 // serve at the first registration (two serves with one --id).
 func (e *Etcd) Run(ctx context.Context) error {
-	for e.cli == nil {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-		if err := e.connect(); isAuthError(err) {
-			e.setUnavailable(err.Error())
-			e.log.Error("coordination: etcd refused the credentials; monitoring only", "err", err)
-		}
+	if e.cli == nil {
+		return fmt.Errorf("coordination: Run before Start")
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -62,7 +53,13 @@ func (e *Etcd) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if err != nil {
+		switch {
+		case err != nil && isAuthError(err):
+			// etcd was unreachable at Start, and refuses the credentials now.
+			err = e.authError(err)
+			e.setUnavailable(err.Error())
+			e.log.Error("coordination: etcd refused the credentials; monitoring only", "err", err)
+		case err != nil:
 			e.setUnavailable(err.Error())
 			e.log.Warn("coordination unavailable: monitoring only, no automatic recovery", "err", err)
 		}
@@ -78,44 +75,45 @@ func (e *Etcd) Run(ctx context.Context) error {
 // runSession grants a lease, registers the member and keeps the lease
 // alive until it is lost (etcd unreachable past the TTL, or the lease gone).
 func (e *Etcd) runSession(ctx context.Context, first bool) error {
-	if e.cli == nil {
-		return fmt.Errorf("etcd client not connected")
-	}
 	ttl := int64(e.opt.LeaseTTL / time.Second)
-	gctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
-	lease, err := e.cli.Grant(gctx, ttl)
-	cancel()
+	granted := time.Now() // the lease runs from no earlier than this
+	lease, _, err := e.cli.LeaseGrant(ctx, ttl)
 	if err != nil {
-		return fmt.Errorf("etcd at %v: grant lease: %w", e.opt.Endpoints, err)
+		return fmt.Errorf("etcd at %s: grant lease: %w", strings.Join(e.opt.Endpoints, ","), err)
 	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	ka, err := e.cli.KeepAlive(sctx, lease.ID)
-	if err != nil {
-		return fmt.Errorf("etcd: keep lease alive: %w", err)
-	}
-	if err := e.register(ctx, lease.ID, first); err != nil {
-		e.revoke(lease.ID)
+	if err := e.register(ctx, lease, first, &granted); err != nil {
+		e.revoke(lease)
 		return err
 	}
-	sess, err := concurrency.NewSession(e.cli, concurrency.WithLease(lease.ID), concurrency.WithContext(sctx))
-	if err != nil {
-		e.revoke(lease.ID)
-		return fmt.Errorf("etcd: session: %w", err)
-	}
+	sess := &session{lease: lease, done: make(chan struct{})}
 	e.mu.Lock()
 	e.sess = sess
-	e.lastKA = time.Now()
+	e.lastKA = granted
 	e.reason = ""
 	close(e.sessGen)
 	e.sessGen = make(chan struct{})
 	e.mu.Unlock()
 	e.metrics.available.Set(1)
 	e.metrics.ttl.Set(e.opt.LeaseTTL.Seconds())
-	e.log.Info("coordination: connected to etcd", "member", e.opt.Member, "lease", fmt.Sprintf("%x", lease.ID), "ttl", e.opt.LeaseTTL)
+	e.metrics.lastKA.SetToCurrentTime()
+	e.log.Info("coordination: connected to etcd", "member", e.opt.Member, "lease", fmt.Sprintf("%x", lease), "ttl", e.opt.LeaseTTL)
 
-	// A lease that etcd stops confirming is given up after its TTL: by
-	// then etcd may have expired it and another serve may lead.
+	// Keepalives every TTL/3 (sooner again after a failed one), each bounded
+	// by the request timeout. A lease that etcd stops confirming is given
+	// up after its TTL: by then etcd may have expired it and another serve
+	// may lead.
+	kaEvery, retry := e.opt.LeaseTTL/3, e.opt.LeaseTTL/10
+	type kaResult struct {
+		sent time.Time
+		ttl  int64
+		err  error
+	}
+	kaDone := make(chan kaResult, 1)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	kaTimer := time.NewTimer(kaEvery)
+	defer kaTimer.Stop()
+	inFlight := false
 	check := time.NewTicker(e.opt.LeaseTTL / 10)
 	defer check.Stop()
 	var lost error
@@ -124,15 +122,31 @@ loop:
 		select {
 		case <-ctx.Done():
 			break loop
-		case _, ok := <-ka:
-			if !ok {
-				lost = fmt.Errorf("etcd: lease %x lost (expired or revoked)", lease.ID)
+		case <-kaTimer.C:
+			inFlight = true
+			go func() {
+				sent := time.Now()
+				t, err := e.cli.LeaseKeepAlive(sctx, lease)
+				kaDone <- kaResult{sent, t, err}
+			}()
+		case r := <-kaDone:
+			inFlight = false
+			switch {
+			case r.err == nil && r.ttl > 0:
+				// The lease runs from when etcd renewed it, no earlier than
+				// the request was sent.
+				e.mu.Lock()
+				e.lastKA = r.sent
+				e.mu.Unlock()
+				e.metrics.lastKA.SetToCurrentTime()
+				kaTimer.Reset(kaEvery)
+			case r.err == nil || etcdhttp.IsLeaseNotFound(r.err):
+				lost = fmt.Errorf("etcd: lease %x lost (expired or revoked)", lease)
 				break loop
+			default:
+				e.log.Debug("coordination: lease keepalive failed", "lease", fmt.Sprintf("%x", lease), "err", r.err)
+				kaTimer.Reset(retry)
 			}
-			e.mu.Lock()
-			e.lastKA = time.Now()
-			e.mu.Unlock()
-			e.metrics.lastKA.SetToCurrentTime()
 		case <-check.C:
 			if ok, why := e.alive(); !ok {
 				lost = fmt.Errorf("%s", why)
@@ -142,6 +156,7 @@ loop:
 	}
 	e.mu.Lock()
 	e.sess = nil
+	close(sess.done)
 	close(e.sessGen)
 	e.sessGen = make(chan struct{})
 	for c := range e.leading {
@@ -149,42 +164,48 @@ loop:
 		e.metrics.leader.WithLabelValues(c).Set(0)
 	}
 	e.mu.Unlock()
+	stop()
+	if inFlight {
+		<-kaDone
+	}
 	if ctx.Err() != nil {
 		// Stopping: give the leaderships up at once rather than after the TTL.
-		e.revoke(lease.ID)
+		e.revoke(lease)
 		return nil
 	}
-	stop()
 	return lost
 }
 
-func (e *Etcd) revoke(id clientv3.LeaseID) {
+func (e *Etcd) revoke(id int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.opt.RequestTimeout)
 	defer cancel()
-	e.cli.Revoke(ctx, id)
+	e.cli.LeaseRevoke(ctx, id)
 }
 
 // register writes members/{id} on the lease, refusing an id another live
 // serve holds. At the first registration a key left by this id's previous
 // process (killed: its lease not yet expired) is waited for, up to a TTL.
-func (e *Etcd) register(ctx context.Context, lease clientv3.LeaseID, first bool) error {
+// renewed is when the lease was last renewed (sent); register keeps the
+// lease alive while it waits.
+func (e *Etcd) register(ctx context.Context, lease int64, first bool, renewed *time.Time) error {
 	k := e.key("members", e.opt.Member)
 	val, _ := json.Marshal(dbpilot.CoordMember{ID: e.opt.Member, API: e.opt.API, Version: e.opt.Version, Started: e.started})
 	deadline := time.Now().Add(e.opt.LeaseTTL + time.Second)
 	for {
-		rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
 		// Free, or held by this very process under a lease of an earlier
 		// session (etcd lost its quorum meanwhile, the lease not expired):
 		// the value names this process's start.
-		resp, err := e.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-			Then(clientv3.OpPut(k, string(val), clientv3.WithLease(lease))).
-			Else(clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(k), "=", string(val))},
-				[]clientv3.Op{clientv3.OpPut(k, string(val), clientv3.WithLease(lease))}, nil)).Commit()
-		cancel()
+		resp, err := e.cli.Txn(ctx, etcdhttp.TxnRequest{
+			Compare: []etcdhttp.Compare{etcdhttp.CompareCreate(k, etcdhttp.Equal, 0)},
+			Success: []etcdhttp.RequestOp{etcdhttp.OpPut(k, string(val), lease)},
+			Failure: []etcdhttp.RequestOp{etcdhttp.OpTxn(
+				[]etcdhttp.Compare{etcdhttp.CompareValue(k, etcdhttp.Equal, string(val))},
+				[]etcdhttp.RequestOp{etcdhttp.OpPut(k, string(val), lease)}, nil)},
+		})
 		if err != nil {
 			return fmt.Errorf("etcd: register member %s: %w", e.opt.Member, err)
 		}
-		if resp.Succeeded || (len(resp.Responses) > 0 && resp.Responses[0].GetResponseTxn().GetSucceeded()) {
+		if resp.Succeeded || (len(resp.Responses) > 0 && resp.Responses[0].Txn != nil && resp.Responses[0].Txn.Succeeded) {
 			return nil
 		}
 		if !first || time.Now().After(deadline) {
@@ -194,6 +215,12 @@ func (e *Etcd) register(ctx context.Context, lease clientv3.LeaseID, first bool)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Since(*renewed) >= e.opt.LeaseTTL/3 {
+			sent := time.Now()
+			if ttl, err := e.cli.LeaseKeepAlive(ctx, lease); err == nil && ttl > 0 {
+				*renewed = sent
+			}
 		}
 	}
 }
@@ -224,7 +251,6 @@ func (e *Etcd) campaign(ctx context.Context, cluster string) {
 			case <-time.After(d):
 			}
 		}
-		el := concurrency.NewElection(sess, e.electionPrefix(cluster)) // keys: PREFIX/LEASE
 		cctx, cancel := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -233,7 +259,7 @@ func (e *Etcd) campaign(ctx context.Context, cluster string) {
 			}
 			cancel()
 		}()
-		err := el.Campaign(cctx, e.opt.Member)
+		key, rev, err := e.elect(cctx, sess, e.electionPrefix(cluster), e.opt.Member)
 		if err != nil {
 			cancel()
 			if ctx.Err() == nil {
@@ -250,7 +276,7 @@ func (e *Etcd) campaign(ctx context.Context, cluster string) {
 			cancel()
 			continue
 		}
-		l := &leadership{key: el.Key(), fence: dbpilot.Fence{Cluster: cluster, Member: e.opt.Member, Token: el.Rev()}, since: time.Now()}
+		l := &leadership{key: key, fence: dbpilot.Fence{Cluster: cluster, Member: e.opt.Member, Token: rev}, since: time.Now()}
 		e.leading[cluster] = l
 		e.mu.Unlock()
 		e.metrics.leader.WithLabelValues(cluster).Set(1)

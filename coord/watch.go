@@ -6,22 +6,30 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/etcdhttp"
 )
 
 // watch keeps the caches of members, leaders and shared recoveries: a
 // read of everything under the prefix, then a watch from that revision;
-// again from the start when the watch breaks.
+// again from the start when the watch breaks, and when the session changes
+// (a watch on a connection that went silent is not trusted past the loss
+// of the session that noticed it).
+//
+// A recovery written while no watch ran (between a broken watch and the
+// read after it) is passed to OnRecovery's function from that read;
+// those present at the first read are not (they are history).
 func (e *Etcd) watch(ctx context.Context) {
+	recRev := map[string]int64{} // mod revision of each recovery key passed on or read
+	primed := false
 	for ctx.Err() == nil {
 		if e.cli == nil {
 			return
 		}
+		_, gen := e.session()
+		pfx := e.opt.Prefix + "/"
 		rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
-		resp, err := e.cli.Get(rctx, e.opt.Prefix+"/", clientv3.WithPrefix())
+		resp, err := e.cli.Range(rctx, etcdhttp.RangeRequest{Key: []byte(pfx), RangeEnd: etcdhttp.PrefixEnd(pfx)})
 		cancel()
 		if err != nil {
 			select {
@@ -34,51 +42,96 @@ func (e *Etcd) watch(ctx context.Context) {
 		e.mu.Lock()
 		e.members = map[string]dbpilot.CoordMember{}
 		e.seen = map[string]dbpilot.ClusterLeader{}
-		leaders := map[string]*mvccpb.KeyValue{}
+		leaders := map[string]*etcdhttp.KeyValue{}
+		var missed []*dbpilot.SharedRecovery
 		for _, kv := range resp.Kvs {
-			e.applyLocked(kv, false, leaders)
+			r := e.applyLocked(kv, false, leaders)
+			if r == nil {
+				continue
+			}
+			if primed && kv.ModRevision > recRev[string(kv.Key)] {
+				missed = append(missed, r)
+			}
+			recRev[string(kv.Key)] = kv.ModRevision
 		}
+		fn := e.onRec
 		e.mu.Unlock()
-		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		wch := e.cli.Watch(wctx, e.opt.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithPrevKV())
-		for wr := range wch {
-			if wr.Err() != nil {
-				break
-			}
-			var recs []*dbpilot.SharedRecovery
-			var gone []string // election keys deleted: who leads now is read after
-			e.mu.Lock()
-			for _, ev := range wr.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					e.applyLocked(ev.PrevKv, true, nil)
-					if ev.PrevKv != nil && strings.Contains(string(ev.PrevKv.Key), "/leader/") {
-						gone = append(gone, string(ev.PrevKv.Key))
-					}
-					continue
-				}
-				if r := e.applyLocked(ev.Kv, false, nil); r != nil {
-					recs = append(recs, r)
-				}
-			}
-			fn := e.onRec
-			e.mu.Unlock()
-			for _, k := range gone {
-				e.refreshLeader(ctx, k)
-			}
+		primed = true
+		for _, r := range missed {
+			e.log.Debug("coordination: recovery written while no watch ran", "cluster", r.Cluster, "recovery", r.ID)
 			if fn != nil {
-				for _, r := range recs {
-					fn(r)
-				}
+				fn(r)
 			}
+		}
+		e.watchFrom(ctx, pfx, resp.Header.Revision+1, gen, recRev)
+	}
+}
+
+// watchFrom applies the changes under pfx from rev on, until the watch
+// breaks, ctx ends or gen is closed.
+func (e *Etcd) watchFrom(ctx context.Context, pfx string, rev int64, gen <-chan struct{}, recRev map[string]int64) {
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	w, err := e.cli.Watch(wctx, etcdhttp.WatchRequest{Key: []byte(pfx), RangeEnd: etcdhttp.PrefixEnd(pfx), StartRevision: rev, PrevKV: true})
+	if err != nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+		return
+	}
+	defer w.Close()
+	go func() {
+		select {
+		case <-gen:
+		case <-wctx.Done():
 		}
 		wcancel()
+	}()
+	for {
+		wr, err := w.Next()
+		if err != nil {
+			// Not at once again: a watch etcd keeps refusing (no leader)
+			// would spin.
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			return
+		}
+		var recs []*dbpilot.SharedRecovery
+		var gone []string // election keys deleted: who leads now is read after
+		e.mu.Lock()
+		for _, ev := range wr.Events {
+			if ev.IsDelete() {
+				e.applyLocked(ev.PrevKv, true, nil)
+				if ev.PrevKv != nil && strings.Contains(string(ev.PrevKv.Key), "/leader/") {
+					gone = append(gone, string(ev.PrevKv.Key))
+				}
+				continue
+			}
+			if r := e.applyLocked(ev.Kv, false, nil); r != nil {
+				recs = append(recs, r)
+				recRev[string(ev.Kv.Key)] = ev.Kv.ModRevision
+			}
+		}
+		fn := e.onRec
+		e.mu.Unlock()
+		for _, k := range gone {
+			e.refreshLeader(ctx, k)
+		}
+		if fn != nil {
+			for _, r := range recs {
+				fn(r)
+			}
+		}
 	}
 }
 
 // applyLocked applies one key to the caches and returns the recovery it
 // holds, if it is one. leaders tracks the lowest create revision per
 // cluster during the first read.
-func (e *Etcd) applyLocked(kv *mvccpb.KeyValue, deleted bool, leaders map[string]*mvccpb.KeyValue) *dbpilot.SharedRecovery {
+func (e *Etcd) applyLocked(kv *etcdhttp.KeyValue, deleted bool, leaders map[string]*etcdhttp.KeyValue) *dbpilot.SharedRecovery {
 	if kv == nil {
 		return nil
 	}
@@ -131,7 +184,8 @@ func (e *Etcd) refreshLeader(ctx context.Context, deletedKey string) {
 	pfx := deletedKey[:i+1]
 	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
 	defer cancel()
-	resp, err := e.cli.Get(rctx, pfx, clientv3.WithFirstCreate()...)
+	resp, err := e.cli.Range(rctx, etcdhttp.RangeRequest{Key: []byte(pfx), RangeEnd: etcdhttp.PrefixEnd(pfx),
+		SortOrder: etcdhttp.SortAscend, SortTarget: etcdhttp.SortByCreate, Limit: 1})
 	if err != nil || len(resp.Kvs) == 0 {
 		return
 	}

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/dbpilot/dbpilot/internal/etcdhttp"
 )
 
 // EtcdCluster is an etcd cluster on loopback started by a test from the
@@ -20,6 +20,7 @@ import (
 type EtcdCluster struct {
 	t         testing.TB
 	bin       string
+	tls       *tls.Config // for https:// endpoints
 	Endpoints []string
 	members   []*etcdMember
 }
@@ -36,6 +37,18 @@ type etcdMember struct {
 // CI=true.
 func StartEtcd(t testing.TB, n int) *EtcdCluster {
 	t.Helper()
+	return startEtcd(t, n, nil)
+}
+
+// StartEtcdTLS is StartEtcd with https:// client URLs served with f's
+// server certificate, and client certificates signed by f's CA required.
+func StartEtcdTLS(t testing.TB, n int, f TLSFiles) *EtcdCluster {
+	t.Helper()
+	return startEtcd(t, n, &f)
+}
+
+func startEtcd(t testing.TB, n int, tf *TLSFiles) *EtcdCluster {
+	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
 		if InCI() {
@@ -44,6 +57,11 @@ func StartEtcd(t testing.TB, n int) *EtcdCluster {
 		t.Skip("etcd not found; install etcd-server (scripts/install-deps.sh)")
 	}
 	c := &EtcdCluster{t: t, bin: bin}
+	scheme := "http://"
+	if tf != nil {
+		scheme = "https://"
+		c.tls = tf.ClientConfig(t)
+	}
 	var peers []string
 	type ports struct{ client, peer string }
 	var ps []ports
@@ -51,19 +69,23 @@ func StartEtcd(t testing.TB, n int) *EtcdCluster {
 		p := ports{client: freeAddr(t), peer: freeAddr(t)}
 		ps = append(ps, p)
 		peers = append(peers, fmt.Sprintf("m%d=http://%s", i, p.peer))
-		c.Endpoints = append(c.Endpoints, "http://"+p.client)
+		c.Endpoints = append(c.Endpoints, scheme+p.client)
 	}
 	base := t.TempDir()
 	for i, p := range ps {
 		dir := filepath.Join(base, fmt.Sprintf("m%d", i))
 		m := &etcdMember{dir: dir, args: []string{
 			"--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, "data"),
-			"--listen-client-urls", "http://" + p.client, "--advertise-client-urls", "http://" + p.client,
+			"--listen-client-urls", scheme + p.client, "--advertise-client-urls", scheme + p.client,
 			"--listen-peer-urls", "http://" + p.peer, "--initial-advertise-peer-urls", "http://" + p.peer,
 			"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", filepath.Base(base),
 			"--heartbeat-interval", "50", "--election-timeout", "500",
 		}}
+		if tf != nil {
+			m.args = append(m.args, "--cert-file", tf.ServerCert, "--key-file", tf.ServerKey,
+				"--trusted-ca-file", tf.CA, "--client-cert-auth")
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -106,6 +128,25 @@ func (c *EtcdCluster) Start(i int) {
 // Stop stops member i (SIGKILL: a crash, not a leave).
 func (c *EtcdCluster) Stop(i int) { c.kill(i) }
 
+// Pause stops member i with SIGSTOP: its connections stay open and
+// silent, as with a hung server. Resume continues it; the cleanup's
+// SIGKILL ends a paused member too.
+func (c *EtcdCluster) Pause(i int) { c.signal(i, syscall.SIGSTOP) }
+
+// Resume continues member i after Pause.
+func (c *EtcdCluster) Resume(i int) { c.signal(i, syscall.SIGCONT) }
+
+func (c *EtcdCluster) signal(i int, sig syscall.Signal) {
+	c.t.Helper()
+	m := c.members[i]
+	if m.cmd == nil {
+		c.t.Fatalf("etcd member %d is not running", i)
+	}
+	if err := syscall.Kill(-m.cmd.Process.Pid, sig); err != nil {
+		c.t.Fatalf("signal etcd member %d: %v", i, err)
+	}
+}
+
 func (c *EtcdCluster) kill(i int) {
 	m := c.members[i]
 	if m.cmd == nil {
@@ -124,7 +165,7 @@ func (c *EtcdCluster) WaitHealthy() {
 	WaitFor(c.t, 30*time.Second, "etcd cluster has a leader", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, err := cli.Put(ctx, "/testutil/health", time.Now().String())
+		_, err := cli.Put(ctx, etcdhttp.PutRequest{Key: []byte("/testutil/health"), Value: []byte(time.Now().String())})
 		if err != nil {
 			return false, err.Error() + "; " + c.logTail()
 		}
@@ -132,10 +173,11 @@ func (c *EtcdCluster) WaitHealthy() {
 	})
 }
 
-// Client returns a client of the cluster, closed when the test ends.
-func (c *EtcdCluster) Client() *clientv3.Client {
+// Client returns a client of the cluster (etcd's HTTP/JSON gateway),
+// closed when the test ends.
+func (c *EtcdCluster) Client() *etcdhttp.Client {
 	c.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := etcdhttp.New(etcdhttp.Config{Endpoints: c.Endpoints, DialTimeout: 2 * time.Second, TLS: c.tls})
 	if err != nil {
 		c.t.Fatal(err)
 	}
