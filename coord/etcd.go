@@ -179,7 +179,7 @@ func (e *Etcd) Start(ctx context.Context) error {
 	}
 	cli, err := etcdhttp.New(cfg)
 	if err != nil {
-		return dbpilot.WrapError(dbpilot.EINVALID, err, "coordination.etcd.endpoints: %v", err)
+		return dbpilot.WrapError(dbpilot.EINVALID, err, "coordination.etcd.endpoints")
 	}
 	e.started = time.Now()
 	e.cli = cli
@@ -232,7 +232,7 @@ func (e *Etcd) tlsConfig() (*tls.Config, error) {
 	if e.opt.CAFile != "" {
 		pem, err := os.ReadFile(e.opt.CAFile)
 		if err != nil {
-			return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "coordination.etcd.ca_file: %v", err)
+			return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "coordination.etcd.ca_file")
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -243,7 +243,7 @@ func (e *Etcd) tlsConfig() (*tls.Config, error) {
 	if e.opt.CertFile != "" || e.opt.KeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(e.opt.CertFile, e.opt.KeyFile)
 		if err != nil {
-			return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "coordination.etcd.cert_file/key_file: %v", err)
+			return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "coordination.etcd.cert_file/key_file")
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}

@@ -93,7 +93,7 @@ func (e *Etcd) guardedPut(ctx context.Context, f dbpilot.Fence, key string, val 
 	ops := append([]etcdhttp.RequestOp{etcdhttp.OpPut(key, string(val), 0)}, extra...)
 	resp, err := e.cli.Txn(rctx, etcdhttp.TxnRequest{Compare: []etcdhttp.Compare{etcdhttp.CompareCreate(l.key, etcdhttp.Equal, f.Token)}, Success: ops})
 	if err != nil {
-		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: write %s: %v", key, err)
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: write %s", key)
 	}
 	if !resp.Succeeded {
 		return lost(f, "fencing token %d is no longer current", f.Token)
@@ -117,7 +117,7 @@ func (e *Etcd) BeginRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.
 		kv, _, err := e.cli.Get(rctx, counter)
 		cancel()
 		if err != nil {
-			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: read recovery id: %v", err)
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: read recovery id")
 		}
 		var next int64 = 1
 		var mod int64
@@ -146,7 +146,7 @@ func (e *Etcd) BeginRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.
 		cancel()
 		if err != nil {
 			rec.ID = 0
-			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: begin recovery of %s: %v", f.Cluster, err)
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: begin recovery of %s", f.Cluster)
 		}
 		if tr.Succeeded {
 			e.cache(rec)
@@ -190,14 +190,14 @@ func (e *Etcd) Recovery(ctx context.Context, cluster string) (*dbpilot.SharedRec
 	defer cancel()
 	kv, _, err := e.cli.Get(rctx, e.recoveryKey(cluster))
 	if err != nil {
-		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: read recovery of %s: %v", cluster, err)
+		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: read recovery of %s", cluster)
 	}
 	if kv == nil {
 		return nil, nil
 	}
 	var r dbpilot.SharedRecovery
 	if err := json.Unmarshal(kv.Value, &r); err != nil {
-		return nil, dbpilot.WrapError(dbpilot.EINTERNAL, err, "coordination: recovery of %s: %v", cluster, err)
+		return nil, dbpilot.WrapError(dbpilot.EINTERNAL, err, "coordination: recovery of %s", cluster)
 	}
 	return &r, nil
 }
@@ -212,14 +212,14 @@ func (e *Etcd) Ack(ctx context.Context, cluster, by, comment string) error {
 		kv, _, err := e.cli.Get(rctx, k)
 		cancel()
 		if err != nil {
-			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: ack %s: %v", cluster, err)
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: ack %s", cluster)
 		}
 		if kv == nil {
 			return nil
 		}
 		var r dbpilot.SharedRecovery
 		if err := json.Unmarshal(kv.Value, &r); err != nil {
-			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "coordination: recovery of %s: %v", cluster, err)
+			return dbpilot.WrapError(dbpilot.EINTERNAL, err, "coordination: recovery of %s", cluster)
 		}
 		if r.Acked {
 			return nil
@@ -233,7 +233,7 @@ func (e *Etcd) Ack(ctx context.Context, cluster, by, comment string) error {
 		})
 		cancel()
 		if err != nil {
-			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: ack %s: %v", cluster, err)
+			return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "coordination: ack %s", cluster)
 		}
 		if tr.Succeeded {
 			e.cache(&r)
