@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,6 +123,7 @@ func TestGaleraRsync(t *testing.T) {
 	// Writes on any node appear on the others.
 	mustExec(t, d, "node1", "CREATE DATABASE app")
 	mustExec(t, d, "node1", "CREATE TABLE app.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20))")
+	waitTable(t, d, "node2", "app", "t")
 	mustExec(t, d, "node2", "INSERT INTO app.t (v) VALUES ('from-node2')")
 	mustExec(t, d, "node3", "INSERT INTO app.t (v) VALUES ('from-node3')")
 	for _, n := range []string{"node1", "node2", "node3"} {
@@ -177,6 +179,7 @@ func TestGaleraMariabackup(t *testing.T) {
 	}
 	mustExec(t, d, "node1", "CREATE DATABASE app")
 	mustExec(t, d, "node1", "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(20))")
+	waitTable(t, d, "node2", "app", "t")
 	mustExec(t, d, "node2", "INSERT INTO app.t VALUES (1, 'via-node2')")
 	waitValue(t, d, "node1", "SELECT v FROM app.t WHERE id=1", "via-node2")
 
@@ -246,6 +249,7 @@ func TestGaleraReplica(t *testing.T) {
 	waitSynced(t, d)
 	mustExec(t, d, "node1", "CREATE DATABASE app")
 	mustExec(t, d, "node1", "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(20))")
+	waitTable(t, d, "node2", "app", "t")
 	mustExec(t, d, "node2", "INSERT INTO app.t VALUES (1, 'written-on-node2')")
 	waitValue(t, d, "node3", "SELECT v FROM app.t WHERE id=1", "written-on-node2")
 	waitValue(t, d, "node3", "SELECT @@read_only", "1")
@@ -292,4 +296,12 @@ func openNode(d *sandbox.Descriptor, node string) (*mysql.DB, error) {
 		return nil, err
 	}
 	return mysql.Open(context.Background(), n.Key(), d.AdminOptions())
+}
+
+// waitTable waits until node has db.table: a DDL statement returns once the
+// Galera node that ran it applied it; the others apply it in the same total
+// order, a moment later on a busy machine.
+func waitTable(t *testing.T, d *sandbox.Descriptor, node, db, table string) {
+	t.Helper()
+	waitValue(t, d, node, fmt.Sprintf("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '%s' AND table_name = '%s'", db, table), "1")
 }
