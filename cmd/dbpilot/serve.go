@@ -138,8 +138,8 @@ func serveFlagsConfig(sf serviceFlags, listen, memberID string) (*daemon.Config,
 	}
 	if listen != "" {
 		cfg.Listen = listen
-		if cfg.ReadsNeedToken() && cfg.Token == "" {
-			return nil, dbpilot.Errorf(dbpilot.EINVALID, "serve: --listen %s is not loopback, where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", listen)
+		if cfg.ReadsNeedToken() && !cfg.HasTokens() {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "serve: --listen %s is not loopback, where reading the API needs a token: configure token, token_file or tokens, or set ui.read_requires_token: false", listen)
 		}
 	}
 	if memberID != "" {
@@ -270,7 +270,7 @@ func openServe(ctx context.Context, cfg *daemon.Config, log, tsdbLog *slog.Logge
 			return nil, nil, err
 		}
 		wiring.Coordinator = co
-		wiring.Forward = func(api string) dbpilot.ClusterService { return httpapi.NewClient(api, cfg.Token) }
+		wiring.Forward = func(api string) dbpilot.ClusterService { return httpapi.NewClient(api, cfg.ForwardToken()) }
 	}
 	d, err := daemon.Open(cfg, wiring)
 	if err != nil {
@@ -337,7 +337,11 @@ func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.H
 	if err != nil {
 		return nil, nil, err
 	}
-	api := httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Logger: log, Version: version, ReadRequiresToken: cfg.ReadsNeedToken()})
+	var tokens []httpapi.Token
+	for _, t := range cfg.Tokens {
+		tokens = append(tokens, httpapi.Token{Name: t.Name, Role: dbpilot.Role(t.Role), Secret: t.Token})
+	}
+	api := httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Tokens: tokens, Logger: log, Version: version, ReadRequiresToken: cfg.ReadsNeedToken()})
 	// JSON answers are gzipped when the client accepts it (the console's
 	// range queries of a 50-instance cluster shrink from 5 MB to a tenth);
 	// /metrics and the console's files compress themselves, and event
