@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/dbpilot/dbpilot/internal/browser"
 	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/sandbox"
 )
@@ -229,5 +231,101 @@ clusters: [{name: main, seeds: ["127.0.0.1:%d"]}]
 	if code := run(context.Background(), []string{"serve", "--config", cfg, "--http-tls-cert", good.CertFile}, &out, &errOut); code != exitError ||
 		!strings.Contains(errOut.String(), "give both --http-tls-cert and --http-tls-key") {
 		t.Errorf("--http-tls-cert alone: exit %d, %s", code, errOut.String())
+	}
+}
+
+// TestWebConsoleHTTPSRoles opens the console over HTTPS in real Chromium,
+// which trusts the test certificate by its public key
+// (--ignore-certificate-errors-spki-list: certificate errors are ignored
+// for that key only; a Chromium without it refuses the page). The page
+// asks serve what its token may do (GET /api/whoami): a viewer sees no
+// switchover, failover, ack or relocate control; an operator sees
+// switchover, ack and relocate, and no failover. Every resource comes from
+// the page's own https origin (no mixed content).
+func TestWebConsoleHTTPSRoles(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 2})
+	s, _, sc := httpsServe(t, d)
+	replica := d.Nodes[1].Key().String()
+
+	// Without the pin Chromium refuses the test CA's certificate.
+	untrusting := browser.New(t)
+	if err := untrusting.Tab.Navigate(s.URL + "/"); err == nil || !strings.Contains(err.Error(), "ERR_CERT") {
+		t.Errorf("a Chromium that does not trust the certificate loaded the console: %v", err)
+	}
+	untrusting.Browser().Close()
+
+	p := browser.New(t, chromedp.Flag("ignore-certificate-errors-spki-list", sc.SPKIHash()))
+	p.Navigate(s.URL + "/clusters/" + d.Name)
+	p.WaitSelector(`svg#topology g.node`, 30*time.Second)
+	if proto := p.EvalString(`location.protocol`); proto != "https:" {
+		t.Fatalf("the console is on %q, want https:", proto)
+	}
+	// Without a token every control shows (a click asks for one).
+	for _, sel := range []string{`button[data-action="switchover"]`, `button[data-action="failover"]`, `button[data-action="ack"]`} {
+		if !p.Has(sel) {
+			t.Errorf("without a token the page lacks %s", sel)
+		}
+	}
+
+	setToken := func(tok string) {
+		t.Helper()
+		if p.EvalString(`sessionStorage.getItem("dbpilot.token") || ""`) != "" {
+			p.Click("#token-button") // forget
+		}
+		p.Click("#token-button")
+		p.WaitJS(`document.querySelector("dialog#token")?.open`, 10*time.Second)
+		p.Type("#token-input", tok)
+		p.Click(`dialog#token button[data-action="save-token"]`)
+	}
+	controls := func(where string, want map[string]bool) {
+		t.Helper()
+		for sel, present := range want {
+			if p.Has(sel) != present {
+				t.Errorf("%s: %s present %v, want %v", where, sel, !present, present)
+			}
+		}
+	}
+
+	// A viewer: no action.
+	setToken("view-secret-1")
+	p.WaitSelector(`.role-note[data-role="viewer"]`, 15*time.Second)
+	controls("cluster page, viewer", map[string]bool{
+		`button[data-action="switchover"]`: false, `#switchover-to`: false, `button[data-action="failover"]`: false,
+		`button[data-action="ack"]`: false, `svg#topology g.handle`: false, `p.hint`: false,
+	})
+	if txt := p.Text("#token-button"); !strings.Contains(txt, "grafana (viewer)") {
+		t.Errorf("the header says %q, want the token's name and role", txt)
+	}
+	p.Screenshot("https-viewer-cluster")
+	p.Navigate(s.URL + "/instances/" + replica)
+	p.WaitSelector(`.view.instance`, 15*time.Second)
+	p.WaitJS(`document.querySelector("#token-button")?.dataset.role === "viewer"`, 15*time.Second)
+	controls("instance page, viewer", map[string]bool{`button[data-action="relocate"]`: false, `button[data-action="switchover"]`: false})
+
+	// An operator: switchover, ack and relocate; no failover.
+	p.Navigate(s.URL + "/clusters/" + d.Name)
+	setToken("ops-secret-1")
+	p.WaitSelector(`.role-note[data-role="operator"]`, 15*time.Second)
+	controls("cluster page, operator", map[string]bool{
+		`button[data-action="switchover"]`: true, `#switchover-to`: true, `button[data-action="failover"]`: false,
+		`button[data-action="ack"]`: true, `svg#topology g.handle`: true, `p.hint`: true,
+	})
+	p.Screenshot("https-operator-cluster")
+	p.Navigate(s.URL + "/instances/" + replica)
+	p.WaitSelector(`.view.instance`, 15*time.Second)
+	p.WaitSelector(`button[data-action="relocate"]`, 15*time.Second)
+	controls("instance page, operator", map[string]bool{`button[data-action="relocate"]`: true, `button[data-action="switchover"]`: true})
+	p.Screenshot("https-operator-instance")
+
+	// Same origin, no mixed content.
+	var foreign []string
+	p.Eval(`performance.getEntriesByType("resource").map((e) => e.name).filter((u) => !u.startsWith(location.origin + "/"))`, &foreign)
+	if len(foreign) > 0 {
+		t.Errorf("resources from elsewhere than the page's origin: %v", foreign)
+	}
+	for _, line := range p.Tab.Console() {
+		if strings.Contains(strings.ToLower(line), "mixed content") {
+			t.Errorf("console: %s", line)
+		}
 	}
 }
