@@ -385,10 +385,12 @@ const (
 
 // Example is a commented configuration, printed by `dbpilot serve --help`.
 const Example = `listen: 127.0.0.1:7070          # HTTP API; keep it on loopback or behind TLS
+# http_tls: {cert_file: /etc/dbpilot/serve.crt, key_file: /etc/dbpilot/serve.key}   # HTTPS for the API and console; SIGHUP reloads
 # allowed_hosts: [dbpilot.example.com]   # Host names answered besides listen and localhost (421 for others: DNS rebinding)
 state: ~/.dbpilot/state.db       # SQLite: instances, recoveries, audit log
 retention: 2160h                 # audit log, recoveries, resolved alerts kept 90 days (pruned hourly)
-token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600)
+token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600): an admin token named "admin"
+# tokens: [{name: grafana, role: viewer, token_file: /etc/dbpilot/grafana.token}]   # roles viewer|operator|admin (dbpilot token new)
 ui: {read_requires_token: false} # reads (API, web console data, /metrics) need the token too; default: true off-loopback
 credentials: {user: dbpilot, file: ~/.dbpilot/admin.cnf}   # admin account ([client] user=, password=)
 replication: {user: repl, password: "..."}                  # account replicas use

@@ -111,7 +111,11 @@ func (s *serviceFlags) runningServe(cfg *daemon.Config) string {
 		}
 	}
 	if s.config != "" && cfg.Listen != "" {
-		return "http://" + cfg.Listen + " (the config's listen; the URL of your serve if it was started with --listen)"
+		scheme := "http://"
+		if cfg.HTTPTLS.Enabled() {
+			scheme = "https://"
+		}
+		return scheme + cfg.Listen + " (the config's listen; the URL of your serve if it was started with --listen)"
 	}
 	return "URL (the address your serve listens on: it prints it at start)"
 }
