@@ -87,8 +87,29 @@ func (s *Server) need(need dbpilot.Role, what string, h http.HandlerFunc) http.H
 			})
 			return
 		}
-		h(w, r.WithContext(dbpilot.WithActor(r.Context(), "token:"+t.name)))
+		h(w, r.WithContext(dbpilot.WithActor(r.Context(), actorOf(t, r.Header.Get(ActorHeader)))))
 	}
+}
+
+// ActorHeader carries, on a request another serve forwards to the leader
+// of a cluster (coordination), who asked that serve: the audit records
+// "token:NAME via token:FORWARDER". It is taken from an admin token only
+// (a forwarding serve presents its admin token); others' is ignored.
+const ActorHeader = "X-Dbpilot-Actor"
+
+// actorOf is who acts with token t: "token:NAME", or the forwarded actor
+// via it.
+func actorOf(t knownToken, forwarded string) string {
+	actor := "token:" + t.name
+	if forwarded == "" || t.role != dbpilot.RoleAdmin || len(forwarded) > 200 {
+		return actor
+	}
+	for _, c := range forwarded {
+		if c < ' ' || c > '~' {
+			return actor
+		}
+	}
+	return forwarded + " via " + actor
 }
 
 // authenticate finds the request's token; it answers 401 and returns false

@@ -241,3 +241,23 @@ func post(t *testing.T, url, token, body string) (*http.Response, map[string]any
 	}
 	return resp, m
 }
+
+// TestForwardedActor: a request a serve forwards (its context names who
+// asked) is audited as that actor via the forwarding serve's admin token;
+// the header from a token of a lower role is ignored.
+func TestForwardedActor(t *testing.T) {
+	svc, srv := newRoleServer(t, false)
+	ctx := dbpilot.WithActor(context.Background(), "token:oncall")
+	if _, err := NewClient(srv.URL, roleTokens[dbpilot.RoleAdmin]).Ack(ctx, "main", "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := svc.last(); got != "token:oncall via token:t-admin" {
+		t.Errorf("forwarded by an admin token: actor %q", got)
+	}
+	if _, err := NewClient(srv.URL, roleTokens[dbpilot.RoleOperator]).Ack(ctx, "main", "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := svc.last(); got != "token:t-operator" {
+		t.Errorf("an operator's token naming another actor: actor %q, want its own", got)
+	}
+}

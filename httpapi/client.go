@@ -351,6 +351,9 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 	if c.Source != "" {
 		req.Header.Set(SourceHeader, c.Source)
 	}
+	if a := dbpilot.ActorOf(ctx); a != "" {
+		req.Header.Set(ActorHeader, a) // a request serve forwards: who asked it
+	}
 
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
