@@ -63,6 +63,10 @@ func serialSeen(t *testing.T, url string, pool *x509.CertPool) int64 {
 func TestServeHTTPS(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 2})
 	s, ca, sc := httpsServe(t, d)
+	testutil.WaitFor(t, 15*time.Second, "serve sees the cluster with node1 primary", func() (bool, string) {
+		c, body := s.cluster(d.Name)
+		return c.Primary.Port == d.Nodes[0].Port, body
+	})
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
 	if !strings.Contains(s.out.String(), "web console and API on "+s.URL+"/") {

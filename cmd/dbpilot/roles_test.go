@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbpilot/dbpilot"
 	"github.com/dbpilot/dbpilot/internal/testutil"
@@ -27,6 +28,11 @@ clusters:
   - name: %s
     seeds: [%s]
 `, d.Name, d.Nodes[0].Key()))
+
+	testutil.WaitFor(t, 15*time.Second, "serve sees the cluster with node1 primary", func() (bool, string) {
+		c, body := s.cluster(d.Name)
+		return c.Primary.Port == d.Nodes[0].Port, body
+	})
 
 	send := func(method, path, token, body string) (int, map[string]any) {
 		t.Helper()
