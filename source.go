@@ -22,3 +22,18 @@ func SourceOf(ctx context.Context) string {
 	s, _ := ctx.Value(sourceKey{}).(string)
 	return s
 }
+
+type actorKey struct{}
+
+// WithActor returns ctx carrying who acted: for a request to serve's API,
+// "token:NAME", the name of the API token it presented. The audit log
+// records it as detail "by".
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// ActorOf returns the actor ctx carries, or "".
+func ActorOf(ctx context.Context) string {
+	s, _ := ctx.Value(actorKey{}).(string)
+	return s
+}

@@ -43,11 +43,19 @@ type Config struct {
 	// its API beside it (AddrFile).
 	State string `yaml:"state"`
 	// Token authorizes the API's write operations (and its reads where
-	// they need it); TokenFile holds it instead.
+	// they need it); TokenFile holds it instead. It is an admin token
+	// named "admin" (see tokens for tokens of other roles).
 	Token string `yaml:"token"`
 	// TokenFile is a file (mode 0600) holding the token; give token or
 	// token_file, not both.
 	TokenFile string `yaml:"token_file"`
+	// Tokens are API tokens with a name and a role (viewer, operator,
+	// admin), beside or instead of token: the audit log records the name
+	// of the token of each action (docs/security.md has the role table).
+	Tokens []TokenConfig `yaml:"tokens"`
+	// HTTPTLS makes serve's API and web console answer HTTPS (not TLS to
+	// the MySQL servers): the certificate and key are read again on SIGHUP.
+	HTTPTLS HTTPTLSConfig `yaml:"http_tls"`
 	// Credentials are the admin account dbpilot connects with (the user is
 	// required, here or in $DBPILOT_USER).
 	Credentials CredentialsConfig `yaml:"credentials"`
@@ -377,10 +385,12 @@ const (
 
 // Example is a commented configuration, printed by `dbpilot serve --help`.
 const Example = `listen: 127.0.0.1:7070          # HTTP API; keep it on loopback or behind TLS
+# http_tls: {cert_file: /etc/dbpilot/serve.crt, key_file: /etc/dbpilot/serve.key}   # HTTPS for the API and console; SIGHUP reloads
 # allowed_hosts: [dbpilot.example.com]   # Host names answered besides listen and localhost (421 for others: DNS rebinding)
 state: ~/.dbpilot/state.db       # SQLite: instances, recoveries, audit log
 retention: 2160h                 # audit log, recoveries, resolved alerts kept 90 days (pruned hourly)
-token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600)
+token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600): an admin token named "admin"
+# tokens: [{name: grafana, role: viewer, token_file: /etc/dbpilot/grafana.token}]   # roles viewer|operator|admin (dbpilot token new)
 ui: {read_requires_token: false} # reads (API, web console data, /metrics) need the token too; default: true off-loopback
 credentials: {user: dbpilot, file: ~/.dbpilot/admin.cnf}   # admin account ([client] user=, password=)
 replication: {user: repl, password: "..."}                  # account replicas use
@@ -523,11 +533,17 @@ func (c *Config) validateServe() error {
 		}
 		c.Token = tok
 	}
+	if err := c.validateTokens(); err != nil {
+		return err
+	}
+	if err := c.HTTPTLS.validate(); err != nil {
+		return err
+	}
 	if err := c.Coordination.validate(); err != nil {
 		return err
 	}
-	if c.ReadsNeedToken() && c.Token == "" {
-		return fmt.Errorf("token: serve listens on %s (not loopback), where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", c.Listen)
+	if c.ReadsNeedToken() && !c.HasTokens() {
+		return fmt.Errorf("token: serve listens on %s (not loopback), where reading the API needs a token: configure token, token_file or tokens, or set ui.read_requires_token: false", c.Listen)
 	}
 	return nil
 }

@@ -42,6 +42,11 @@ func DefaultConfigYAML() ([]byte, error) {
 func configYAML(c *Config) ([]byte, error) {
 	out := *c
 	out.Credentials.Password, out.Replication.Password, out.Token = "", "", ""
+	out.Tokens = nil
+	for _, t := range c.Tokens {
+		t.Token = "" // a secret: only its file is written
+		out.Tokens = append(out.Tokens, t)
+	}
 	var n yaml.Node
 	if err := n.Encode(&out); err != nil {
 		return nil, err

@@ -930,20 +930,29 @@ func (cs *clusterState) multiPrimary() bool {
 	return recovery.MultiPrimary(cs.instances)
 }
 
+// withDetail returns detail with key set to v, copied (the caller's map is
+// left alone); unchanged when v is empty or key is set already.
+func withDetail(detail map[string]string, key, v string) map[string]string {
+	if v == "" || detail[key] != "" {
+		return detail
+	}
+	c := make(map[string]string, len(detail)+1)
+	for k, x := range detail {
+		c[k] = x
+	}
+	c[key] = v
+	return c
+}
+
 func (d *Daemon) audit(ctx context.Context, e dbpilot.AuditEvent) {
 	if e.Time.IsZero() {
 		e.Time = d.now()
 	}
-	// Who asked (web, cli, api) goes with every event of the request.
-	if src := dbpilot.SourceOf(ctx); src != "" && e.Detail["source"] == "" {
-		detail := make(map[string]string, len(e.Detail)+1)
-		for k, v := range e.Detail {
-			detail[k] = v
-		}
-		detail["source"] = src
-		e.Detail = detail
-	}
-	d.log.Info(e.Message, "cluster", e.Cluster, "event", e.Event, "recovery", e.RecoveryID, "source", e.Detail["source"])
+	// Who asked (web, cli, api) and with which API token ("token:NAME")
+	// go with every event of the request.
+	e.Detail = withDetail(e.Detail, "source", dbpilot.SourceOf(ctx))
+	e.Detail = withDetail(e.Detail, "by", dbpilot.ActorOf(ctx))
+	d.log.Info(e.Message, "cluster", e.Cluster, "event", e.Event, "recovery", e.RecoveryID, "source", e.Detail["source"], "by", e.Detail["by"])
 	if d.store != nil {
 		if err := d.store.Audit(ctx, e); err != nil {
 			d.log.Warn("write audit", "err", err)

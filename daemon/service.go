@@ -526,6 +526,9 @@ func (d *Daemon) Ack(ctx context.Context, name, by, comment string) (n int, err 
 	if d.store == nil {
 		return 0, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "no state store")
 	}
+	if by == "" {
+		by = dbpilot.ActorOf(ctx) // the API token's name, when it says no more
+	}
 	n, err = d.store.AckRecoveries(ctx, name, by, comment)
 	if err != nil {
 		return 0, err

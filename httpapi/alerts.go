@@ -23,7 +23,7 @@ func (s *Server) registerAlerts() {
 	if _, p := s.mux.Handler(probe); p == alertsPattern {
 		return
 	}
-	s.mux.HandleFunc(alertsPattern, s.alerts)
+	s.mux.HandleFunc(alertsPattern, s.read(s.alerts))
 }
 
 func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,8 +54,10 @@ type Client struct {
 
 var _ dbpilot.ClusterService = (*Client)(nil)
 
-// NewClient returns a client of the serve at baseURL ("http://127.0.0.1:7070";
-// a bare "host:port" means http) that sends token as a bearer token.
+// NewClient returns a client of the serve at baseURL ("http://127.0.0.1:7070"
+// or "https://..."; a bare "host:port" means http) that sends token as a
+// bearer token. https:// trusts the system's roots, or the CA of
+// TrustCAFile.
 func NewClient(baseURL, token string) *Client {
 	c := &Client{
 		token:            token,
@@ -91,7 +94,7 @@ func parseBaseURL(s string) (*url.URL, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, dbpilot.Errorf(dbpilot.EINVALID, "httpapi: invalid dbpilot serve address %q: want http://HOST:PORT", s)
+		return nil, dbpilot.Errorf(dbpilot.EINVALID, "httpapi: invalid dbpilot serve address %q: want http://HOST:PORT or https://HOST:PORT", s)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawQuery, u.Fragment, u.RawPath = "", "", ""
@@ -348,6 +351,9 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 	if c.Source != "" {
 		req.Header.Set(SourceHeader, c.Source)
 	}
+	if a := dbpilot.ActorOf(ctx); a != "" {
+		req.Header.Set(ActorHeader, a) // a request serve forwards: who asked it
+	}
 
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
@@ -393,6 +399,10 @@ func (c *Client) transportError(ctx, callCtx context.Context, method, path strin
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
+	}
+	var unknownCA x509.UnknownAuthorityError
+	if errors.As(err, &unknownCA) {
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "httpapi: dbpilot serve at %s has a certificate no trusted CA signed (give its CA with --server-ca FILE or $DBPILOT_SERVER_CA)", c.base)
 	}
 	return dbpilot.WrapError(dbpilot.EUNAVAIL, err, "httpapi: cannot reach dbpilot serve at %s", c.base)
 }

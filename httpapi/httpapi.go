@@ -19,10 +19,16 @@
 //	POST /api/relocate                     {"replica": "host:port", "below": "host:port", "dry_run": bool} → Recovery
 //	POST /api/clusters/{name}/rejoin       {"instance": "host:port", "dry_run": bool, "reclone": bool} → Recovery
 //	POST /api/clusters/{name}/ack          {"by": "...", "comment": "..."} → {"acked": n}
+//	GET  /api/whoami                       Whoami: the token's name, role, actions
 //
-// POST requests need "Authorization: Bearer TOKEN"; a server without a token
-// refuses them. With ServerOptions.ReadRequiresToken (serve off-loopback)
-// GET requests need it too. A request may name its source in the header
+// POST requests need "Authorization: Bearer TOKEN" of a token whose role
+// may do them (Actions: viewer reads, operator also acks, relocates and
+// switches over, admin also fails over and rejoins); too low a role is 403,
+// no token or a wrong one 401, and a server without tokens refuses them
+// (403). With ServerOptions.ReadRequiresToken (serve off-loopback) GET
+// requests need a token too (a viewer's is enough). A Server with a
+// Certificate's TLSConfig answers HTTPS; Client.TrustCAFile trusts a CA for
+// https:// URLs. A request may name its source in the header
 // X-Dbpilot-Source (web, cli); the audit log records it ("api" otherwise). Errors are {"error": "one line", "code": "<dbpilot code>"}
 // with a status derived from the code (see StatusOf); a failed operation that
 // produced a recovery record adds it as "recovery".

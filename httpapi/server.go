@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,9 +19,13 @@ import (
 
 // ServerOptions configure a Server.
 type ServerOptions struct {
-	// Token is the bearer token POST requests must present. Empty refuses
-	// every POST (403): writes need a configured token.
+	// Token is an admin token named "admin" (dbpilot serve's token and
+	// token_file), besides Tokens. With neither, every POST is refused
+	// (403): writes need a configured token.
 	Token string
+	// Tokens are the tokens with a name and a role: each write needs the
+	// role Actions give it.
+	Tokens []Token
 	// Logger receives one line per request; nil discards.
 	Logger *slog.Logger
 	// Version is dbpilot's version, reported by /api/health when the
@@ -36,11 +39,11 @@ type ServerOptions struct {
 
 // Server serves the API for a ClusterService. It is an http.Handler.
 type Server struct {
-	svc       dbpilot.ClusterService
-	opt       ServerOptions
-	tokenHash [sha256.Size]byte
-	log       *slog.Logger
-	mux       *http.ServeMux
+	svc    dbpilot.ClusterService
+	opt    ServerOptions
+	tokens []knownToken
+	log    *slog.Logger
+	mux    *http.ServeMux
 
 	stopStreams     chan struct{} // closed by StopStreams
 	stopStreamsOnce sync.Once
@@ -57,9 +60,15 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.tokenHash = sha256.Sum256([]byte(opt.Token))
+	if opt.Token != "" {
+		s.tokens = append(s.tokens, knownToken{name: "admin", role: dbpilot.RoleAdmin, hash: sha256.Sum256([]byte(opt.Token))})
+	}
+	for _, t := range opt.Tokens {
+		s.tokens = append(s.tokens, knownToken{name: t.Name, role: t.Role, hash: sha256.Sum256([]byte(t.Secret))})
+	}
 
 	s.mux.HandleFunc("GET /api/health", s.read(s.health))
+	s.mux.HandleFunc("GET /api/whoami", s.whoami)
 	s.mux.HandleFunc("GET /api/clusters", s.read(s.clusters))
 	s.mux.HandleFunc("GET /api/clusters/{name}", s.read(s.cluster))
 	s.mux.HandleFunc("GET /api/clusters/{name}/events", s.read(s.clusterEvents))
@@ -67,12 +76,13 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	s.mux.HandleFunc("GET /api/recoveries/{id}", s.read(s.recovery))
 	s.mux.HandleFunc("GET /api/audit", s.read(s.audit))
 	s.mux.HandleFunc("GET /api/coordination", s.read(s.coordination))
-	s.mux.HandleFunc("POST /api/clusters/{name}/failover", s.authorized(s.failover))
-	s.mux.HandleFunc("POST /api/clusters/{name}/switchover", s.authorized(s.switchover))
-	s.mux.HandleFunc("POST /api/relocate", s.authorized(s.relocate))
-	s.mux.HandleFunc("POST /api/clusters/{name}/rejoin", s.authorized(s.rejoin))
-	s.mux.HandleFunc("POST /api/clusters/{name}/ack", s.authorized(s.ack))
-	s.mux.HandleFunc("POST /api/bench/metrics", s.authorized(s.benchMetrics))
+	handlers := map[string]http.HandlerFunc{
+		"failover": s.failover, "switchover": s.switchover, "relocate": s.relocate,
+		"rejoin": s.rejoin, "ack": s.ack, "bench_metrics": s.benchMetrics,
+	}
+	for _, a := range Actions {
+		s.mux.HandleFunc(a.Method+" "+a.Path, s.need(a.Role, a.Name, handlers[a.Name]))
+	}
 	s.registerAlerts()
 	s.registerQueries()
 	return s
@@ -85,13 +95,13 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 	return s.read(h.ServeHTTP)
 }
 
-// read wraps a read handler: it needs the token only when
-// ReadRequiresToken is set.
+// read wraps a read handler: it needs a token (a viewer's is enough) only
+// when ReadRequiresToken is set.
 func (s *Server) read(h http.HandlerFunc) http.HandlerFunc {
 	if !s.opt.ReadRequiresToken {
 		return h
 	}
-	return s.authorized(h)
+	return s.need(dbpilot.RoleViewer, "reading (serve listens off-loopback)", h)
 }
 
 // HTTPServer returns an http.Server for s on addr with timeouts fit for the
@@ -169,48 +179,6 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(cw.status)
 	}
-}
-
-// authorized wraps a write handler: it needs the configured bearer token.
-func (s *Server) authorized(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.opt.Token == "" {
-			s.writeErrorStatus(w, http.StatusForbidden, &errorBody{
-				Code:  dbpilot.EAUTH,
-				Error: fmt.Sprintf("%s needs the API token, but dbpilot serve has no API token configured; configure one to allow it", needsToken(r)),
-			})
-			return
-		}
-		token, ok := bearer(r.Header.Get("Authorization"))
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="dbpilot"`)
-			s.writeErrorStatus(w, http.StatusUnauthorized, &errorBody{
-				Code:  dbpilot.EAUTH,
-				Error: fmt.Sprintf("missing API token: %s needs Authorization: Bearer <token>", needsToken(r)),
-			})
-			return
-		}
-		// Comparing hashes keeps the comparison constant-time whatever the
-		// lengths.
-		got := sha256.Sum256([]byte(token))
-		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="dbpilot", error="invalid_token"`)
-			s.writeErrorStatus(w, http.StatusUnauthorized, &errorBody{
-				Code:  dbpilot.EAUTH,
-				Error: "wrong API token",
-			})
-			return
-		}
-		h(w, r)
-	}
-}
-
-// needsToken names what needs the token, for the error message.
-func needsToken(r *http.Request) string {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return "reading (serve listens off-loopback)"
-	}
-	return "a write operation"
 }
 
 // withSource puts the request's X-Dbpilot-Source (web, cli; "api" when

@@ -41,6 +41,7 @@ func (b *benchFlags) register(cmd *cobra.Command) {
 	f.StringVar(&b.svc.sandbox, "sandbox", "", "run against this sandbox's primary (found again after a failover)")
 	f.StringVar(&b.svc.server, "server", "", "follow the primary of --cluster through a running 'dbpilot serve' at this URL")
 	f.StringVar(&b.svc.token, "token", "", "API token for --server (default $DBPILOT_TOKEN, or the sandbox's token)")
+	serverCAFlag(f, &b.svc.ca)
 	f.StringVar(&b.cluster, "cluster", "", "with --server: the cluster (default the sandbox's name)")
 	f.StringVar(&b.db, "db", "sbtest", "database of the benchmark's tables (sysbench's default, so its data can be reused)")
 	f.StringVar(&b.workload, "workload", "oltp_read_write", "workload: "+strings.Join(loadgen.Workloads(), ", "))

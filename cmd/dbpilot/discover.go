@@ -21,6 +21,7 @@ type crawlFlags struct {
 	maxDetection time.Duration
 
 	server, token string // --server: serve's view instead of a crawl
+	serverCA      string // --server-ca
 }
 
 func (c *crawlFlags) register(cmd *cobra.Command) {
@@ -33,6 +34,7 @@ func (c *crawlFlags) register(cmd *cobra.Command) {
 	f.Var(durationFlag(&c.maxDetection, 10*time.Second), "max-detection", "SlowFailureDetection when a replica would notice a dead source later than this")
 	f.StringVar(&c.server, "server", "", "show what a running 'dbpilot serve' at this URL sees (its clusters, or those named as arguments: members, fenced old primaries, problems) instead of crawling")
 	f.StringVar(&c.token, "token", "", "API token for --server when serve needs one for reads (default $DBPILOT_TOKEN, or the sandbox's token)")
+	serverCAFlag(f, &c.serverCA)
 }
 
 // crawlResult is one discovery and analysis.
@@ -104,7 +106,7 @@ func (c *crawlFlags) fromServer(ctx context.Context, names []string) (*crawlResu
 	if c.node != "" {
 		return nil, dbpilot.Errorf(dbpilot.EINVALID, "--node reads a server directly: it does not go with --server")
 	}
-	cl := (&serviceFlags{server: c.server, token: c.token, sandbox: c.sandbox}).client()
+	cl := (&serviceFlags{server: c.server, token: c.token, sandbox: c.sandbox, ca: c.serverCA}).client()
 	if len(names) == 0 && c.sandbox != "" {
 		names = []string{c.sandbox}
 	}

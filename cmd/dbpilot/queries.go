@@ -122,6 +122,7 @@ rows name their instance.` + exitHelp,
 	f.BoolVar(&q.asJSON, "json", false, "print JSON")
 	f.StringVar(&q.server.url, "server", "", "report from a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070")
 	f.StringVar(&q.server.token, "token", "", "API token for --server (default $DBPILOT_TOKEN)")
+	serverCAFlag(f, &q.server.ca)
 	f.Var(durationFlag(&q.server.since, time.Hour), "since", "with --server: the span of the report, back from now")
 	return cmd
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/httpapi"
 	"github.com/spf13/cobra"
 )
 
@@ -19,6 +18,7 @@ import (
 type queriesServer struct {
 	url   string
 	token string
+	ca    string
 	since time.Duration
 }
 
@@ -31,7 +31,7 @@ func (s *queriesServer) run(ctx context.Context, args []string, by string, limit
 	if tok == "" {
 		tok = os.Getenv("DBPILOT_TOKEN")
 	}
-	api := httpapi.NewClient(strings.TrimSpace(s.url), tok)
+	api := serveClient(s.url, tok, s.ca)
 	f := dbpilot.QueryFilter{Since: time.Now().Add(-s.since), By: by, Limit: limit}
 	if len(args) == 0 {
 		return api.Queries(ctx, f)

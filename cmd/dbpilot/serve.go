@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -25,6 +27,7 @@ import (
 func (a *app) serveCommand() *cobra.Command {
 	var sf serviceFlags
 	var listen, memberID string
+	var tlsFiles daemon.HTTPTLSConfig
 	var printConfig, printDefaultConfig bool
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE | --sandbox NAME]",
@@ -51,14 +54,20 @@ Prometheus. metrics.remote_write also sends every sample to Prometheus or
 VictoriaMetrics by remote write; with metrics.local: false serve keeps no
 store and queries metrics.query_url instead.
 
-The web console and the HTTP API (JSON) listen on 127.0.0.1:7070 by default:
+The web console and the HTTP API (JSON) listen on 127.0.0.1:7070 by default,
+over HTTPS with http_tls (or --http-tls-cert and --http-tls-key; SIGHUP
+reads the certificate and key again without closing open connections):
   GET  /                                                    the web console (topology, charts, alerts, recoveries)
   GET  /api/health, /api/clusters, /api/clusters/{name}, /api/recoveries[/{id}], /api/audit, /api/alerts
   GET  /api/clusters/{name}/events                          (text/event-stream: the status at each change)
   GET  /api/metrics/query?expr=&time= | &start=&end=&step=   (PromQL), /api/metrics/series?match[]=
   GET  /metrics                                             (Prometheus exposition, mysqld_exporter names)
+  GET  /api/whoami                                          the token's name, role and allowed actions
   POST /api/clusters/{name}/failover|switchover|rejoin|ack, /api/relocate   (Authorization: Bearer TOKEN)
 Reads need the token too when serve listens off-loopback (ui.read_requires_token).
+Tokens have roles (tokens: in the config; 'dbpilot token new' makes one):
+viewer reads, operator also acks, relocates and switches over, admin also
+fails over and rejoins (token/token_file is an admin token named "admin").
 
 Only one serve may use a state file: a second one is refused. Several
 serves (each with its own state file) may watch the same clusters only with
@@ -96,7 +105,7 @@ looks like:
 			if printConfig {
 				return a.printSandboxConfig(sf)
 			}
-			cfg, err := serveFlagsConfig(sf, listen, memberID)
+			cfg, err := serveFlagsConfig(sf, listen, memberID, tlsFiles)
 			if err != nil {
 				return err
 			}
@@ -105,6 +114,8 @@ looks like:
 	}
 	sf.registerConfigOnly(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "", "API address (overrides the config; default "+daemon.DefaultListen+")")
+	cmd.Flags().StringVar(&tlsFiles.CertFile, "http-tls-cert", "", "PEM certificate (and intermediates) to answer HTTPS with (overrides http_tls.cert_file; with --http-tls-key); reloaded on SIGHUP")
+	cmd.Flags().StringVar(&tlsFiles.KeyFile, "http-tls-key", "", "PEM private key of --http-tls-cert (overrides http_tls.key_file)")
 	cmd.Flags().StringVar(&memberID, "id", "", "this serve's member id among coordinated serves (overrides coordination.id; default HOSTNAME:PORT); unique per serve")
 	cmd.Flags().BoolVar(&printConfig, "print-config", false, "with --sandbox: print the YAML configuration built from the sandbox (secrets as 0600 files beside it) and exit, to extend it and run serve --config")
 	cmd.Flags().BoolVar(&printDefaultConfig, "print-default-config", false, "print a configuration with every key at its default (placeholders for credentials, replication and clusters) and exit")
@@ -129,17 +140,24 @@ func (a *app) printSandboxConfig(sf serviceFlags) error {
 	return err
 }
 
-// serveFlagsConfig is serve's configuration: the file or sandbox, with --listen
-// and --id over it, its alert rules loaded once to fail early.
-func serveFlagsConfig(sf serviceFlags, listen, memberID string) (*daemon.Config, error) {
+// serveFlagsConfig is serve's configuration: the file or sandbox, with
+// --listen, --http-tls-cert/--http-tls-key and --id over it, its alert
+// rules loaded once to fail early.
+func serveFlagsConfig(sf serviceFlags, listen, memberID string, tlsFiles daemon.HTTPTLSConfig) (*daemon.Config, error) {
 	cfg, err := sf.loadConfig()
 	if err != nil {
 		return nil, err
 	}
+	if tlsFiles.CertFile != "" || tlsFiles.KeyFile != "" {
+		if tlsFiles.CertFile == "" || tlsFiles.KeyFile == "" {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "serve: give both --http-tls-cert and --http-tls-key, or neither")
+		}
+		cfg.HTTPTLS = tlsFiles
+	}
 	if listen != "" {
 		cfg.Listen = listen
-		if cfg.ReadsNeedToken() && cfg.Token == "" {
-			return nil, dbpilot.Errorf(dbpilot.EINVALID, "serve: --listen %s is not loopback, where reading the API needs a token: configure token or token_file, or set ui.read_requires_token: false", listen)
+		if cfg.ReadsNeedToken() && !cfg.HasTokens() {
+			return nil, dbpilot.Errorf(dbpilot.EINVALID, "serve: --listen %s is not loopback, where reading the API needs a token: configure token, token_file or tokens, or set ui.read_requires_token: false", listen)
 		}
 	}
 	if memberID != "" {
@@ -170,6 +188,11 @@ func (a *app) serve(ctx context.Context, cfg *daemon.Config, sandboxName string)
 		debug.SetMemoryLimit(memLimit(0))
 	}
 	log, tsdbLog := a.serveLoggers()
+	// A certificate that cannot serve stops serve before anything starts.
+	cert, err := loadServeCert(cfg)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d, co, err := openServe(ctx, cfg, log, tsdbLog)
@@ -185,21 +208,30 @@ func (a *app) serve(ctx context.Context, cfg *daemon.Config, sandboxName string)
 	if err := d.CheckOverlap(ctx); err != nil {
 		return err
 	}
-	srv, ln, err := listenServe(cfg, d, log)
+	srv, ln, err := listenServe(cfg, d, log, cert)
 	if err != nil {
 		return err
+	}
+	if cert != nil {
+		defer reloadOnHUP(ctx, cert, cfg.HTTPTLS.CertFile, log)()
 	}
 	// Commands refused because this serve owns the state name
 	// the address it really listens on (--listen included).
 	if f := cfg.AddrFile(); f != "" {
-		if err := os.WriteFile(f, []byte(serveURL(cfg.Listen, ln.Addr())+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(f, []byte(serveURL(cfg.Listen, ln.Addr(), cert != nil)+"\n"), 0o600); err != nil {
 			log.Warn("write the API address beside the state", "file", f, "err", err)
 		} else {
 			defer os.Remove(f)
 		}
 	}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if cert != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	coordDone := make(chan struct{})
 	if co != nil {
 		go func() {
@@ -211,7 +243,7 @@ func (a *app) serve(ctx context.Context, cfg *daemon.Config, sandboxName string)
 	} else {
 		close(coordDone)
 	}
-	a.serveBanner(cfg, ln.Addr(), sandboxName, co != nil)
+	a.serveBanner(cfg, serveURL(cfg.Listen, ln.Addr(), cert != nil), sandboxName, co != nil)
 	done := make(chan struct{})
 	go func() {
 		d.Run(ctx)
@@ -270,7 +302,7 @@ func openServe(ctx context.Context, cfg *daemon.Config, log, tsdbLog *slog.Logge
 			return nil, nil, err
 		}
 		wiring.Coordinator = co
-		wiring.Forward = func(api string) dbpilot.ClusterService { return httpapi.NewClient(api, cfg.Token) }
+		wiring.Forward = func(api string) dbpilot.ClusterService { return httpapi.NewClient(api, cfg.ForwardToken()) }
 	}
 	d, err := daemon.Open(cfg, wiring)
 	if err != nil {
@@ -294,7 +326,7 @@ func openServe(ctx context.Context, cfg *daemon.Config, log, tsdbLog *slog.Logge
 // listenServe listens on cfg.Listen and returns the HTTP server of d,
 // guarded against DNS rebinding (requests must name serve's own address,
 // localhost or an allowed host: others get 421).
-func listenServe(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (*http.Server, net.Listener, error) {
+func listenServe(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger, cert *httpapi.Certificate) (*http.Server, net.Listener, error) {
 	api, apiServer, err := serveHandler(cfg, d, log)
 	if err != nil {
 		return nil, nil, err
@@ -308,22 +340,26 @@ func listenServe(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (*http.S
 		ln.Close()
 		return nil, nil, err
 	}
-	srv := &http.Server{Handler: hosts.Guard(api), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	srv := &http.Server{Handler: hosts.Guard(api), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake errors: a client that does not trust the certificate, say
+	if cert != nil {
+		srv.TLSConfig = cert.TLSConfig()
+	}
 	// Shutdown waits for handlers: end the console's event streams.
 	srv.RegisterOnShutdown(apiServer.StopStreams)
 	return srv, ln, nil
 }
 
 // serveBanner prints where serve listens, its state and clusters.
-func (a *app) serveBanner(cfg *daemon.Config, addr net.Addr, sandboxName string, coordinated bool) {
+func (a *app) serveBanner(cfg *daemon.Config, url, sandboxName string, coordinated bool) {
 	tokenHint := "token from the config"
 	if sandboxName != "" {
 		if sd, err := sandbox.Load(sandboxName); err == nil {
 			tokenHint = "token in " + daemon.TokenFile(sd)
 		}
 	}
-	fmt.Fprintf(a.stdout, "dbpilot serve %s: web console and API on http://%s/ (%s); state %s; watching %d cluster(s); Ctrl-C stops\n",
-		version, addr, tokenHint, cfg.State, len(cfg.Clusters))
+	fmt.Fprintf(a.stdout, "dbpilot serve %s: web console and API on %s/ (%s); state %s; watching %d cluster(s); Ctrl-C stops\n",
+		version, url, tokenHint, cfg.State, len(cfg.Clusters))
 	if coordinated {
 		fmt.Fprintf(a.stdout, "coordinated through etcd %v as member %q (lease ttl %s)\n", cfg.Coordination.Etcd.Endpoints, cfg.MemberID(), cfg.Coordination.Etcd.LeaseTTL.D())
 	}
@@ -337,7 +373,11 @@ func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.H
 	if err != nil {
 		return nil, nil, err
 	}
-	api := httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Logger: log, Version: version, ReadRequiresToken: cfg.ReadsNeedToken()})
+	var tokens []httpapi.Token
+	for _, t := range cfg.Tokens {
+		tokens = append(tokens, httpapi.Token{Name: t.Name, Role: dbpilot.Role(t.Role), Secret: t.Token})
+	}
+	api := httpapi.NewServer(d, httpapi.ServerOptions{Token: cfg.Token, Tokens: tokens, Logger: log, Version: version, ReadRequiresToken: cfg.ReadsNeedToken()})
 	// JSON answers are gzipped when the client accepts it (the console's
 	// range queries of a 50-instance cluster shrink from 5 MB to a tenth);
 	// /metrics and the console's files compress themselves, and event
@@ -360,16 +400,67 @@ func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.H
 }
 
 // serveURL is the URL a client on this host reaches the API at: the
-// bound address, with loopback for a wildcard host (listen: 0.0.0.0:7070).
-func serveURL(listen string, bound net.Addr) string {
+// bound address, with loopback for a wildcard host (listen: 0.0.0.0:7070);
+// https with http_tls.
+func serveURL(listen string, bound net.Addr, https bool) string {
+	scheme := "http://"
+	if https {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(boundAddr(listen, bound))
 	if err != nil {
-		return "http://" + listen
+		return scheme + listen
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + net.JoinHostPort(host, port)
+}
+
+// loadServeCert reads http_tls's certificate and key (nil without
+// http_tls): a missing file, a key that does not match or an expired
+// certificate is an error naming the file (exit 2).
+func loadServeCert(cfg *daemon.Config) (*httpapi.Certificate, error) {
+	if !cfg.HTTPTLS.Enabled() {
+		return nil, nil
+	}
+	cert, err := httpapi.LoadCertificate(cfg.HTTPTLS.CertFile, cfg.HTTPTLS.KeyFile)
+	if err != nil {
+		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "serve: http_tls")
+	}
+	return cert, nil
+}
+
+// reloadOnHUP reads the certificate and key again at each SIGHUP until ctx
+// ends or the returned function is called: new connections get the new
+// pair, open ones (event streams) stay. A pair that fails to load leaves
+// the one in use and logs one line naming the file.
+func reloadOnHUP(ctx context.Context, cert *httpapi.Certificate, certFile string, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			if err := cert.Reload(); err != nil {
+				log.Error("https: SIGHUP: the certificate was not reloaded; serving the one loaded before", "err", err)
+				continue
+			}
+			leaf := cert.Leaf()
+			log.Info("https: SIGHUP: certificate reloaded", "file", certFile, "serial", leaf.SerialNumber.String(), "subject", leaf.Subject.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
+	}
 }
 
 // boundAddr is the configured listen host with the port actually bound

@@ -10,6 +10,7 @@ import (
 	"github.com/dbpilot/dbpilot/httpapi"
 	"github.com/dbpilot/dbpilot/sandbox"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // serviceFlags choose how an operation reaches dbpilot: directly (with
@@ -19,14 +20,35 @@ type serviceFlags struct {
 	sandbox string
 	server  string
 	token   string
+	ca      string // --server-ca
 }
 
 func (s *serviceFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&s.config, "config", "", "serve's YAML configuration (act directly)")
 	f.StringVar(&s.sandbox, "sandbox", "", "act on a sandbox's cluster (directly, or with --server through serve using the sandbox's token)")
-	f.StringVar(&s.server, "server", "", "act through a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070")
+	f.StringVar(&s.server, "server", "", "act through a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070 (or https://)")
 	f.StringVar(&s.token, "token", "", "API token for --server (default $DBPILOT_TOKEN, or the sandbox's token)")
+	serverCAFlag(f, &s.ca)
+}
+
+// serverCAFlag registers --server-ca: the CA of an https:// --server.
+func serverCAFlag(f *pflag.FlagSet, ca *string) {
+	f.StringVar(ca, "server-ca", "", "PEM file of the CA that signed an https:// --server's certificate (default $DBPILOT_SERVER_CA, else the system's roots)")
+}
+
+// serveClient is the client of the serve at url with token: for https,
+// trusting the CA of ca (--server-ca), else of $DBPILOT_SERVER_CA, else the
+// system's roots. A CA file that cannot be read fails every call, naming it.
+func serveClient(url, token, ca string) *httpapi.Client {
+	c := httpapi.NewClient(strings.TrimRight(strings.TrimSpace(url), "/"), token)
+	if ca == "" {
+		ca = os.Getenv("DBPILOT_SERVER_CA")
+	}
+	if ca != "" {
+		_ = c.TrustCAFile(ca) // kept by the client: its calls fail with it
+	}
+	return c
 }
 
 func (s *serviceFlags) registerConfigOnly(cmd *cobra.Command) {
@@ -73,7 +95,7 @@ func (s *serviceFlags) client() *httpapi.Client {
 			}
 		}
 	}
-	return httpapi.NewClient(strings.TrimRight(s.server, "/"), tok)
+	return serveClient(s.server, tok, s.ca)
 }
 
 // runningServe names the API of the serve that owns cfg's state: the URL
@@ -89,7 +111,11 @@ func (s *serviceFlags) runningServe(cfg *daemon.Config) string {
 		}
 	}
 	if s.config != "" && cfg.Listen != "" {
-		return "http://" + cfg.Listen + " (the config's listen; the URL of your serve if it was started with --listen)"
+		scheme := "http://"
+		if cfg.HTTPTLS.Enabled() {
+			scheme = "https://"
+		}
+		return scheme + cfg.Listen + " (the config's listen; the URL of your serve if it was started with --listen)"
 	}
 	return "URL (the address your serve listens on: it prints it at start)"
 }

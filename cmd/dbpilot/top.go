@@ -2,11 +2,9 @@ package main
 
 import (
 	"os"
-	"strings"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/httpapi"
 	"github.com/dbpilot/dbpilot/tui"
 	"github.com/spf13/cobra"
 )
@@ -16,6 +14,7 @@ func (a *app) topCommand() *cobra.Command {
 		tf       targetFlags
 		server   string
 		token    string
+		serverCA string
 		interval time.Duration
 		count    int
 		view     string
@@ -85,7 +84,7 @@ of the digests, a line per instance's digest table and one per digest.` + exitHe
 				if token == "" {
 					token = os.Getenv("DBPILOT_TOKEN")
 				}
-				api := httpapi.NewClient(strings.TrimSpace(server), token)
+				api := serveClient(server, token, serverCA)
 				api.ReadTimeout = 5 * time.Second // a refresh waits no longer
 				src = tui.NewServer(api, only)
 			} else {
@@ -109,6 +108,7 @@ of the digests, a line per instance's digest table and one per digest.` + exitHe
 	f := cmd.Flags()
 	f.StringVar(&server, "server", "", "read through a running 'dbpilot serve' at this URL, e.g. http://127.0.0.1:7070")
 	f.StringVar(&token, "token", "", "API token for --server (default $DBPILOT_TOKEN)")
+	serverCAFlag(f, &serverCA)
 	f.Var(durationFlag(&interval, tui.DefaultInterval), "interval", "refresh interval")
 	f.IntVar(&count, "count", 0, "stop after N refreshes (0: until Ctrl-C or interrupted)")
 	f.StringVar(&view, "view", "overview", "first view: overview, innodb, replication, wsrep or queries")

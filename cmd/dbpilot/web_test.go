@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -59,6 +61,9 @@ type webServe struct {
 	done   chan int
 	out    *syncBuffer
 	errOut *syncBuffer
+	// client reads the API (http.DefaultClient, or one trusting the
+	// test CA over HTTPS).
+	client *http.Client
 }
 
 func (s *webServe) start() {
@@ -98,10 +103,22 @@ func (s *webServe) stop() {
 // (clusters and the rest), stopped when the test ends.
 func startWebServe(t *testing.T, d *sandbox.Descriptor, more string) *webServe {
 	t.Helper()
+	return startWebServeTLS(t, d, more, nil)
+}
+
+// startWebServeTLS is startWebServe, over HTTPS when ca is set: more then
+// holds http_tls, and the client trusts ca.
+func startWebServeTLS(t *testing.T, d *sandbox.Descriptor, more string, ca *x509.CertPool) *webServe {
+	t.Helper()
 	dir := t.TempDir()
 	tok := make([]byte, 16)
 	rand.Read(tok)
-	s := &webServe{t: t, Token: hex.EncodeToString(tok)}
+	s := &webServe{t: t, Token: hex.EncodeToString(tok), client: http.DefaultClient}
+	scheme := "http"
+	if ca != nil {
+		scheme = "https"
+		s.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca}}}
+	}
 	cfg := fmt.Sprintf("state: %s\ntoken: %s\ncredentials: {user: %q, password: %q}\nreplication: {user: %q, password: %q}\n",
 		filepath.Join(dir, "state.db"), s.Token, d.Admin.User, d.Admin.Password, d.Repl.User, d.Repl.Password) + more
 	cfgPath := filepath.Join(dir, "dbpilot.yaml")
@@ -109,7 +126,7 @@ func startWebServe(t *testing.T, d *sandbox.Descriptor, more string) *webServe {
 		t.Fatal(err)
 	}
 	port := closedPort(t)
-	s.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	s.URL = fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
 	s.args = []string{"serve", "--config", cfgPath, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}
 	s.start()
 	t.Cleanup(s.stop)
@@ -120,7 +137,7 @@ func startWebServe(t *testing.T, d *sandbox.Descriptor, more string) *webServe {
 func (s *webServe) get(path string) (int, string) {
 	req, _ := http.NewRequest("GET", s.URL+path, nil)
 	req.Header.Set("Authorization", "Bearer "+s.Token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}

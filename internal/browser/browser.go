@@ -112,17 +112,18 @@ func (l *lockedBuffer) String() string {
 }
 
 // Start starts a headless Chromium with its profile in userDataDir (which
-// must exist and stay until Close) and opens its first tab. Chromium runs
+// must exist and stay until Close), with Options and then extra, and opens
+// its first tab. Chromium runs
 // in its own process group, killed by Close and, should this process die,
 // by the kernel (Pdeathsig).
-func Start(userDataDir string) (*Browser, error) {
+func Start(userDataDir string, extra ...chromedp.ExecAllocatorOption) (*Browser, error) {
 	path, err := ExecPath()
 	if err != nil {
 		return nil, err
 	}
 	b := &Browser{out: &lockedBuffer{}}
 	var mu sync.Mutex
-	opts := append(Options(path, userDataDir),
+	opts := append(append(Options(path, userDataDir), extra...),
 		chromedp.CombinedOutput(b.out),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/dbpilot/dbpilot/internal/testutil"
 )
 
@@ -21,11 +22,12 @@ type Page struct {
 }
 
 // New starts a headless Chromium for the test (window 1400x900, profile in
-// a temporary directory) and returns its first tab. The browser and every
+// a temporary directory; extra options after Options, e.g. a flag) and
+// returns its first tab. The browser and every
 // process it started are stopped when the test ends, also when it fails.
 // Without chromium the test fails in CI (CI=true) and is skipped elsewhere;
 // under -short it is skipped.
-func New(t testing.TB) *Page {
+func New(t testing.TB, extra ...chromedp.ExecAllocatorOption) *Page {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("browser test: needs chromium (skipped with -short)")
@@ -37,7 +39,7 @@ func New(t testing.TB) *Page {
 		t.Skipf("%v", err)
 	}
 	dir := t.TempDir() // removed after the browser stops (cleanups run last-in first-out)
-	b, err := Start(dir)
+	b, err := Start(dir, extra...)
 	if err != nil {
 		// Chromium is installed but does not start: a defect to see, in
 		// and out of CI.

@@ -164,6 +164,53 @@ export async function streamCluster(name, onStatus, signal) {
   }
 }
 
+// ---- what the tab's token may do (GET /api/whoami) ----
+/** WHO_EVENT is dispatched on window whenever what the tab's token may do is known anew. */
+export const WHO_EVENT = 'dbpilot-who';
+// who: {name, role, actions} of the tab's token, as serve answered;
+// 'pending' while a token is set and serve has not answered; null: no token.
+let who = null;
+let whoSeq = 0;
+/** currentWho is the answer of GET /api/whoami for the tab's token ({name, role, actions}), or null. */
+export function currentWho() { return who && who !== 'pending' ? who : null; }
+/**
+ * can tells whether the page shows the control of an action (an
+ * httpapi.Actions name: ack, relocate, switchover, failover, rejoin). Serve
+ * decides: with a token, only the actions GET /api/whoami lists for it (none
+ * until it answers); without one, every control shows and asks for a token
+ * when used.
+ */
+export function can(action) {
+  if (who === null) return true;
+  if (who === 'pending') return false;
+  return !who.role || (who.actions || []).includes(action);
+}
+/** refreshWho asks serve what the tab's token may do and dispatches WHO_EVENT. */
+export async function refreshWho() {
+  const seq = ++whoSeq;
+  who = getToken() ? 'pending' : null;
+  window.dispatchEvent(new Event(WHO_EVENT));
+  if (!who) return;
+  for (;;) {
+    try {
+      // Quietly: a wrong token is for the read or write that uses it to
+      // report (and forget), not for this question.
+      const w = await send('GET', '/api/whoami');
+      if (seq !== whoSeq) return;
+      who = w && w.role ? w : null;
+      break;
+    } catch (e) {
+      if (seq !== whoSeq) return;
+      // Refused (a wrong token) or a serve without roles: every control
+      // shows, as without a token.
+      if (!(e instanceof ConnError)) { who = null; break; }
+      await new Promise((r) => setTimeout(r, 1000)); // serve away: ask again
+    }
+  }
+  window.dispatchEvent(new Event(WHO_EVENT));
+}
+window.addEventListener(TOKEN_EVENT, () => { refreshWho(); });
+
 const enc = encodeURIComponent;
 export const clusters = (o) => get('/api/clusters', o);
 export const cluster = (name, o) => get(`/api/clusters/${enc(name)}`, o);

@@ -1,7 +1,7 @@
 // dbpilot web console: router, connection state, notices, token dialog.
 import { html, render, useState, useEffect, useRef } from '../vendor/preact-htm/standalone.module.js';
 import * as api from './api.js';
-import { onRoute, Link, NotFound, setNoticeSink, notice } from './ui.js';
+import { onRoute, Link, NotFound, setNoticeSink, notice, useCan } from './ui.js';
 import { Confirm } from './actions.js';
 import { Overview } from './views/overview.js';
 import { ClusterView } from './views/cluster.js';
@@ -71,6 +71,8 @@ function TokenDialog() {
 
 function TokenButton() {
   const [has, setHas] = useState(!!api.getToken());
+  useCan(); // re-rendered when serve names the token's role
+  const who = api.currentWho();
   useEffect(() => {
     const f = () => setHas(!!api.getToken());
     window.addEventListener(api.TOKEN_EVENT, f);
@@ -81,7 +83,7 @@ function TokenButton() {
     const t = await api.askToken('Writes need the API token.');
     setHas(!!t);
   };
-  return html`<button type="button" class="link" id="token-button" onClick=${click} title=${has ? 'forget the API token of this tab' : 'enter the API token'}>${has ? '🔑 token set (forget)' : '🔑 set token'}</button>`;
+  return html`<button type="button" class="link" id="token-button" onClick=${click} title=${has ? 'forget the API token of this tab' : 'enter the API token'} data-role=${who ? who.role : ''}>${has ? `🔑 token set${who ? `: ${who.name} (${who.role})` : ''} (forget)` : '🔑 set token'}</button>`;
 }
 
 function App() {
@@ -113,4 +115,5 @@ function App() {
     <${TokenDialog} />`;
 }
 
+api.refreshWho();
 render(html`<${App} />`, document.getElementById('app'));

@@ -3,7 +3,7 @@
 import { html, useState, useRef, useEffect } from '../vendor/preact-htm/standalone.module.js';
 import { layout, edgePath } from './layout.js';
 import { key as fmtKey, lag as fmtLag, lagLevel } from './format.js';
-import { navigate, instanceHref, notice, SEV_RANK } from './ui.js';
+import { navigate, instanceHref, notice, SEV_RANK, useCan } from './ui.js';
 import * as actions from './actions.js';
 
 export const BOX = { w: 228, h: 136, gapX: 30, gapY: 58 };
@@ -91,6 +91,9 @@ export function Topology({ status, lag }) {
   const [moving, setMoving] = useState(null); // keyboard: {src, mode}
   const justDragged = useRef(false);
   const enterDown = useRef(null); // the box Enter went down on
+  // Boxes move (drag, keyboard) only when serve says the tab's token may
+  // relocate (GET /api/whoami).
+  const mayMove = useCan()('relocate');
 
   const toSvg = (cx, cy) => {
     const s = svg.current;
@@ -141,7 +144,7 @@ export function Topology({ status, lag }) {
   }, [drag && drag.src, drag && drag.mode, drag && drag.moved]);
 
   const down = (k, mode) => (e) => {
-    if (e.button !== 0) return;
+    if (e.button !== 0 || !mayMove) return;
     e.preventDefault();
     e.stopPropagation();
     const p = toSvg(e.clientX, e.clientY);
@@ -149,7 +152,7 @@ export function Topology({ status, lag }) {
   };
 
   const keydown = (k) => (e) => {
-    if (e.key === 'm' || e.key === 'M') {
+    if ((e.key === 'm' || e.key === 'M') && mayMove) {
       const mode = e.shiftKey ? 'subtree' : 'one';
       setMoving({ src: k, mode });
       notice(`moving ${mode === 'subtree' ? `the replicas of ${k}` : k}: focus the new source and press Enter (Esc cancels)`, 'info');
@@ -226,7 +229,7 @@ export function Topology({ status, lag }) {
             <text x="5" y="14">${SEV_ICON[pr.severity] || '•'} ${pr.code.length > 13 ? pr.code.slice(0, 12) + '…' : pr.code}</text>
           </g>`)}
           ${ps.length > 2 && html`<text class="line more" x=${BOX.w - 10} y="130" text-anchor="end">+${ps.length - 2} more</text>`}
-          ${kids.length > 0 && html`<g class="handle" transform=${`translate(${BOX.w / 2 - 12}, ${BOX.h - 7})`} onPointerDown=${down(k, 'subtree')}>
+          ${kids.length > 0 && mayMove && html`<g class="handle" transform=${`translate(${BOX.w / 2 - 12}, ${BOX.h - 7})`} onPointerDown=${down(k, 'subtree')}>
             <title>${`drag to move the ${kids.length} replica(s) of ${k} (keyboard: Shift+M)`}</title>
             <rect width="24" height="14" rx="7" /><text x="12" y="11" text-anchor="middle">⇊</text>
           </g>`}
@@ -234,6 +237,6 @@ export function Topology({ status, lag }) {
       })}
       ${drag && drag.moved && (() => { const c = center(drag.src); return c && html`<line class="drag-line" x1=${c.x} y1=${c.y} x2=${drag.x} y2=${drag.y} />`; })()}
     </svg>
-    <p class="hint muted">Drag a box onto another to relocate it below that one; drag the ⇊ handle to move all its replicas. Keyboard: focus a box, press m (Shift+M for its replicas), focus the new source, press Enter.</p>
+    ${mayMove && html`<p class="hint muted">Drag a box onto another to relocate it below that one; drag the ⇊ handle to move all its replicas. Keyboard: focus a box, press m (Shift+M for its replicas), focus the new source, press Enter.</p>`}
   </div>`;
 }

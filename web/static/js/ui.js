@@ -1,6 +1,6 @@
 // Shared UI pieces: navigation, polling, notices, badges.
 import { html, useState, useEffect, useRef, useCallback } from '../vendor/preact-htm/standalone.module.js';
-import { ConnError } from './api.js';
+import { ConnError, WHO_EVENT, can } from './api.js';
 
 export { html };
 
@@ -28,6 +28,22 @@ export function Link({ href, children, ...rest }) {
 export const clusterHref = (name) => `/clusters/${encodeURIComponent(name)}`;
 export const instanceHref = (k) => `/instances/${encodeURIComponent(k).replace(/%3A/gi, ':')}`;
 export const recoveryHref = (id) => `/recoveries/${encodeURIComponent(id)}`;
+
+// ---- what the tab's token may do ----
+/**
+ * useCan re-renders the component when serve says anew what the tab's token
+ * may do (GET /api/whoami) and returns can(action): whether to show an
+ * action's controls.
+ */
+export function useCan() {
+  const [, setN] = useState(0);
+  useEffect(() => {
+    const f = () => setN((n) => n + 1);
+    window.addEventListener(WHO_EVENT, f);
+    return () => window.removeEventListener(WHO_EVENT, f);
+  }, []);
+  return can;
+}
 
 // ---- notices ----
 let noticeSink = () => {};

@@ -2,7 +2,7 @@
 import { html, useState, useEffect } from '../../vendor/preact-htm/standalone.module.js';
 import * as api from '../api.js';
 import * as actions from '../actions.js';
-import { usePoll, useNow, Link, NotFound, ErrorLine, StateBadge, ProblemBadge, SEV_RANK, Section, recoveryHref, instanceHref } from '../ui.js';
+import { usePoll, useNow, useCan, Link, NotFound, ErrorLine, StateBadge, ProblemBadge, SEV_RANK, Section, recoveryHref, instanceHref } from '../ui.js';
 import { Topology } from '../topology.js';
 import { useClusterStatus } from '../live.js';
 import { ChartPanel } from '../charts.js';
@@ -59,14 +59,19 @@ function ClusterActions({ status, state }) {
   // the best candidate, never a blank select.
   const to = candidates.includes(chosen) ? chosen : '';
   const blocked = state === 'blocked' || (status.last_recovery && !status.last_recovery.acked);
+  // Only the actions serve says the tab's token may do (GET /api/whoami).
+  const can = useCan();
+  const who = api.currentWho();
+  const none = !can('switchover') && !can('failover') && !can('ack');
   return html`<div class="actions" role="group" aria-label="cluster actions">
-    <label>Switchover to <select id="switchover-to" value=${to} onChange=${(e) => setTo(e.target.value)}>
+    ${can('switchover') && html`<label>Switchover to <select id="switchover-to" value=${to} onChange=${(e) => setTo(e.target.value)}>
       <option value="">best candidate</option>
       ${candidates.map((c) => html`<option value=${c}>${c}</option>`)}
     </select></label>
-    <button type="button" data-action="switchover" disabled=${state === 'dead' || state === 'recovering'} onClick=${() => actions.switchover(status.name, to)}>Switchover…</button>
-    <button type="button" data-action="failover" class="danger" disabled=${state !== 'dead'} title=${state === 'dead' ? 'recover the dead primary' : 'only when the primary is dead'} onClick=${() => actions.failover(status.name)}>Failover…</button>
-    <button type="button" data-action="ack" disabled=${!blocked} title=${blocked ? 'acknowledge recoveries and unblock automatic recovery' : 'nothing to acknowledge'} onClick=${() => actions.ack(status.name)}>Ack…</button>
+    <button type="button" data-action="switchover" disabled=${state === 'dead' || state === 'recovering'} onClick=${() => actions.switchover(status.name, to)}>Switchover…</button>`}
+    ${can('failover') && html`<button type="button" data-action="failover" class="danger" disabled=${state !== 'dead'} title=${state === 'dead' ? 'recover the dead primary' : 'only when the primary is dead'} onClick=${() => actions.failover(status.name)}>Failover…</button>`}
+    ${can('ack') && html`<button type="button" data-action="ack" disabled=${!blocked} title=${blocked ? 'acknowledge recoveries and unblock automatic recovery' : 'nothing to acknowledge'} onClick=${() => actions.ack(status.name)}>Ack…</button>`}
+    ${who && html`<span class="muted role-note" data-role=${who.role}>token ${who.name} (${who.role})${none ? ': reads only' : ''}</span>`}
   </div>`;
 }
 

@@ -2,7 +2,7 @@
 import { html, useState, useEffect } from '../../vendor/preact-htm/standalone.module.js';
 import * as api from '../api.js';
 import * as actions from '../actions.js';
-import { usePoll, useNow, Link, NotFound, ErrorLine, StateBadge, ProblemBadge, Section, clusterHref, instanceHref } from '../ui.js';
+import { usePoll, useNow, useCan, Link, NotFound, ErrorLine, StateBadge, ProblemBadge, Section, clusterHref, instanceHref } from '../ui.js';
 import { ChartPanel } from '../charts.js';
 import { Alerts, lagMap } from './cluster.js';
 import { nodeRole, nodeState, fencedOf, fencedText } from '../topology.js';
@@ -63,7 +63,10 @@ function InstanceActions({ inst, cluster, role, fenced }) {
   const targets = (cluster.instances || []).map((i) => fmtKey(i.key)).filter((t) => t !== k);
   const [below, setBelow] = useState('');
   const replicaOfPrimary = (inst.channels || []).some((c) => fmtKey(c.source) === primary);
+  // Only the actions serve says the tab's token may do (GET /api/whoami).
+  const can = useCan();
   if (role === 'detached') {
+    if (!can('rejoin')) return null;
     // Outside the tree: rejoin attaches it below the primary (relocate moves members only).
     const errant = !!(fenced && fenced.errant);
     return html`<div class="actions" role="group" aria-label="instance actions">
@@ -72,12 +75,12 @@ function InstanceActions({ inst, cluster, role, fenced }) {
     </div>`;
   }
   return html`<div class="actions" role="group" aria-label="instance actions">
-    ${role !== 'primary' && html`<label>Relocate below <select id="relocate-below" value=${below} onChange=${(e) => setBelow(e.target.value)}>
+    ${role !== 'primary' && can('relocate') && html`<label>Relocate below <select id="relocate-below" value=${below} onChange=${(e) => setBelow(e.target.value)}>
       <option value="">choose a source…</option>
       ${targets.map((t) => html`<option value=${t}>${t}${t === primary ? ' (primary)' : ''}</option>`)}
     </select></label>
     <button type="button" data-action="relocate" disabled=${!below} onClick=${() => actions.relocate(k, below)}>Relocate…</button>`}
-    ${replicaOfPrimary && html`<button type="button" data-action="switchover" onClick=${() => actions.switchover(cluster.name, k)}>Switchover to this…</button>`}
+    ${replicaOfPrimary && can('switchover') && html`<button type="button" data-action="switchover" onClick=${() => actions.switchover(cluster.name, k)}>Switchover to this…</button>`}
   </div>`;
 }
 
