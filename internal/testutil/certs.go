@@ -8,10 +8,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -112,9 +110,4 @@ func (ca *CA) IssueValid(t testing.TB, dir, name string, serial int64) *ServerCe
 	return ca.Issue(t, dir, name, serial, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
 }
 
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
+// writePEM is in tlsfiles.go.
