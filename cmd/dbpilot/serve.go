@@ -212,9 +212,9 @@ func (a *app) serve(ctx context.Context, cfg *daemon.Config, sandboxName string)
 	if err != nil {
 		return err
 	}
-	if cert != nil {
-		defer reloadOnHUP(ctx, cert, cfg.HTTPTLS.CertFile, log)()
-	}
+	// SIGHUP never ends serve (systemctl reload): with http_tls it reloads
+	// the certificate, without it there is nothing to reload.
+	defer reloadOnHUP(ctx, cert, cfg.HTTPTLS.CertFile, log)()
 	// Commands refused because this serve owns the state name
 	// the address it really listens on (--listen included).
 	if f := cfg.AddrFile(); f != "" {
@@ -434,7 +434,8 @@ func loadServeCert(cfg *daemon.Config) (*httpapi.Certificate, error) {
 // reloadOnHUP reads the certificate and key again at each SIGHUP until ctx
 // ends or the returned function is called: new connections get the new
 // pair, open ones (event streams) stay. A pair that fails to load leaves
-// the one in use and logs one line naming the file.
+// the one in use and logs one line naming the file. Without a certificate
+// (cert nil) it only notes the signal, which would otherwise end serve.
 func reloadOnHUP(ctx context.Context, cert *httpapi.Certificate, certFile string, log *slog.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -447,6 +448,10 @@ func reloadOnHUP(ctx context.Context, cert *httpapi.Certificate, certFile string
 			case <-ctx.Done():
 				return
 			case <-hup:
+			}
+			if cert == nil {
+				log.Info("SIGHUP: nothing to reload (serve has no http_tls; other settings need a restart)")
+				continue
 			}
 			if err := cert.Reload(); err != nil {
 				log.Error("https: SIGHUP: the certificate was not reloaded; serving the one loaded before", "err", err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,6 +107,16 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("cluster status: %s", body)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// SIGHUP (systemctl reload) does not end a serve without http_tls.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "serve notes SIGHUP", func() (bool, string) {
+		return strings.Contains(errOut.String()+out.String(), "SIGHUP: nothing to reload"), errOut.String()
+	})
+	if code, _ := get("/api/health"); code != 200 {
+		t.Fatalf("serve after SIGHUP: /api/health %d", code)
 	}
 	if code, body := get("/api/clusters/nosuch"); code != 404 || !strings.Contains(body, `no cluster named \"nosuch\"`) {
 		t.Errorf("unknown cluster: %d %s", code, body)
