@@ -48,6 +48,9 @@ var (
 // its path.
 func deb(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: building the package links dbpilot twice (about 40 s)")
+	}
 	need(t, "bash")
 	need(t, "dpkg-deb")
 	buildOnce.Do(func() {
