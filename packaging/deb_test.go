@@ -293,3 +293,41 @@ printf '%s\n' "${COMPREPLY[@]}"`
 		t.Errorf("completing 'dbpilot sand': %q, want sandbox (stderr: %s)", got, stderr.String())
 	}
 }
+
+// TestDebCopyright: the copyright file names every module compiled into
+// the packaged binary (as go version -m lists them) and the Go runtime,
+// each followed by its licence.
+func TestDebCopyright(t *testing.T) {
+	root := unpacked(t)
+	b, err := os.ReadFile(filepath.Join(root, "usr/share/doc/dbpilot/copyright"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if !strings.Contains(text, "Compiled into /usr/bin/dbpilot: the Go runtime and standard library (go") {
+		t.Error("the copyright file does not name the Go runtime")
+	}
+	deps := 0
+	for _, line := range strings.Split(run(t, "go", "version", "-m", filepath.Join(root, "usr/bin/dbpilot")), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "dep" {
+			continue
+		}
+		deps++
+		head := "Compiled into /usr/bin/dbpilot: " + f[1] + " " + f[2]
+		i := strings.Index(text, head)
+		if i < 0 {
+			t.Errorf("the copyright file does not name %s %s", f[1], f[2])
+			continue
+		}
+		// The module's section: its head line, then its licence up to the
+		// next section's separator.
+		section, _, _ := strings.Cut(text[i+len(head):], "\n-----")
+		if _, licence, _ := strings.Cut(section, "\n"); len(strings.TrimSpace(licence)) < 20 {
+			t.Errorf("no licence text after %q: %q", head, section)
+		}
+	}
+	if deps < 20 {
+		t.Errorf("go version -m lists %d modules in the binary", deps)
+	}
+}

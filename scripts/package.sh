@@ -91,6 +91,9 @@ declare -A seen
 modDir() { printf '%s/%s@%s' "$modcache" "$(printf '%s' "$1" | sed 's/[A-Z]/!\L&/g')" "$2"; }
 {
 	cat packaging/copyright
+	printf '\n------------------------------------------------------------------------\n'
+	printf 'Compiled into /usr/bin/dbpilot: the Go runtime and standard library (%s)\n\n' "$($GO env GOVERSION)"
+	cat "$($GO env GOROOT)/LICENSE"
 	$GO version -m "$bin" | awk '$1 == "dep" { dep = $2; ver = $3; print dep, ver, "" } $1 == "=>" { print dep, ver, $2 }' |
 		sed 's/ \(.*\) $/ \1 -/' |
 		while read -r mod ver repl; do
@@ -123,7 +126,7 @@ modDir() { printf '%s/%s@%s' "$modcache" "$(printf '%s' "$1" | sed 's/[A-Z]/!\L&
 } >"$STAGE/copyright"
 
 # nfpm itself, built from its pinned module.
-$GO -C tools build -o "$STAGE/nfpm" github.com/goreleaser/nfpm/v2/cmd/nfpm
+GOARCH=$hostarch $GO -C tools build -o "$STAGE/nfpm" github.com/goreleaser/nfpm/v2/cmd/nfpm
 rm -f "$DIST"/dbpilot_*_"$GOARCH".deb
 DEB_VERSION=$DEB_VERSION GOARCH=$GOARCH STAGE=$STAGE "$STAGE/nfpm" package --config packaging/nfpm.yaml --packager deb --target "$DIST/"
 ls "$DIST"/dbpilot_*_"$GOARCH".deb
