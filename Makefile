@@ -1,4 +1,4 @@
-# dbpilot — see README.md. Targets: build, test, lint, demo, bench, fuzz, clean.
+# dbpilot — see README.md. Targets: build, test, lint, package, demo, bench, fuzz, clean.
 GO          ?= go
 BIN         := bin/dbpilot
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -16,12 +16,20 @@ STATICCHECK_VERSION := v0.8.2
 # under 15 minutes on 2 cores.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build test unit lint demo deps test-deps bench bench-backup bench-webui bench-faults fuzz clean web-vendor
+.PHONY: all build test unit lint package demo deps test-deps bench bench-backup bench-webui bench-faults fuzz clean web-vendor
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dbpilot
+
+# package builds dist/dbpilot_<version>_<arch>.deb with nfpm (pinned in
+# tools/go.mod; cobra/doc for the man pages in tools/mandoc/go.mod, so
+# neither is in dbpilot's go.mod): the binary built as by `build`, the
+# systemd unit, an example configuration, man pages, completions
+# (packaging/, scripts/package.sh). GOARCH=arm64 builds the arm64 one.
+package:
+	GO="$(GO)" VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" bash scripts/package.sh
 
 # deps installs what the demo needs when it is missing: the MariaDB server
 # and client, nothing else.
@@ -51,6 +59,7 @@ $(STATICCHECK):
 # and on internal/lint's checks of the source (no function over 120 lines).
 lint: $(STATICCHECK)
 	@out=$$($(GO) mod tidy -diff 2>&1) || { printf '%s\n' "$$out"; echo "lint: go.mod/go.sum are not tidy (diff above): run 'go mod tidy' and commit go.mod and go.sum"; exit 1; }
+	@for m in tools tools/mandoc; do out=$$($(GO) -C $$m mod tidy -diff 2>&1) || { printf '%s\n' "$$out"; echo "lint: $$m/go.mod/go.sum are not tidy (diff above): run 'go -C $$m mod tidy' and commit them"; exit 1; }; done
 	@test -z "$$(gofmt -l . | grep -v '^.tools/')" || (echo "gofmt needed:"; gofmt -l . | grep -v '^.tools/'; exit 1)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
@@ -128,4 +137,4 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzCheckCondition -fuzztime 20s ./backup/
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

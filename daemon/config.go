@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -442,6 +443,9 @@ clusters:
 // LoadConfig reads a YAML file, applies defaults and validates.
 func LoadConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "config %s: no such file: write one (dbpilot serve --print-default-config prints every key at its default) or give --config the right path", path)
+	}
 	if err != nil {
 		return nil, dbpilot.WrapError(dbpilot.ENOTFOUND, err, "config")
 	}

@@ -15,7 +15,8 @@
 # remote-write receiver), zstd (the reference decoder dump files are checked
 # against) and, for Galera sandboxes, the Galera provider (package galera-4)
 # with the state transfer tools: rsync, mariabackup (package mariadb-backup)
-# and socat.
+# and socat. The package test (packaging/, `make package`) uses dpkg-deb,
+# systemd-analyze (package systemd) and bash-completion.
 set -euo pipefail
 
 test_deps=false
@@ -54,10 +55,14 @@ have_rsync() { command -v rsync >/dev/null 2>&1; }
 have_mariabackup() { command -v mariabackup >/dev/null 2>&1 || command -v mariadb-backup >/dev/null 2>&1; }
 have_socat() { command -v socat >/dev/null 2>&1; }
 have_zstd() { command -v zstd >/dev/null 2>&1; }
+have_dpkg_deb() { command -v dpkg-deb >/dev/null 2>&1; }
+have_systemd_analyze() { command -v systemd-analyze >/dev/null 2>&1; }
+have_bash_completion() { [ -f /usr/share/bash-completion/bash_completion ]; }
 
 have_test_deps() {
 	have_prometheus && have_tmux && have_chromium && have_etcd && have_victoria &&
-		have_galera && have_rsync && have_mariabackup && have_socat && have_zstd
+		have_galera && have_rsync && have_mariabackup && have_socat && have_zstd &&
+		have_dpkg_deb && have_systemd_analyze && have_bash_completion
 }
 
 if have_server && have_client && { ! $test_deps || have_test_deps; }; then
@@ -106,6 +111,11 @@ if $test_deps; then
 	have_socat || pkgs+=(socat)
 	# zstd: the reference decoder that dump files are checked against.
 	have_zstd || pkgs+=(zstd)
+	# The .deb's test: its contents and fields (dpkg-deb), its unit
+	# (systemd-analyze verify) and its bash completion (bash-completion).
+	have_dpkg_deb || pkgs+=(dpkg)
+	have_systemd_analyze || pkgs+=(systemd)
+	have_bash_completion || pkgs+=(bash-completion)
 fi
 echo "install-deps: installing ${pkgs[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
