@@ -329,7 +329,10 @@ func TestExecutorSwitchover(t *testing.T) {
 	}
 	plan := &recovery.Plan{Kind: dbpilot.RecoverySwitchover, Cluster: "c", OldPrimary: n1, Candidate: n2, Repoint: []dbpilot.InstanceKey{n3}}
 
-	// A candidate that does not replicate is refused before anything changes.
+	// A candidate that does not replicate is refused before anything changes
+	// (stopped once it applied everything: with a transaction still to
+	// apply it is refused as one that cannot catch up instead).
+	r.waitValue("node2", "SELECT COUNT(*) FROM app.t", "20")
 	r.exec("node2", "STOP SLAVE SQL_THREAD")
 	rec := &dbpilot.Recovery{ID: 1, Kind: dbpilot.RecoverySwitchover, OldPrimary: n1}
 	err := r.executor(recovery.Options{}).Switchover(ctx, plan, rec)
