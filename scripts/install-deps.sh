@@ -10,7 +10,8 @@
 # `.ci/run`) and the bench scripts that use them also need, with --test:
 # Prometheus (package prometheus, a test scrapes dbpilot's /metrics), tmux
 # (the `dbpilot top` test), Chromium (package chromium: the web console is
-# tested in a real headless browser), etcd (package etcd-server: coordination
+# tested in a real headless browser; NSS's certutil, package libnss3-tools,
+# makes it trust a test CA for the HTTPS console), etcd (package etcd-server: coordination
 # of several serves), VictoriaMetrics (package victoria-metrics: a
 # remote-write receiver), zstd (the reference decoder dump files are checked
 # against) and, for Galera sandboxes, the Galera provider (package galera-4)
@@ -58,11 +59,12 @@ have_zstd() { command -v zstd >/dev/null 2>&1; }
 have_dpkg_deb() { command -v dpkg-deb >/dev/null 2>&1; }
 have_systemd_analyze() { command -v systemd-analyze >/dev/null 2>&1; }
 have_bash_completion() { [ -f /usr/share/bash-completion/bash_completion ]; }
+have_certutil() { command -v certutil >/dev/null 2>&1; }
 
 have_test_deps() {
 	have_prometheus && have_tmux && have_chromium && have_etcd && have_victoria &&
 		have_galera && have_rsync && have_mariabackup && have_socat && have_zstd &&
-		have_dpkg_deb && have_systemd_analyze && have_bash_completion
+		have_dpkg_deb && have_systemd_analyze && have_bash_completion && have_certutil
 }
 
 if have_server && have_client && { ! $test_deps || have_test_deps; }; then
@@ -99,6 +101,8 @@ if $test_deps; then
 	have_tmux || pkgs+=(tmux)
 	# chromium: the web console's pages are tested in headless Chromium.
 	have_chromium || pkgs+=(chromium)
+	# libnss3-tools: certutil adds the HTTPS test's CA to Chromium's trust.
+	have_certutil || pkgs+=(libnss3-tools)
 	# etcd-server: coordinated serves are tested against a real 3-member etcd.
 	have_etcd || pkgs+=(etcd-server)
 	# victoria-metrics: remote write is tested against a real VictoriaMetrics.

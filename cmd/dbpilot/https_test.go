@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/dbpilot/dbpilot/internal/browser"
 	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/sandbox"
@@ -239,16 +238,16 @@ clusters: [{name: main, seeds: ["127.0.0.1:%d"]}]
 }
 
 // TestWebConsoleHTTPSRoles opens the console over HTTPS in real Chromium,
-// which trusts the test certificate by its public key
-// (--ignore-certificate-errors-spki-list: certificate errors are ignored
-// for that key only; a Chromium without it refuses the page). The page
+// which trusts the test CA the way a desktop does: the CA is added to the
+// NSS database of the HOME Chromium runs with (browser.TrustCA); a
+// Chromium without it refuses the page. The page
 // asks serve what its token may do (GET /api/whoami): a viewer sees no
 // switchover, failover, ack or relocate control; an operator sees
 // switchover, ack and relocate, and no failover. Every resource comes from
 // the page's own https origin (no mixed content).
 func TestWebConsoleHTTPSRoles(t *testing.T) {
 	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 2})
-	s, _, sc := httpsServe(t, d)
+	s, ca, _ := httpsServe(t, d)
 	replica := d.Nodes[1].Key().String()
 
 	// Without the pin Chromium refuses the test CA's certificate.
@@ -258,7 +257,11 @@ func TestWebConsoleHTTPSRoles(t *testing.T) {
 	}
 	untrusting.Browser().Close()
 
-	p := browser.New(t, chromedp.Flag("ignore-certificate-errors-spki-list", sc.SPKIHash()))
+	trust, err := browser.TrustCA(t.TempDir(), ca.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := browser.New(t, trust)
 	p.Navigate(s.URL + "/clusters/" + d.Name)
 	p.WaitSelector(`svg#topology g.node`, 30*time.Second)
 	if proto := p.EvalString(`location.protocol`); proto != "https:" {

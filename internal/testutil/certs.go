@@ -4,10 +4,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"math/big"
 	"net"
 	"path/filepath"
@@ -58,13 +56,6 @@ func NewCA(t testing.TB) *CA {
 type ServerCert struct {
 	Leaf              *x509.Certificate
 	CertFile, KeyFile string
-}
-
-// SPKIHash is the base64 SHA-256 of the certificate's public key, as
-// Chromium's --ignore-certificate-errors-spki-list takes it.
-func (s *ServerCert) SPKIHash() string {
-	h := sha256.Sum256(s.Leaf.RawSubjectPublicKeyInfo)
-	return base64.StdEncoding.EncodeToString(h[:])
 }
 
 // Issue makes a server certificate for 127.0.0.1, ::1 and localhost with
