@@ -383,11 +383,22 @@ func (d *DB) classify(err error, op string) error {
 			return e
 		}
 	}
-	return Classify(err, d.Key, d.opts.User, op)
+	deniedHint := ""
+	if d.tls == nil && d.opts.Socket == "" {
+		// MariaDB refuses a plain-text connection under
+		// require_secure_transport=ON with "access denied".
+		deniedHint = "; a server that requires TLS refuses plain text this way too: --ssl-mode, --ssl-ca"
+	}
+	return classifyHint(err, d.Key, d.opts.User, op, deniedHint)
 }
 
 // Classify wraps a driver error with context and a dbpilot error code.
 func Classify(err error, key dbpilot.InstanceKey, user, op string) error {
+	return classifyHint(err, key, user, op, "")
+}
+
+// classifyHint is Classify with a hint added to "access denied".
+func classifyHint(err error, key dbpilot.InstanceKey, user, op, deniedHint string) error {
 	if err == nil {
 		return nil
 	}
@@ -400,7 +411,7 @@ func Classify(err error, key dbpilot.InstanceKey, user, op string) error {
 		var e *dbpilot.Error
 		switch me.Number {
 		case ErAccessDenied, ErDBAccessDenied:
-			e = dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: access denied for user %q (check the user and password)", op, key, user)
+			e = dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: access denied for user %q (check the user and password%s)", op, key, user, deniedHint)
 		case ErAccountLocked, ErAccountLockedMySQL:
 			e = dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: the account of user %q is locked (ALTER USER ... ACCOUNT UNLOCK)", op, key, user)
 		case ErSpecificAccess, 1142, 1143: // and TABLE/COLUMN access denied

@@ -258,7 +258,7 @@ func (t *TLS) setting(field string) string {
 		return "tls " + field
 	}
 	if strings.HasPrefix(t.where, "--") {
-		return t.where + "-" + field
+		return t.where + "-" + strings.ReplaceAll(field, "_", "-")
 	}
 	return t.where + "." + field
 }

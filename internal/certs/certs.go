@@ -8,6 +8,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -138,4 +139,17 @@ func (p Pair) Write(certFile, keyFile string) error {
 		return fmt.Errorf("certs: chmod %s: %w", keyFile, err)
 	}
 	return nil
+}
+
+// LoadCA reads a CA's certificate and key (PEM, as Pair.Write wrote them).
+func LoadCA(certFile, keyFile string) (*CA, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("certs: load CA %s: %w", certFile, err)
+	}
+	key, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok || pair.Leaf == nil {
+		return nil, fmt.Errorf("certs: load CA %s: unusable key", certFile)
+	}
+	return &CA{Cert: pair.Leaf, Key: key}, nil
 }
