@@ -129,8 +129,8 @@ func LoadTLS(s TLSSettings, where string) (*TLS, error) {
 	return t, nil
 }
 
-// loadCA reads a PEM file of CA certificates; it must hold at least one,
-// none of them expired.
+// loadCA reads a PEM file of CA certificates; it must hold at least one
+// valid now (a bundle may hold expired ones beside).
 func loadCA(path string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -138,6 +138,7 @@ func loadCA(path string) (*x509.CertPool, error) {
 	}
 	pool := x509.NewCertPool()
 	n := 0
+	var invalid error
 	for rest := b; ; {
 		var blk *pem.Block
 		blk, rest = pem.Decode(rest)
@@ -152,12 +153,16 @@ func loadCA(path string) (*x509.CertPool, error) {
 			return nil, fmt.Errorf("%s: a certificate does not parse: %w", path, err)
 		}
 		if err := checkValidity(c, time.Now()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			invalid = err
+			continue
 		}
 		pool.AddCert(c)
 		n++
 	}
-	if n == 0 {
+	switch {
+	case n == 0 && invalid != nil:
+		return nil, fmt.Errorf("%s: %w", path, invalid)
+	case n == 0:
 		return nil, fmt.Errorf("%s holds no PEM certificate (give the CA certificate, -----BEGIN CERTIFICATE-----)", path)
 	}
 	return pool, nil
@@ -303,7 +308,11 @@ func classifyTLS(err error, key dbpilot.InstanceKey, t *TLS, op string) error {
 	)
 	switch {
 	case errors.As(err, &unknown):
-		cause, detail = unknown, fmt.Sprintf("TLS: %v (is %s the CA that signed the server's certificate?)", unknown, t.setting("ca"))
+		hint := fmt.Sprintf("no %s given and the system's roots do not know the server's CA: give %s", t.setting("ca"), t.setting("ca"))
+		if ca := t.Settings().CA; ca != "" {
+			hint = fmt.Sprintf("is %s %s the CA that signed the server's certificate?", t.setting("ca"), ca)
+		}
+		cause, detail = unknown, fmt.Sprintf("TLS: %v (%s)", unknown, hint)
 	case errors.As(err, &hostname):
 		cause, detail = hostname, fmt.Sprintf("TLS: %v (%s verify-identity: use a server certificate that names the host, or set %s)", hostname, t.setting("mode"), t.setting("server_name"))
 	case errors.As(err, &invalid):
