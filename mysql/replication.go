@@ -58,16 +58,17 @@ func sslOptions(word string, t *TLSSettings) string {
 // files are on the servers, not checked here) and no server_name, which
 // replicas cannot take. where names the settings ("replication.tls").
 func ValidateReplicationTLS(s TLSSettings, where string) error {
+	name := (&TLS{where: where}).setting
 	switch s.EffectiveMode() {
 	case TLSDisabled, TLSPreferred, TLSRequired, TLSVerifyCA, TLSVerifyIdentity:
 	default:
-		return dbpilot.Errorf(dbpilot.EINVALID, "%s.mode: %q: use %s", where, s.Mode, TLSModes)
+		return dbpilot.Errorf(dbpilot.EINVALID, "%s: %q: use %s", name("mode"), s.Mode, TLSModes)
 	}
 	if s.ServerName != "" {
-		return dbpilot.Errorf(dbpilot.EINVALID, "%s.server_name: replicas cannot take it: they verify the source's host as CHANGE MASTER names it (leave it out)", where)
+		return dbpilot.Errorf(dbpilot.EINVALID, "%s: replicas cannot take it: they verify the source's host as CHANGE MASTER names it (leave it out)", name("server_name"))
 	}
 	if (s.Cert == "") != (s.Key == "") {
-		return dbpilot.Errorf(dbpilot.EINVALID, "%s.cert and %s.key: give both the client certificate and its key, or neither", where, where)
+		return dbpilot.Errorf(dbpilot.EINVALID, "%s and %s: give both the client certificate and its key, or neither", name("cert"), name("key"))
 	}
 	return nil
 }
