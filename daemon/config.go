@@ -193,19 +193,19 @@ type TLSConfig struct {
 	// verify-identity (signed by CA and naming the host), as the mysql
 	// client's --ssl-mode. Default: verify-identity when CA is set,
 	// required when only Cert is, else disabled.
-	Mode string `yaml:"mode"`
+	Mode string `yaml:"mode,omitempty"`
 	// CA is the file (PEM) of the certificate authority that signed the
 	// servers' certificates (without it, the verify modes use the system's
 	// roots).
-	CA string `yaml:"ca"`
+	CA string `yaml:"ca,omitempty"`
 	// Cert is a client certificate file (PEM), for accounts that require
 	// one (REQUIRE X509); with Key.
-	Cert string `yaml:"cert"`
+	Cert string `yaml:"cert,omitempty"`
 	// Key is the key file (PEM) of Cert.
-	Key string `yaml:"key"`
+	Key string `yaml:"key,omitempty"`
 	// ServerName, with verify-identity, is the name the servers'
 	// certificates must hold instead of the host dbpilot connects to.
-	ServerName string `yaml:"server_name"`
+	ServerName string `yaml:"server_name,omitempty"`
 }
 
 // IsZero reports whether no key is set.

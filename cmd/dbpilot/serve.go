@@ -72,6 +72,16 @@ none recovers automatically (failover --force-without-coordination acts
 anyway, audited); the primary is never demoted because etcd is gone.
 GET /api/coordination shows members, leaders and leases.
 
+TLS to the servers: tls (mode disabled|preferred|required|verify-ca|
+verify-identity, ca, cert, key, server_name; verify-identity by default with
+a ca) secures serve's own connections, a cluster's tls replaces it for that
+cluster, and replication.tls is what CHANGE MASTER tells replicas
+(MASTER_SSL=1, MASTER_SSL_CA/CERT/KEY as paths on the replicas' hosts,
+MASTER_SSL_VERIFY_SERVER_CERT=1 for verify-identity). A missing or bad TLS
+file stops serve at start; a server whose certificate does not verify is
+shown unreachable with the reason. A sandbox deployed with --tls is watched
+over TLS by itself.
+
 --sandbox NAME builds the configuration from a sandbox (state and API token
 in the sandbox's directory); --print-config prints it as a file to extend.
 --print-default-config prints every key at its default.
