@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,35 @@ func TestValidateReplicationTLS(t *testing.T) {
 	}
 	if err := ValidateReplicationTLS(TLSSettings{CA: "/does/not/exist/here.pem"}, "replication.tls"); err != nil {
 		t.Errorf("replication files are on the servers, not checked here: %v", err)
+	}
+}
+
+// TestControllerChangeSourceTLS records what the controller sends to a
+// MySQL 8.4 and a MariaDB replica with replication TLS set.
+func TestControllerChangeSourceTLS(t *testing.T) {
+	replTLS := &TLSSettings{CA: "/etc/mysql/ca.pem"}
+	for _, tt := range []struct {
+		id    serverIdent
+		show  string
+		cols  []string
+		wantS string
+	}{
+		{my84ID, "SHOW REPLICA STATUS", []string{"Channel_Name", "Source_Host", "Source_Port", "Replica_IO_Running", "Replica_SQL_Running"},
+			`CHANGE REPLICATION SOURCE TO SOURCE_HOST='10.0.0.2', SOURCE_PORT=3306, SOURCE_USER='repl', SOURCE_PASSWORD='pw', SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, SOURCE_HEARTBEAT_PERIOD=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_SSL=1, SOURCE_SSL_CA='/etc/mysql/ca.pem', SOURCE_SSL_CERT='', SOURCE_SSL_KEY='', SOURCE_SSL_VERIFY_SERVER_CERT=1`},
+		{mariaID, "SHOW ALL SLAVES STATUS", nil,
+			`CHANGE MASTER TO MASTER_HOST='10.0.0.2', MASTER_PORT=3306, MASTER_USER='repl', MASTER_PASSWORD='pw', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1, MASTER_SSL=1, MASTER_SSL_CA='/etc/mysql/ca.pem', MASTER_SSL_CERT='', MASTER_SSL_KEY='', MASTER_SSL_VERIFY_SERVER_CERT=1, IGNORE_DOMAIN_IDS=()`},
+	} {
+		status := slaveStatus()
+		if tt.cols != nil {
+			status = rows(tt.cols)
+		}
+		r := &recorder{results: map[string]*Rows{tt.show: status}}
+		s := newCtl(tt.id, r)
+		if err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "10.0.0.2", Port: 3306}, Credentials{User: "repl", Password: "pw"}, replTLS, dbpilot.ChangeSourceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.log) != 2 || r.log[1] != tt.wantS {
+			t.Errorf("%s %s: statements:\n%s\nwant last\n%s", tt.id.Flavor, tt.id.Version, strings.Join(r.log, "\n"), tt.wantS)
+		}
 	}
 }
