@@ -330,8 +330,17 @@ func classifyTLS(err error, key dbpilot.InstanceKey, t *TLS, op string) error {
 	default:
 		return nil
 	}
-	return dbpilot.WrapError(code, &detailError{msg: detail, err: cause}, "mysql: %s on %s", op, key)
+	e := dbpilot.WrapError(code, &detailError{msg: detail, err: cause}, "mysql: %s on %s", op, key)
+	// The server greeted dbpilot and spoke TLS (or said it has none): it
+	// is alive, whatever its certificate. An answer is proof of life, so
+	// that an expired certificate on a primary is no reason to fail over.
+	e.Errno = ErSSLConnection
+	return e
 }
+
+// ErSSLConnection is the client's CR_SSL_CONNECTION_ERROR, the Errno of a
+// TLS failure with a server that answered (see dbpilot.Error).
+const ErSSLConnection = 2026
 
 // detailError is an error told in dbpilot's words, keeping its cause for
 // errors.Is and errors.As.

@@ -111,6 +111,10 @@ func TestTLSServer(t *testing.T) {
 	}
 	err = connect(mysql.TLSSettings{CA: otherCA})
 	oneLineErr(t, "wrong CA", err, "mysql: connect on "+key.String(), "x509: certificate signed by unknown authority", "--ssl-ca")
+	// The server answered: alive (no failover over a certificate).
+	if n := dbpilot.ServerErrno(err); n != mysql.ErSSLConnection {
+		t.Errorf("wrong CA: errno %d, want %d (the server answered)", n, mysql.ErSSLConnection)
+	}
 	err = connect(mysql.TLSSettings{Mode: mysql.TLSVerifyIdentity, CA: d.TLS.CA, ServerName: "db.example.com"})
 	oneLineErr(t, "name not in the certificate", err, key.String(), "db.example.com", "--ssl-server-name")
 	// verify-ca does not check the name.
