@@ -25,8 +25,11 @@ type Error struct {
 	Err     error // optional cause
 	// Errno is the number of the MySQL error packet the server sent, when
 	// the failure is the server's answer (access denied, account locked, too
-	// many connections, host blocked, ...); 0 for a transport failure
-	// (refused, reset, timed out, no greeting) or an error of dbpilot's own.
+	// many connections, host blocked, ...); 2026 (the client's
+	// CR_SSL_CONNECTION_ERROR) when the server greeted dbpilot but TLS
+	// failed (its certificate does not verify, it has no TLS): the server
+	// is alive all the same; 0 for a transport failure (refused, reset,
+	// timed out, no greeting) or an error of dbpilot's own.
 	Errno uint16
 }
 

@@ -26,6 +26,9 @@ type CloneOptions struct {
 	// dump's GTID position, with the Repl account.
 	Replicate bool
 	Repl      mysql.Credentials
+	// ReplTLS is the target's TLS to the source (MASTER_SSL options, paths
+	// on the target's host); nil leaves them as they are.
+	ReplTLS *mysql.TLSSettings
 	// ReplicaWait bounds the wait for replication to run; default 30 s.
 	ReplicaWait time.Duration
 	// Replace makes the target a copy of the source and nothing else (a
@@ -123,7 +126,7 @@ func Clone(ctx context.Context, from dbpilot.InstanceKey, fromOpts mysql.Options
 	if !opt.Replicate {
 		return res, nil
 	}
-	ctl := mysql.NewController(toOpts, opt.Repl)
+	ctl := mysql.NewController(toOpts, opt.Repl).WithReplicationTLS(opt.ReplTLS)
 	defer ctl.Close()
 	if err := ctl.ChangeSource(ctx, to, from, dbpilot.ChangeSourceOptions{}); err != nil {
 		return nil, err

@@ -337,6 +337,8 @@ func (s *Streamer) syncerConfig(flavor string, dialer func(ctx context.Context, 
 		SynchronousEventHandler: s,
 		Logger:                  slog.New(quiet{o.Logger.Handler()}),
 		Dialer:                  dialer,
+		// TLS as the other connections to the server (nil: plain text).
+		TLSConfig: o.Conn.TLSConfig(o.Key),
 	}
 }
 

@@ -62,7 +62,11 @@ type Config struct {
 	Credentials CredentialsConfig `yaml:"credentials"`
 	// Replication is the account replicas use (written into CHANGE
 	// MASTER); its user is required.
-	Replication CredentialsConfig `yaml:"replication"`
+	Replication ReplicationConfig `yaml:"replication"`
+	// TLS secures dbpilot's own connections to the servers (probes,
+	// collectors, liveness sessions, recoveries, discovery); a cluster's
+	// tls replaces it for that cluster.
+	TLS TLSConfig `yaml:"tls"`
 	// PollInterval is how often every instance is probed and the topology
 	// observed (100ms..1m).
 	PollInterval Duration `yaml:"poll_interval"`
@@ -108,6 +112,10 @@ type Config struct {
 
 	// path is the file LoadConfig read (errors of inline watchdog rules name it).
 	path string
+	// tls is TLS loaded by Validate (nil: plain text); tlsRoutes, the
+	// clusters' own (nil when none has a tls block).
+	tls       *serverTLS
+	tlsRoutes *tlsRoutes
 }
 
 // DefaultRetention is Config.Retention's default.
@@ -173,6 +181,44 @@ type CredentialsConfig struct {
 	// that fills what user and password leave out.
 	File string `yaml:"file"`
 }
+
+// ReplicationConfig is the account replicas use to connect to their
+// sources, and their TLS, in the CHANGE MASTER statements dbpilot sends.
+type ReplicationConfig struct {
+	CredentialsConfig `yaml:",inline"`
+	// TLS is what CHANGE MASTER tells replicas: MASTER_SSL=1 with
+	// MASTER_SSL_CA, MASTER_SSL_CERT, MASTER_SSL_KEY (paths as the
+	// replicas' hosts see them, not checked by dbpilot) and
+	// MASTER_SSL_VERIFY_SERVER_CERT=1 for verify-identity (MySQL 8:
+	// SOURCE_SSL...). Mode disabled sets MASTER_SSL=0; no key at all leaves
+	// the replicas' SSL settings as they are. server_name does not apply.
+	TLS TLSConfig `yaml:"tls"`
+}
+
+// TLSConfig is TLS to MySQL/MariaDB servers.
+type TLSConfig struct {
+	// Mode is disabled, preferred (TLS when the server offers it),
+	// required (TLS, certificate not verified), verify-ca (signed by CA) or
+	// verify-identity (signed by CA and naming the host), as the mysql
+	// client's --ssl-mode. Default: verify-identity when CA is set,
+	// required when only Cert is, else disabled.
+	Mode string `yaml:"mode,omitempty"`
+	// CA is the file (PEM) of the certificate authority that signed the
+	// servers' certificates (without it, the verify modes use the system's
+	// roots).
+	CA string `yaml:"ca,omitempty"`
+	// Cert is a client certificate file (PEM), for accounts that require
+	// one (REQUIRE X509); with Key.
+	Cert string `yaml:"cert,omitempty"`
+	// Key is the key file (PEM) of Cert.
+	Key string `yaml:"key,omitempty"`
+	// ServerName, with verify-identity, is the name the servers'
+	// certificates must hold instead of the host dbpilot connects to.
+	ServerName string `yaml:"server_name,omitempty"`
+}
+
+// IsZero reports whether no key is set.
+func (t TLSConfig) IsZero() bool { return t == TLSConfig{} }
 
 // DetectionConfig tunes failure detection.
 type DetectionConfig struct {
@@ -342,8 +388,11 @@ type ClusterConfig struct {
 	PromotionRules map[string]dbpilot.PromotionRule `yaml:"promotion_rules"`
 	// Hooks, when set, replace the global hooks for this cluster.
 	Hooks *HooksConfig `yaml:"hooks"`
+	// TLS, when set, replaces the top-level tls for this cluster's servers.
+	TLS *TLSConfig `yaml:"tls"`
 
 	seeds []dbpilot.InstanceKey
+	tls   *serverTLS // loaded: TLS, or the top-level tls
 	rules map[dbpilot.InstanceKey]dbpilot.PromotionRule
 }
 
@@ -502,6 +551,9 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return err
 	}
+	if err := c.validateTLS(); err != nil {
+		return err
+	}
 	return c.validateBackup(names)
 }
 
@@ -564,6 +616,27 @@ func (c *Config) validateCredentials() error {
 		return errors.New("replication.user: required (the account replicas use in CHANGE MASTER)")
 	}
 	return nil
+}
+
+// validateTLS reads and checks the TLS files of tls and of the clusters'
+// tls, and the replication.tls settings: a missing or bad file stops serve
+// before it connects anywhere.
+func (c *Config) validateTLS() error {
+	var err error
+	if c.tls, err = loadServerTLS(c.TLS, "tls"); err != nil {
+		return err
+	}
+	for i := range c.Clusters {
+		cl := &c.Clusters[i]
+		cl.tls = c.tls
+		if cl.TLS != nil {
+			if cl.tls, err = loadServerTLS(*cl.TLS, fmt.Sprintf("clusters[%d].tls", i)); err != nil {
+				return err
+			}
+		}
+	}
+	c.tlsRoutes = newTLSRoutes(c)
+	return checkReplicationTLS(c.Replication.TLS, "replication.tls")
 }
 
 // validateDetection checks poll_interval and detection.

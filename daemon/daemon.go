@@ -618,7 +618,7 @@ func (d *Daemon) crawl(ctx context.Context, cs *clusterState) (crawled, error) {
 	if !d.running.Load() {
 		bound = 10 * time.Second
 	}
-	all, err := topology.Discover(ctx, d.probe, seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now})
+	all, err := topology.Discover(ctx, d.cfg.discoveryInspector(d.probe, cs.cfg), seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now})
 	if err != nil && len(all) == 0 {
 		return c, err
 	}

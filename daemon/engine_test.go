@@ -290,7 +290,7 @@ func (w *world) daemon(mutate func(*Config)) (*Daemon, *clusterState) {
 	cfg := &Config{
 		State:       filepath.Join(w.t.TempDir(), "state.db"),
 		Credentials: CredentialsConfig{User: "admin"},
-		Replication: CredentialsConfig{User: "repl"},
+		Replication: ReplicationConfig{CredentialsConfig: CredentialsConfig{User: "repl"}},
 		Clusters:    []ClusterConfig{{Name: "c", Seeds: []string{wkey(1).String()}, AutoFailover: true}},
 		Recovery:    RecoveryConfig{RepointVerify: Duration(time.Second), ApplyTimeout: Duration(time.Second)},
 	}
@@ -613,7 +613,7 @@ func (w *world) run(probe *mock.Inspector, live *mock.Liveness) (*Daemon, <-chan
 	cfg := &Config{
 		State:        filepath.Join(w.t.TempDir(), "state.db"),
 		Credentials:  CredentialsConfig{User: "admin"},
-		Replication:  CredentialsConfig{User: "repl"},
+		Replication:  ReplicationConfig{CredentialsConfig: CredentialsConfig{User: "repl"}},
 		PollInterval: Duration(time.Minute),
 		Clusters:     []ClusterConfig{{Name: "c", Seeds: []string{wkey(1).String()}}},
 	}

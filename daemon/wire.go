@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -172,8 +173,8 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 	repl := mysql.Credentials{User: cfg.Replication.User, Password: cfg.Replication.Password}
 	opt := Options{
 		Inspector:  mysql.NewInspector(probe),
-		Controller: mysql.NewController(admin, repl),
-		Recloner:   recloner{admin: admin, repl: repl, tool: strings.TrimSuffix("dbpilot "+w.Version, " ")},
+		Controller: mysql.NewController(admin, repl).WithReplicationTLS(replicationTLS(cfg)),
+		Recloner:   recloner{admin: admin, repl: repl, replTLS: replicationTLS(cfg), tool: strings.TrimSuffix("dbpilot "+w.Version, " ")},
 		Liveness:   &mysql.Liveness{Options: probe},
 		Store:      w.Store,
 		AlertStore: w.AlertStore,
@@ -217,14 +218,15 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 // target, which is replaced (databases the source lacks dropped, binary log
 // reset) and replicates from the source at the dump's GTID position.
 type recloner struct {
-	admin mysql.Options
-	repl  mysql.Credentials
-	tool  string
+	admin   mysql.Options
+	repl    mysql.Credentials
+	replTLS *mysql.TLSSettings
+	tool    string
 }
 
 func (c recloner) Reclone(ctx context.Context, source, target dbpilot.InstanceKey) (*dbpilot.RecloneResult, error) {
 	res, err := backup.Clone(ctx, source, c.admin, target, c.admin, backup.CloneOptions{
-		Threads: 4, Replicate: true, Repl: c.repl, Replace: true, Tool: c.tool})
+		Threads: 4, Replicate: true, Repl: c.repl, ReplTLS: c.replTLS, Replace: true, Tool: c.tool})
 	if err != nil {
 		return nil, err
 	}
@@ -337,13 +339,121 @@ func (f *fanout) Unqueryable() error {
 // sessions.
 const collectorConnectTimeout = 2 * time.Second
 
-// adminOptions returns the admin connection options with the probe timeouts.
+// adminOptions returns the admin connection options with the probe
+// timeouts and the TLS of each server's cluster.
 func adminOptions(c *Config) mysql.Options {
 	return mysql.Options{
 		Credentials:    mysql.Credentials{User: c.Credentials.User, Password: c.Credentials.Password},
 		ConnectTimeout: c.Detection.ProbeTimeout.D(),
 		QueryTimeout:   c.Detection.ProbeTimeout.D(),
+		TLS:            c.tls,
+		TLSFor:         c.tlsFor(),
 	}
+}
+
+// tlsRoutes gives each server its cluster's TLS when clusters have tls
+// blocks of their own: a server is claimed by the first cluster that
+// names it (its seeds, at load) or discovers it (before it is inspected:
+// claimingInspector), as one server belongs to one cluster.
+type tlsRoutes struct {
+	mu    sync.Mutex
+	byKey map[dbpilot.InstanceKey]*serverTLS
+}
+
+// of returns the TLS of key's cluster, nil when no cluster claimed it.
+func (r *tlsRoutes) of(key dbpilot.InstanceKey) *mysql.TLS {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byKey[key.Normalized()]
+}
+
+func (r *tlsRoutes) claim(key dbpilot.InstanceKey, t *serverTLS) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.byKey[key.Normalized()]; !ok {
+		r.byKey[key.Normalized()] = t
+	}
+}
+
+// newTLSRoutes returns the routes of c's clusters, nil when none has a
+// tls block (every server then uses the top-level tls).
+func newTLSRoutes(c *Config) *tlsRoutes {
+	own := false
+	for _, cl := range c.Clusters {
+		own = own || cl.TLS != nil
+	}
+	if !own {
+		return nil
+	}
+	r := &tlsRoutes{byKey: map[dbpilot.InstanceKey]*serverTLS{}}
+	for _, cl := range c.Clusters {
+		for _, k := range cl.seeds {
+			r.claim(k, cl.tls)
+		}
+	}
+	return r
+}
+
+// tlsFor returns the Options.TLSFor of c: nil without routes.
+func (c *Config) tlsFor() func(dbpilot.InstanceKey) *mysql.TLS {
+	if c.tlsRoutes == nil {
+		return nil
+	}
+	return c.tlsRoutes.of
+}
+
+// claimingInspector claims each server for a cluster's TLS before it is
+// inspected (discovery).
+type claimingInspector struct {
+	dbpilot.Inspector
+	routes *tlsRoutes
+	tls    *serverTLS
+}
+
+func (c claimingInspector) Inspect(ctx context.Context, key dbpilot.InstanceKey) (*dbpilot.Instance, error) {
+	c.routes.claim(key, c.tls)
+	return c.Inspector.Inspect(ctx, key)
+}
+
+// discoveryInspector is the inspector of cl's discovery: the probe
+// inspector, claiming the servers it finds for cl's TLS when clusters
+// have their own.
+func (c *Config) discoveryInspector(in dbpilot.Inspector, cl *ClusterConfig) dbpilot.Inspector {
+	if c.tlsRoutes == nil {
+		return in
+	}
+	return claimingInspector{Inspector: in, routes: c.tlsRoutes, tls: cl.tls}
+}
+
+// serverTLS is TLS loaded from a TLSConfig (config.go keeps it without
+// importing the adapter).
+type serverTLS = mysql.TLS
+
+// settings returns t in the mysql package's terms.
+func (t TLSConfig) settings() mysql.TLSSettings {
+	return mysql.TLSSettings{Mode: mysql.TLSMode(t.Mode), CA: expandHome(t.CA), Cert: expandHome(t.Cert), Key: expandHome(t.Key), ServerName: t.ServerName}
+}
+
+// loadServerTLS reads and checks the files of t; where names it in
+// messages ("tls", "clusters[0].tls").
+func loadServerTLS(t TLSConfig, where string) (*serverTLS, error) {
+	return mysql.LoadTLS(t.settings(), where)
+}
+
+// checkReplicationTLS checks replication.tls (its files are on the
+// servers).
+func checkReplicationTLS(t TLSConfig, where string) error {
+	return mysql.ValidateReplicationTLS(t.settings(), where)
+}
+
+// replicationTLS returns what CHANGE MASTER tells replicas: nil (their SSL
+// settings left as they are) when replication.tls is empty.
+func replicationTLS(c *Config) *mysql.TLSSettings {
+	if c.Replication.TLS.IsZero() {
+		return nil
+	}
+	s := c.Replication.TLS.settings()
+	return &s
 }
 
 // Collectors returns every collector dbpilot runs, in a fixed order.
@@ -645,8 +755,16 @@ func ConfigFromSandbox(d *sandbox.Descriptor) (*Config, error) {
 		State:       filepath.Join(d.Dir, "state.db"),
 		Token:       strings.TrimSpace(string(tok)),
 		Credentials: CredentialsConfig{User: d.Admin.User, Password: d.Admin.Password},
-		Replication: CredentialsConfig{User: d.Repl.User, Password: d.Repl.Password},
+		Replication: ReplicationConfig{CredentialsConfig: CredentialsConfig{User: d.Repl.User, Password: d.Repl.Password}},
 		Clusters:    []ClusterConfig{cl},
+	}
+	if d.TLS != nil {
+		// verify-identity with the sandbox's CA and client certificate,
+		// for serve's connections and the replicas' alike (the nodes run
+		// on this host and see the same files).
+		ts := d.TLSSettings()
+		c.TLS = TLSConfig{Mode: string(ts.Mode), CA: ts.CA, Cert: ts.Cert, Key: ts.Key}
+		c.Replication.TLS = c.TLS
 	}
 	return c, nil
 }
@@ -668,13 +786,14 @@ func SandboxConfigYAML(d *sandbox.Descriptor) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	replFile, err := sandboxCredentialsFile(d, "replication.cnf", c.Replication)
+	replFile, err := sandboxCredentialsFile(d, "replication.cnf", c.Replication.CredentialsConfig)
 	if err != nil {
 		return nil, err
 	}
 	type creds struct {
-		User string `yaml:"user"`
-		File string `yaml:"file"`
+		User string     `yaml:"user"`
+		File string     `yaml:"file"`
+		TLS  *TLSConfig `yaml:"tls,omitempty"`
 	}
 	type cluster struct {
 		Name         string   `yaml:"name"`
@@ -683,18 +802,22 @@ func SandboxConfigYAML(d *sandbox.Descriptor) ([]byte, error) {
 		SemiSync     bool     `yaml:"semi_sync"`
 	}
 	out := struct {
-		Listen      string    `yaml:"listen"`
-		State       string    `yaml:"state"`
-		TokenFile   string    `yaml:"token_file"`
-		Credentials creds     `yaml:"credentials,flow"`
-		Replication creds     `yaml:"replication,flow"`
-		Clusters    []cluster `yaml:"clusters"`
+		Listen      string     `yaml:"listen"`
+		State       string     `yaml:"state"`
+		TokenFile   string     `yaml:"token_file"`
+		Credentials creds      `yaml:"credentials,flow"`
+		Replication creds      `yaml:"replication,flow"`
+		TLS         *TLSConfig `yaml:"tls,omitempty,flow"`
+		Clusters    []cluster  `yaml:"clusters"`
 	}{
 		Listen:      DefaultListen,
 		State:       c.State,
 		TokenFile:   TokenFile(d),
 		Credentials: creds{User: c.Credentials.User, File: adminFile},
 		Replication: creds{User: c.Replication.User, File: replFile},
+	}
+	if !c.TLS.IsZero() {
+		out.TLS, out.Replication.TLS = &c.TLS, &c.Replication.TLS
 	}
 	for _, cl := range c.Clusters {
 		out.Clusters = append(out.Clusters, cluster{Name: cl.Name, Seeds: cl.Seeds, AutoFailover: cl.AutoFailover, SemiSync: cl.SemiSync})

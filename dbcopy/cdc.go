@@ -123,6 +123,8 @@ func (c *copier) capture(ctx context.Context, start string) error {
 		// Connect, greeting and authentication within the connect
 		// timeout (the library bounds only the dial, by 10 s).
 		Dialer: mysql.DialBounded(c.a.opts.Dial, c.a.opts.ConnectTimeout),
+		// TLS as the copy's other connections to the source.
+		TLSConfig: c.a.opts.TLSConfig(c.a.key),
 	})
 	defer syncer.Close()
 	streamer, err := syncer.StartSyncGTID(gset)

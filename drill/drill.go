@@ -340,7 +340,7 @@ func findPrimary(ctx context.Context, d *sandbox.Descriptor) (*sandbox.Node, err
 }
 
 func isPrimary(ctx context.Context, d *sandbox.Descriptor, n *sandbox.Node) bool {
-	db, err := mysql.Open(ctx, n.Key(), mysql.Options{Credentials: d.Admin, ConnectTimeout: 300 * time.Millisecond, QueryTimeout: time.Second})
+	db, err := mysql.Open(ctx, n.Key(), mysql.Options{Credentials: d.Admin, ConnectTimeout: 300 * time.Millisecond, QueryTimeout: time.Second, TLS: d.ClientTLS()})
 	if err != nil {
 		return false
 	}
@@ -392,7 +392,7 @@ func newWriter(d *sandbox.Descriptor, rate int, p *sandbox.Node) *writer {
 }
 
 func (w *writer) open(ctx context.Context, n *sandbox.Node) *sql.DB {
-	db, err := mysql.Open(ctx, n.Key(), mysql.Options{Credentials: writerUser, ConnectTimeout: 200 * time.Millisecond, QueryTimeout: 2 * time.Second})
+	db, err := mysql.Open(ctx, n.Key(), mysql.Options{Credentials: writerUser, ConnectTimeout: 200 * time.Millisecond, QueryTimeout: 2 * time.Second, TLS: w.d.ClientTLS()})
 	if err != nil {
 		return nil
 	}
@@ -487,7 +487,7 @@ func (w *writer) verify(ctx context.Context, d *sandbox.Descriptor, n *sandbox.N
 	if n == nil {
 		return 0, fmt.Errorf("new primary is not a node of the sandbox")
 	}
-	db, err := mysql.Open(ctx, n.Key(), mysql.Options{Credentials: d.Admin, QueryTimeout: 30 * time.Second})
+	db, err := mysql.Open(ctx, n.Key(), mysql.Options{Credentials: d.Admin, QueryTimeout: 30 * time.Second, TLS: d.ClientTLS()})
 	if err != nil {
 		return 0, err
 	}

@@ -222,6 +222,7 @@ type galeraWrite struct {
 
 // galeraWriters write to several nodes, each its own client.
 type galeraWriters struct {
+	tls    *mysql.TLS // the sandbox's (nil: plain text)
 	mu     sync.Mutex
 	next   int64
 	writes []galeraWrite
@@ -266,7 +267,7 @@ func (g *galeraWriters) client(ctx context.Context, n *sandbox.Node, interval ti
 		sent := time.Now()
 		if db == nil {
 			var err error
-			db, err = mysql.Open(ctx, n.Key(), mysql.Options{Credentials: writerUser, ConnectTimeout: 500 * time.Millisecond, QueryTimeout: 30 * time.Second})
+			db, err = mysql.Open(ctx, n.Key(), mysql.Options{Credentials: writerUser, ConnectTimeout: 500 * time.Millisecond, QueryTimeout: 30 * time.Second, TLS: g.tls})
 			if err != nil {
 				db = nil
 				if ctx.Err() == nil {
@@ -293,7 +294,7 @@ func (g *galeraWriters) client(ctx context.Context, n *sandbox.Node, interval ti
 func runGaleraRound(ctx context.Context, opt GaleraOptions, d *sandbox.Descriptor, status map[string]galera.Node,
 	members, writers []*sandbox.Node, victim *sandbox.Node, n int) GaleraRound {
 	r := GaleraRound{N: n, Killed: victim.Name, WritingNodes: len(writers)}
-	g := &galeraWriters{next: time.Now().UnixNano() / 1000}
+	g := &galeraWriters{next: time.Now().UnixNano() / 1000, tls: d.ClientTLS()}
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	interval := time.Second * time.Duration(len(writers)) / time.Duration(opt.Rate)

@@ -27,6 +27,7 @@ import (
 //
 //	user: dbpilot                # password from $DBPILOT_PASSWORD (or password_env)
 //	connect_timeout: 1s          # optional: connect, greeting and authentication
+//	tls: {ca: /etc/mysql/ca.pem} # optional: TLS to the nodes (mode, ca, cert, key, server_name)
 //	nodes:
 //	  - name: db1
 //	    address: 127.0.0.1:3306
@@ -53,8 +54,11 @@ type Config struct {
 	// ConnectTimeout bounds each connection to a node: TCP connect,
 	// greeting and authentication (default 1s).
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// TLS secures the connections to the nodes (see mysql.TLSSettings).
+	TLS mysql.TLSSettings `yaml:"tls"`
 
 	password string
+	tls      *mysql.TLS
 }
 
 // NodeConfig is one node of a Config.
@@ -85,6 +89,9 @@ func LoadConfig(path string) (*Config, []Node, error) {
 		return nil, nil, dbpilot.WrapError(dbpilot.EINVALID, err, "galera: %s", path)
 	}
 	if err := c.validate(); err != nil {
+		return nil, nil, dbpilot.WrapError(dbpilot.EINVALID, err, "galera: %s", path)
+	}
+	if c.tls, err = mysql.LoadTLS(c.TLS, "tls"); err != nil {
 		return nil, nil, dbpilot.WrapError(dbpilot.EINVALID, err, "galera: %s", path)
 	}
 	env := c.PasswordEnv
@@ -298,7 +305,7 @@ func (g *configNode) Stop(ctx context.Context) error {
 // Status connects with the file's credentials and reads the wsrep status.
 func (g *configNode) Status(ctx context.Context) (Status, error) {
 	opts := mysql.Options{Credentials: mysql.Credentials{User: g.c.User, Password: g.c.password},
-		ConnectTimeout: g.c.ConnectTimeout, QueryTimeout: 5 * time.Second}
+		ConnectTimeout: g.c.ConnectTimeout, QueryTimeout: 5 * time.Second, TLS: g.c.tls}
 	db, err := mysql.Open(ctx, g.key(), opts)
 	if err != nil {
 		return Status{}, err

@@ -6,6 +6,7 @@ package mysql
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
@@ -66,6 +67,32 @@ type Options struct {
 	// MultiStatements lets one query carry several statements (the standby
 	// fence of Liveness).
 	MultiStatements bool
+	// TLS secures the TCP connections (nil: plain text; see LoadTLS).
+	// Unix socket connections never use it: a socket is secure transport.
+	TLS *TLS
+	// TLSFor, when set, picks the TLS of each server (serve: a cluster's
+	// own tls block); a nil answer falls back to TLS.
+	TLSFor func(dbpilot.InstanceKey) *TLS
+}
+
+// TLSOf returns the TLS of connections to key: TLSFor's, else TLS; nil
+// over a Unix socket.
+func (o Options) TLSOf(key dbpilot.InstanceKey) *TLS {
+	if o.Socket != "" {
+		return nil
+	}
+	if o.TLSFor != nil {
+		if t := o.TLSFor(key); t != nil {
+			return t
+		}
+	}
+	return o.TLS
+}
+
+// TLSConfig returns the crypto/tls configuration of a connection to key,
+// nil for plain text (go-mysql's clients take it).
+func (o Options) TLSConfig(key dbpilot.InstanceKey) *tls.Config {
+	return o.TLSOf(key).Config(key.Host)
 }
 
 func (o Options) withDefaults() Options {
@@ -83,6 +110,7 @@ func (o Options) withDefaults() Options {
 type DB struct {
 	Key  dbpilot.InstanceKey
 	opts Options
+	tls  *TLS // the connections' (nil: plain text)
 	db   *sql.DB
 }
 
@@ -111,6 +139,11 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 	cfg.MultiStatements = opts.MultiStatements
 	cfg.AllowNativePasswords = true
 	cfg.Params = map[string]string{"sql_mode": "''"}
+	t := opts.TLSOf(key)
+	if t != nil {
+		cfg.TLS = t.Config(key.Host)
+		cfg.AllowFallbackToPlaintext = t.Mode() == TLSPreferred
+	}
 	connector, err := driver.NewConnector(cfg)
 	if err != nil {
 		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "mysql: configure connection to %s", key)
@@ -127,7 +160,7 @@ func Open(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*DB, erro
 	sdb.SetMaxOpenConns(maxConns)
 	sdb.SetMaxIdleConns(maxConns)
 	sdb.SetConnMaxIdleTime(time.Minute)
-	d := &DB{Key: key, opts: opts, db: sdb}
+	d := &DB{Key: key, opts: opts, tls: t, db: sdb}
 	pctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout+opts.QueryTimeout)
 	defer cancel()
 	if err := sdb.PingContext(pctx); err != nil {
@@ -345,13 +378,32 @@ func ServerErrorNumber(err error) uint16 {
 // classify wraps err with the instance and the operation, and assigns a
 // dbpilot error code. The DSN (and so the password) is never part of it.
 func (d *DB) classify(err error, op string) error {
-	return Classify(err, d.Key, d.opts.User, op)
+	if err != nil {
+		if e := classifyTLS(err, d.Key, d.tls, op); e != nil {
+			return e
+		}
+	}
+	deniedHint := ""
+	if d.tls == nil && d.opts.Socket == "" {
+		// MariaDB refuses a plain-text connection under
+		// require_secure_transport=ON with "access denied".
+		deniedHint = "; a server that requires TLS refuses plain text this way too: --ssl-mode, --ssl-ca"
+	}
+	return classifyHint(err, d.Key, d.opts.User, op, deniedHint)
 }
 
 // Classify wraps a driver error with context and a dbpilot error code.
 func Classify(err error, key dbpilot.InstanceKey, user, op string) error {
+	return classifyHint(err, key, user, op, "")
+}
+
+// classifyHint is Classify with a hint added to "access denied".
+func classifyHint(err error, key dbpilot.InstanceKey, user, op, deniedHint string) error {
 	if err == nil {
 		return nil
+	}
+	if e := classifyTLS(err, key, nil, op); e != nil {
+		return e
 	}
 	var me *driver.MySQLError
 	if errors.As(err, &me) {
@@ -359,7 +411,7 @@ func Classify(err error, key dbpilot.InstanceKey, user, op string) error {
 		var e *dbpilot.Error
 		switch me.Number {
 		case ErAccessDenied, ErDBAccessDenied:
-			e = dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: access denied for user %q (check the user and password)", op, key, user)
+			e = dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: access denied for user %q (check the user and password%s)", op, key, user, deniedHint)
 		case ErAccountLocked, ErAccountLockedMySQL:
 			e = dbpilot.WrapError(dbpilot.EAUTH, err, "mysql: %s on %s: the account of user %q is locked (ALTER USER ... ACCOUNT UNLOCK)", op, key, user)
 		case ErSpecificAccess, 1142, 1143: // and TABLE/COLUMN access denied

@@ -35,9 +35,10 @@ const (
 // Errors read "mysql: <operation> on <host:port>: ..." and carry a dbpilot
 // error code (Classify); they never contain a password.
 type Controller struct {
-	admin Options
-	repl  Credentials
-	in    *Inspector
+	admin   Options
+	repl    Credentials
+	replTLS *TLSSettings // replicas' TLS to their sources (nil: SSL options untouched)
+	in      *Inspector
 
 	mu     sync.Mutex
 	closed bool
@@ -64,6 +65,14 @@ var errControllerClosed = dbpilot.Errorf(dbpilot.EUNAVAIL, "mysql: controller cl
 func NewController(admin Options, repl Credentials) *Controller {
 	admin = admin.withDefaults()
 	return &Controller{admin: admin, repl: repl, in: NewInspector(admin), conns: make(map[dbpilot.InstanceKey]*ctlConn)}
+}
+
+// WithReplicationTLS sets the TLS that ChangeSource gives replicas
+// (MASTER_SSL options, paths on the replicas' hosts; nil leaves a
+// channel's SSL options as they are) and returns c. Call it before use.
+func (c *Controller) WithReplicationTLS(t *TLSSettings) *Controller {
+	c.replTLS = t
+	return c
 }
 
 // Close closes every connection, waiting for operations in flight. Every
@@ -173,7 +182,7 @@ func (c *Controller) ResetReplicaAll(ctx context.Context, key dbpilot.InstanceKe
 // clears DO_DOMAIN_IDS, which cannot be set at the same time. On MySQL,
 // IgnoreDomains is refused (EUNSUPPORTED). Replication is not started.
 func (c *Controller) ChangeSource(ctx context.Context, key, source dbpilot.InstanceKey, opt dbpilot.ChangeSourceOptions) error {
-	return c.do(ctx, key, "change source", func(s *ctl) error { return s.changeSource(ctx, source, c.repl, opt) })
+	return c.do(ctx, key, "change source", func(s *ctl) error { return s.changeSource(ctx, source, c.repl, c.replTLS, opt) })
 }
 
 // SetReadOnly sets read_only. MySQL 5.7.8+: turning on sets super_read_only
@@ -516,7 +525,7 @@ func changeSourceSQL(d Dialect, cs ChangeSource, ignore []uint32) (string, error
 	return d.ChangeSourceSQL(cs) + filter, nil
 }
 
-func (s *ctl) changeSource(ctx context.Context, source dbpilot.InstanceKey, repl Credentials, opt dbpilot.ChangeSourceOptions) error {
+func (s *ctl) changeSource(ctx context.Context, source dbpilot.InstanceKey, repl Credentials, replTLS *TLSSettings, opt dbpilot.ChangeSourceOptions) error {
 	const op = "change source"
 	s.secret = repl.Password
 	if source.IsZero() {
@@ -524,7 +533,7 @@ func (s *ctl) changeSource(ctx context.Context, source dbpilot.InstanceKey, repl
 	}
 	stmt, err := changeSourceSQL(s.d, ChangeSource{
 		Channel: opt.Channel, Source: source, User: repl.User, Password: repl.Password,
-		ConnectRetry: time.Second, HeartbeatPeriod: time.Second,
+		ConnectRetry: time.Second, HeartbeatPeriod: time.Second, TLS: replTLS,
 	}, opt.IgnoreDomains)
 	if err != nil {
 		return s.fail(op, err)

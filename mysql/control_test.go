@@ -107,7 +107,7 @@ func TestChangeSourceStopsRunningChannelFirst(t *testing.T) {
 		[]string{"other", "10.0.0.9", "3306", "Yes", "Yes"},
 	)}}
 	s := newCtl(mariaID, r)
-	err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "10.0.0.2", Port: 3307}, Credentials{User: "repl", Password: "s3cret"},
+	err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "10.0.0.2", Port: 3307}, Credentials{User: "repl", Password: "s3cret"}, nil,
 		dbpilot.ChangeSourceOptions{IgnoreDomains: []uint32{3}})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestChangeSourceStopsRunningChannelFirst(t *testing.T) {
 	// A named channel that is stopped is changed at once.
 	r = &recorder{results: map[string]*Rows{"SHOW ALL SLAVES STATUS": slaveStatus([]string{"m1", "10.0.0.1", "3306", "No", "No"})}}
 	s = newCtl(mariaID, r)
-	if err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "h", Port: 1}, Credentials{User: "repl"}, dbpilot.ChangeSourceOptions{Channel: "m1"}); err != nil {
+	if err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "h", Port: 1}, Credentials{User: "repl"}, nil, dbpilot.ChangeSourceOptions{Channel: "m1"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.log) != 2 || !strings.HasPrefix(r.log[1], "CHANGE MASTER 'm1' TO ") || !strings.HasSuffix(r.log[1], "IGNORE_DOMAIN_IDS=()") {
@@ -133,7 +133,7 @@ func TestChangeSourceErrorHidesPassword(t *testing.T) {
 	stmt := `CHANGE MASTER TO MASTER_HOST='h', MASTER_PORT=1, MASTER_USER='repl', MASTER_PASSWORD='s3cret', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1, IGNORE_DOMAIN_IDS=()`
 	r := &recorder{fail: map[string]error{stmt: &driver.MySQLError{Number: ErParseError, Message: "You have an error in your SQL syntax near 's3cret', MASTER_USE_GTID'"}}}
 	s := newCtl(mariaID, r)
-	err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "h", Port: 1}, Credentials{User: "repl", Password: "s3cret"}, dbpilot.ChangeSourceOptions{})
+	err := s.changeSource(context.Background(), dbpilot.InstanceKey{Host: "h", Port: 1}, Credentials{User: "repl", Password: "s3cret"}, nil, dbpilot.ChangeSourceOptions{})
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.HasPrefix(err.Error(), "mysql: change source on db1:3306: ") || ServerErrorNumber(err) != ErParseError {
 		t.Errorf("error = %v (number %d)", err, ServerErrorNumber(err))
 	}

@@ -20,8 +20,8 @@ func (d mariadbDialect) changeSource(c ChangeSource) string {
 	if c.Channel != "" {
 		conn = Quote(c.Channel) + " "
 	}
-	return fmt.Sprintf("CHANGE MASTER %sTO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=%d, MASTER_HEARTBEAT_PERIOD=%s",
-		conn, Quote(c.Source.Host), c.Source.Port, Quote(c.User), Quote(c.Password), retry, hb)
+	return fmt.Sprintf("CHANGE MASTER %sTO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=%d, MASTER_HEARTBEAT_PERIOD=%s%s",
+		conn, Quote(c.Source.Host), c.Source.Port, Quote(c.User), Quote(c.Password), retry, hb, sslOptions("MASTER", c.TLS))
 }
 
 // connection appends a named connection: START SLAVE 'name'.

@@ -25,15 +25,15 @@ func (d mysqlDialect) changeSource(c ChangeSource) string {
 		channel = " FOR CHANNEL " + Quote(c.Channel)
 	}
 	if d.sourceWords() {
-		return fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%d, SOURCE_USER=%s, SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=%d, SOURCE_HEARTBEAT_PERIOD=%s, GET_SOURCE_PUBLIC_KEY=1%s",
-			Quote(c.Source.Host), c.Source.Port, Quote(c.User), Quote(c.Password), retry, hb, channel)
+		return fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%d, SOURCE_USER=%s, SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=%d, SOURCE_HEARTBEAT_PERIOD=%s, GET_SOURCE_PUBLIC_KEY=1%s%s",
+			Quote(c.Source.Host), c.Source.Port, Quote(c.User), Quote(c.Password), retry, hb, sslOptions("SOURCE", c.TLS), channel)
 	}
 	getKey := ""
 	if d.v.AtLeast(8, 0, 0) {
 		getKey = ", GET_MASTER_PUBLIC_KEY=1"
 	}
-	return fmt.Sprintf("CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, MASTER_AUTO_POSITION=1, MASTER_CONNECT_RETRY=%d, MASTER_HEARTBEAT_PERIOD=%s%s%s",
-		Quote(c.Source.Host), c.Source.Port, Quote(c.User), Quote(c.Password), retry, hb, getKey, channel)
+	return fmt.Sprintf("CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, MASTER_AUTO_POSITION=1, MASTER_CONNECT_RETRY=%d, MASTER_HEARTBEAT_PERIOD=%s%s%s%s",
+		Quote(c.Source.Host), c.Source.Port, Quote(c.User), Quote(c.Password), retry, hb, getKey, sslOptions("MASTER", c.TLS), channel)
 }
 
 // forChannel appends a channel: STOP REPLICA FOR CHANNEL 'name'.

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -58,6 +59,16 @@ const maxWireStmts = 64
 // sql_mode: the session runs with the server's defaults, as sysbench's do.
 func DialWire(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*WireConn, error) {
 	opts = opts.withDefaults()
+	t := opts.TLSOf(key)
+	w, err := dialWire(ctx, key, opts, t.Config(key.Host))
+	if err != nil && t.Mode() == TLSPreferred && errors.Is(err, driver.ErrNoTLS) {
+		// preferred: plain text when the server offers no TLS.
+		w, err = dialWire(ctx, key, opts, nil)
+	}
+	return w, err
+}
+
+func dialWire(ctx context.Context, key dbpilot.InstanceKey, opts Options, tc *tls.Config) (*WireConn, error) {
 	network, addr := "tcp", key.String()
 	if opts.Socket != "" {
 		network, addr = "unix", opts.Socket
@@ -85,10 +96,18 @@ func DialWire(ctx context.Context, key dbpilot.InstanceKey, opts Options) (*Wire
 			}
 			nc = c
 			return c, nil
+		}, func(c *gmclient.Conn) error {
+			if tc != nil {
+				c.SetTLSConfig(tc)
+			}
+			return nil
 		})
 	if err != nil {
 		if ctx.Err() == nil && !time.Now().Before(deadline) {
 			err = &ConnectTimeoutError{After: opts.ConnectTimeout}
+		}
+		if e := classifyTLS(err, key, opts.TLSOf(key), "connect"); e != nil {
+			return nil, e
 		}
 		return nil, classifyWire(key, "connect", err)
 	}

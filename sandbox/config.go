@@ -63,6 +63,7 @@ func nodeConfig(s Server, d *Descriptor, n *Node, options []string) (string, err
 	if n.IsGalera() && d.Galera != nil {
 		kv = mergeOptions(kv, galeraOptions(d, n))
 	}
+	kv = append(kv, tlsOptions(d, n)...)
 	if !n.IsGalera() {
 		// Every server starts read_only, as production servers under a
 		// failover manager should: an old primary that restarts after a

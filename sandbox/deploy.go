@@ -48,8 +48,15 @@ type Spec struct {
 	// GaleraProvider is the path of libgalera_smm.so; "" finds it.
 	GaleraProvider string
 	Options        []string // extra KEY=VALUE server options
-	Force          bool     // replace an existing sandbox of the same name
-	Process        ProcessOptions
+	// TLS generates a CA, server and client certificates in the sandbox's
+	// directory and configures the nodes with them; every TCP connection
+	// to the nodes then uses TLS (verify-identity), replication too.
+	TLS bool
+	// RequireSecureTransport (with TLS) sets require_secure_transport=ON:
+	// the nodes refuse plain-text TCP connections.
+	RequireSecureTransport bool
+	Force                  bool // replace an existing sandbox of the same name
+	Process                ProcessOptions
 	// Log receives progress lines; nil discards them.
 	Log func(format string, args ...any)
 }
@@ -100,6 +107,9 @@ func (s *Spec) Validate() error {
 	}
 	if _, err := parseOptions(s.Options); err != nil {
 		return err
+	}
+	if s.RequireSecureTransport && !s.TLS {
+		return dbpilot.Errorf(dbpilot.EINVALID, "sandbox: --require-secure-transport needs --tls (the nodes would refuse every TCP connection)")
 	}
 	return nil
 }
@@ -173,6 +183,15 @@ func Deploy(ctx context.Context, spec Spec) (d *Descriptor, err error) {
 		d.Galera = &Galera{Provider: galeraProvider, ClusterName: "dbpilot_" + spec.Name, SST: spec.SST, SSTScript: sstScript(spec.SST)}
 	}
 	layout(d, ports)
+	if spec.TLS {
+		if d.TLS, err = generateTLS(d, spec.RequireSecureTransport); err != nil {
+			return d, err
+		}
+		if err := d.loadTLS(); err != nil {
+			return d, err
+		}
+		spec.logf("TLS: CA, server and client certificates in %s", d.TLS.Dir)
+	}
 	// Save early so that a crash mid-deploy leaves something destroy can read.
 	if err := d.Save(); err != nil {
 		return d, err
@@ -438,7 +457,7 @@ func wire(ctx context.Context, d *Descriptor) error {
 				return err
 			}
 			cs := mysql.ChangeSource{Channel: s.Channel, Source: src.Key(), User: d.Repl.User, Password: d.Repl.Password,
-				ConnectRetry: time.Second, HeartbeatPeriod: heartbeatSeconds * time.Second}
+				ConnectRetry: time.Second, HeartbeatPeriod: heartbeatSeconds * time.Second, TLS: d.ReplicationTLS()}
 			if err := db.Exec(ctx, dialect.ChangeSourceSQL(cs), dialect.StartReplicaSQL(s.Channel)); err != nil {
 				return fmt.Errorf("sandbox: wire %s to %s: %w", n.Name, src.Name, err)
 			}

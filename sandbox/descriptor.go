@@ -45,19 +45,23 @@ func IsGalera(topology string) bool {
 // Descriptor is what sandbox.json holds: everything needed to reach, stop
 // and remove a sandbox. It contains credentials and is written with mode 0600.
 type Descriptor struct {
-	Name      string            `json:"name"`
-	Topology  string            `json:"topology"`
-	Flavor    dbpilot.Flavor    `json:"flavor"`
-	Version   string            `json:"version"`
-	Dir       string            `json:"dir"`
-	Server    Server            `json:"server"`
-	SemiSync  bool              `json:"semi_sync"`
-	Options   []string          `json:"options,omitempty"`
-	Admin     mysql.Credentials `json:"admin"`
-	Repl      mysql.Credentials `json:"replication"`
-	Nodes     []*Node           `json:"nodes"`
-	Galera    *Galera           `json:"galera,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
+	Name     string            `json:"name"`
+	Topology string            `json:"topology"`
+	Flavor   dbpilot.Flavor    `json:"flavor"`
+	Version  string            `json:"version"`
+	Dir      string            `json:"dir"`
+	Server   Server            `json:"server"`
+	SemiSync bool              `json:"semi_sync"`
+	Options  []string          `json:"options,omitempty"`
+	Admin    mysql.Credentials `json:"admin"`
+	Repl     mysql.Credentials `json:"replication"`
+	Nodes    []*Node           `json:"nodes"`
+	Galera   *Galera           `json:"galera,omitempty"`
+	// TLS: deployed with --tls (nil: plain text).
+	TLS       *TLS      `json:"tls,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+
+	tls *mysql.TLS // TLS loaded (Load, Deploy)
 }
 
 // Galera is how a Galera sandbox's cluster is set up.
@@ -136,8 +140,11 @@ func (d *Descriptor) Node(name string) (*Node, error) {
 	return nil, dbpilot.Errorf(dbpilot.ENOTFOUND, "sandbox %s has no node %q (nodes: %v)", d.Name, name, names)
 }
 
-// AdminOptions returns connection options for the admin account.
-func (d *Descriptor) AdminOptions() mysql.Options { return mysql.Options{Credentials: d.Admin} }
+// AdminOptions returns connection options for the admin account (with
+// the sandbox's TLS, if any).
+func (d *Descriptor) AdminOptions() mysql.Options {
+	return mysql.Options{Credentials: d.Admin, TLS: d.tls}
+}
 
 // Home returns dbpilot's base directory: $DBPILOT_HOME, or ~/.dbpilot.
 func Home() (string, error) {
@@ -195,6 +202,9 @@ func loadFile(path, name string) (*Descriptor, error) {
 	var d Descriptor
 	if err := json.Unmarshal(b, &d); err != nil {
 		return nil, dbpilot.WrapError(dbpilot.EINVALID, err, "sandbox: descriptor %s is damaged", path)
+	}
+	if err := d.loadTLS(); err != nil {
+		return nil, err
 	}
 	return &d, nil
 }

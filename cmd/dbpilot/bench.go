@@ -48,6 +48,7 @@ func (b *benchFlags) register(cmd *cobra.Command) {
 	f.IntVar(&b.prep.Tables, "tables", 1, "oltp_*: tables sbtest1..N")
 	f.IntVar(&b.prep.TableSize, "table-size", 10000, "oltp_*: rows per table")
 	f.IntVar(&b.prep.Nodes, "nodes", 100000, "linkbench: nodes")
+	registerTLSFlags(cmd, &b.target.ssl)
 }
 
 // benchAppUser is the account the bench uses on a sandbox: like an
@@ -110,7 +111,11 @@ func (b *benchFlags) resolve(ctx context.Context, a *app, args []string, poolSiz
 	if creds.User == "" {
 		creds.User = "root"
 	}
-	r.opts = mysql.Options{Credentials: creds, ConnectTimeout: b.target.connectTimeout, QueryTimeout: b.target.queryTimeout, Database: b.db}
+	t, err := b.target.tls(r.sandbox)
+	if err != nil {
+		return nil, err
+	}
+	r.opts = mysql.Options{Credentials: creds, ConnectTimeout: b.target.connectTimeout, QueryTimeout: b.target.queryTimeout, Database: b.db, TLS: t}
 	return r, nil
 }
 

@@ -41,6 +41,7 @@ func cloneEnd(tf *targetFlags, addr, sb string, side string) (dbpilot.InstanceKe
 func (a *app) cloneCommand() *cobra.Command {
 	var tf targetFlags
 	var from, to, fromSB, toSB, replUser, replPassword string
+	var replTLS mysql.TLSSettings
 	var opt backup.CloneOptions
 	var asJSON, quiet bool
 	cmd := &cobra.Command{
@@ -58,7 +59,10 @@ transaction (checked at the end).
 The dump goes to a temporary directory removed on success, or to --dir,
 which is kept. The replication account comes from --repl-user and
 --repl-password, $DBPILOT_REPL_USER and $DBPILOT_REPL_PASSWORD, or the
-source sandbox's descriptor; it must exist on the source.` + exitHelp,
+source sandbox's descriptor; it must exist on the source. The target's TLS to
+the source (MASTER_SSL) comes from --repl-ssl-mode, --repl-ssl-ca,
+--repl-ssl-cert and --repl-ssl-key (paths on the target's host; with a CA,
+MASTER_SSL_VERIFY_SERVER_CERT=1), or from a source sandbox deployed with --tls.` + exitHelp,
 		Example: `  dbpilot clone --from-sandbox prod --to-sandbox spare --replicate
   dbpilot clone --from 10.0.0.5:3306 --to 10.0.0.9:3306 --user admin --replicate --repl-user repl`,
 		Args: cobra.NoArgs,
@@ -86,6 +90,15 @@ source sandbox's descriptor; it must exist on the source.` + exitHelp,
 			}
 			if replPassword != "" {
 				opt.Repl.Password = replPassword
+			}
+			if fromDesc != nil {
+				opt.ReplTLS = fromDesc.ReplicationTLS()
+			}
+			if !replTLS.IsZero() {
+				if err := mysql.ValidateReplicationTLS(replTLS, "--repl-ssl"); err != nil {
+					return err
+				}
+				opt.ReplTLS = &replTLS
 			}
 			opt.Tool = "dbpilot " + version
 			opt.Progress, opt.ProgressTTY = a.progressOut(quiet)
@@ -121,6 +134,10 @@ source sandbox's descriptor; it must exist on the source.` + exitHelp,
 	f.BoolVar(&opt.Replicate, "replicate", false, "attach the target as a replica of the source at the dump's GTID position")
 	f.StringVar(&replUser, "repl-user", "", "replication account the target connects to the source with")
 	f.StringVar(&replPassword, "repl-password", "", "its password (prefer $DBPILOT_REPL_PASSWORD)")
+	f.StringVar((*string)(&replTLS.Mode), "repl-ssl-mode", "", "the target's TLS to the source: "+mysql.TLSModes+" (MASTER_SSL; default verify-identity with --repl-ssl-ca)")
+	f.StringVar(&replTLS.CA, "repl-ssl-ca", "", "MASTER_SSL_CA: the CA file as the target's host sees it")
+	f.StringVar(&replTLS.Cert, "repl-ssl-cert", "", "MASTER_SSL_CERT: a client certificate file on the target's host")
+	f.StringVar(&replTLS.Key, "repl-ssl-key", "", "MASTER_SSL_KEY: its key file on the target's host")
 	f.StringVar(&opt.Dir, "dir", "", "keep the dump in this directory (default: a temporary one, removed)")
 	f.IntVar(&opt.Threads, "threads", 4, "worker connections for dump and restore")
 	f.BoolVar(&opt.DropExisting, "drop-existing", false, "replace tables that exist on the target")

@@ -67,6 +67,15 @@ a 1 s connect retry and heartbeat, and slave_net_timeout=4 so a dead source is
 noticed within seconds. Accounts are created with binary logging off, so a new
 sandbox has no errant transactions.
 
+--tls generates a CA, a server certificate per node (names 127.0.0.1 and
+localhost) and a client certificate in the sandbox's directory (tls/, keys
+mode 0600), and configures every node with ssl_ca, ssl_cert and ssl_key;
+replication between the nodes uses MASTER_SSL=1 with the CA and
+MASTER_SSL_VERIFY_SERVER_CERT=1, and every command given --sandbox (and serve
+--sandbox) connects with TLS, verify-identity, with the client certificate.
+--require-secure-transport (with --tls) adds require_secure_transport=ON: the
+nodes refuse plain-text TCP connections (Unix sockets still work).
+
 --option KEY=VALUE adds a server option to every node; one that would make a
 node listen beyond loopback (bind_address, admin_address, mysqlx_bind_address,
 the wsrep addresses, set to anything but 127.0.0.1, ::1 or localhost) is
@@ -78,6 +87,7 @@ PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
   dbpilot sandbox deploy g1 --topology galera --nodes 3 --sst mariabackup
   dbpilot sandbox deploy dr --topology galera+replica
   dbpilot sandbox deploy r1 --topology ring --port-base 23000
+  dbpilot sandbox deploy secure --tls --require-secure-transport
   dbpilot sandbox deploy ms --topology multi-source --nodes 4 --option innodb_buffer_pool_size=64M`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -106,6 +116,8 @@ PATH and in /usr/sbin, /usr/local/mysql/bin and similar.`,
 	f.IntVar(&spec.PortBase, "port-base", 0, "node N listens on port-base+N (default: a free block in 20001-29999)")
 	f.StringArrayVar(&spec.Options, "option", nil, "extra server option KEY=VALUE for every node (repeatable); addresses (bind_address, ...) must stay on loopback")
 	f.BoolVar(&spec.Force, "force", false, "replace an existing sandbox of the same name")
+	f.BoolVar(&spec.TLS, "tls", false, "generate a CA, server and client certificates and use TLS (verify-identity) for every TCP connection to the nodes, replication included")
+	f.BoolVar(&spec.RequireSecureTransport, "require-secure-transport", false, "with --tls: require_secure_transport=ON, the nodes refuse plain-text TCP connections")
 	return cmd
 }
 

@@ -25,10 +25,7 @@ import (
 )
 
 func (a *app) serveCommand() *cobra.Command {
-	var sf serviceFlags
-	var listen, memberID string
-	var tlsFiles daemon.HTTPTLSConfig
-	var printConfig, printDefaultConfig, checkConfig bool
+	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE | --sandbox NAME]",
 		Short: "Run the daemon: discovery, 1 s failure detection, automated failover, HTTP API",
@@ -81,6 +78,16 @@ none recovers automatically (failover --force-without-coordination acts
 anyway, audited); the primary is never demoted because etcd is gone.
 GET /api/coordination shows members, leaders and leases.
 
+TLS to the servers: tls (mode disabled|preferred|required|verify-ca|
+verify-identity, ca, cert, key, server_name; verify-identity by default with
+a ca) secures serve's own connections, a cluster's tls replaces it for that
+cluster, and replication.tls is what CHANGE MASTER tells replicas
+(MASTER_SSL=1, MASTER_SSL_CA/CERT/KEY as paths on the replicas' hosts,
+MASTER_SSL_VERIFY_SERVER_CERT=1 for verify-identity). A missing or bad TLS
+file stops serve at start; a server whose certificate does not verify is
+shown unreachable with the reason. A sandbox deployed with --tls is watched
+over TLS by itself.
+
 --sandbox NAME builds the configuration from a sandbox (state and API token
 in the sandbox's directory); --print-config prints it as a file to extend.
 --print-default-config prints every key at its default. --check-config
@@ -98,44 +105,55 @@ looks like:
   dbpilot serve --config /etc/dbpilot/dbpilot.yml
   dbpilot serve --config /etc/dbpilot/dbpilot.yml --check-config`,
 		Args: exactArgs(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if printDefaultConfig {
-				b, err := daemon.DefaultConfigYAML()
-				if err != nil {
-					return err
-				}
-				_, err = a.stdout.Write(b)
-				return err
-			}
-			if printConfig {
-				return a.printSandboxConfig(sf)
-			}
-			cfg, err := serveFlagsConfig(sf, listen, memberID, tlsFiles)
-			if err != nil {
-				return err
-			}
-			if checkConfig {
-				// The HTTPS pair too: a unit must not start on a bad one.
-				if _, err := loadServeCert(cfg); err != nil {
-					return err
-				}
-				a.printConfigChecked(sf, cfg)
-				return nil
-			}
-			return a.serve(cmd.Context(), cfg, sf.sandbox)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runServe(cmd.Context(), o) },
 	}
-	sf.registerConfigOnly(cmd)
-	cmd.Flags().StringVar(&listen, "listen", "", "API address (overrides the config; default "+daemon.DefaultListen+")")
-	cmd.Flags().StringVar(&tlsFiles.CertFile, "http-tls-cert", "", "PEM certificate (and intermediates) to answer HTTPS with (overrides http_tls.cert_file; with --http-tls-key); reloaded on SIGHUP")
-	cmd.Flags().StringVar(&tlsFiles.KeyFile, "http-tls-key", "", "PEM private key of --http-tls-cert (overrides http_tls.key_file)")
-	cmd.Flags().StringVar(&memberID, "id", "", "this serve's member id among coordinated serves (overrides coordination.id; default HOSTNAME:PORT); unique per serve")
-	cmd.Flags().BoolVar(&printConfig, "print-config", false, "with --sandbox: print the YAML configuration built from the sandbox (secrets as 0600 files beside it) and exit, to extend it and run serve --config")
-	cmd.Flags().BoolVar(&printDefaultConfig, "print-default-config", false, "print a configuration with every key at its default (placeholders for credentials, replication and clusters) and exit")
-	cmd.Flags().BoolVar(&checkConfig, "check-config", false, "load and validate the configuration (--config or --sandbox) and exit: 0 valid, 2 not (one line saying what and where); connects to nothing")
+	o.sf.registerConfigOnly(cmd)
+	cmd.Flags().StringVar(&o.listen, "listen", "", "API address (overrides the config; default "+daemon.DefaultListen+")")
+	cmd.Flags().StringVar(&o.tlsFiles.CertFile, "http-tls-cert", "", "PEM certificate (and intermediates) to answer HTTPS with (overrides http_tls.cert_file; with --http-tls-key); reloaded on SIGHUP")
+	cmd.Flags().StringVar(&o.tlsFiles.KeyFile, "http-tls-key", "", "PEM private key of --http-tls-cert (overrides http_tls.key_file)")
+	cmd.Flags().StringVar(&o.memberID, "id", "", "this serve's member id among coordinated serves (overrides coordination.id; default HOSTNAME:PORT); unique per serve")
+	cmd.Flags().BoolVar(&o.printConfig, "print-config", false, "with --sandbox: print the YAML configuration built from the sandbox (secrets as 0600 files beside it) and exit, to extend it and run serve --config")
+	cmd.Flags().BoolVar(&o.printDefaultConfig, "print-default-config", false, "print a configuration with every key at its default (placeholders for credentials, replication and clusters) and exit")
+	cmd.Flags().BoolVar(&o.checkConfig, "check-config", false, "load and validate the configuration (--config or --sandbox) and exit: 0 valid, 2 not (one line saying what and where); connects to nothing")
 	cmd.MarkFlagsMutuallyExclusive("check-config", "print-config")
 	cmd.MarkFlagsMutuallyExclusive("check-config", "print-default-config")
 	return cmd
+}
+
+// serveOptions are serve's flags.
+type serveOptions struct {
+	sf                                           serviceFlags
+	listen, memberID                             string
+	tlsFiles                                     daemon.HTTPTLSConfig
+	printConfig, printDefaultConfig, checkConfig bool
+}
+
+// runServe is serve's run: print a configuration, check one, or serve.
+func (a *app) runServe(ctx context.Context, o serveOptions) error {
+	if o.printDefaultConfig {
+		b, err := daemon.DefaultConfigYAML()
+		if err != nil {
+			return err
+		}
+		_, err = a.stdout.Write(b)
+		return err
+	}
+	if o.printConfig {
+		return a.printSandboxConfig(o.sf)
+	}
+	cfg, err := serveFlagsConfig(o.sf, o.listen, o.memberID, o.tlsFiles)
+	if err != nil {
+		return err
+	}
+	if o.checkConfig {
+		// The HTTPS pair too: a unit must not start on a bad one.
+		if _, err := loadServeCert(cfg); err != nil {
+			return err
+		}
+		a.printConfigChecked(o.sf, cfg)
+		return nil
+	}
+	return a.serve(ctx, cfg, o.sf.sandbox)
 }
 
 // printConfigChecked is serve --check-config's line for a valid configuration.

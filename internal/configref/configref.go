@@ -123,6 +123,11 @@ func walk(t reflect.Type, v reflect.Value, prefix string, depth int, docs map[st
 		if v.IsValid() {
 			fv = v.Field(i)
 		}
+		if f.Anonymous && strings.Contains(f.Tag.Get("yaml"), ",inline") {
+			// An inlined struct's keys are its parent's.
+			walk(f.Type, fv, prefix, depth, docs, set, out)
+			continue
+		}
 		ft := f.Type
 		e := entry{key: key, typ: typeName(f), depth: depth, meaning: meaning(docs[t.Name()], f.Name, t)}
 		e.def = "—"
