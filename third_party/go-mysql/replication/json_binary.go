@@ -1,13 +1,13 @@
 package replication
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/utils"
-	"encoding/json"
 	"github.com/pingcap/errors"
 )
 
