@@ -19,8 +19,9 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/trace"
+
+	otel "github.com/prometheus/prometheus/util/notrace"
+	trace "github.com/prometheus/prometheus/util/notrace"
 )
 
 // QueryTiming identifies the code area or functionality in which time is spent
