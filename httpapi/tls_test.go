@@ -63,30 +63,19 @@ func TestCertificateReload(t *testing.T) {
 	}
 	// A new key written before its certificate: the pair does not match.
 	next := ca.IssueValid(t, t.TempDir(), "serve", 11)
-	copyFile(t, next.KeyFile, first.KeyFile)
+	testutil.CopyPEM(t, next.KeyFile, first.KeyFile)
 	if err := c.Reload(); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Errorf("reload of a mismatched pair: %v", err)
 	}
 	if got, _ := c.GetCertificate(nil); got.Leaf.SerialNumber.Int64() != 10 {
 		t.Errorf("after a failed reload the serial is %v, want 10 (kept)", got.Leaf.SerialNumber)
 	}
-	copyFile(t, next.CertFile, first.CertFile)
+	testutil.CopyPEM(t, next.CertFile, first.CertFile)
 	if err := c.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := c.GetCertificate(nil); got.Leaf.SerialNumber.Int64() != 11 {
 		t.Errorf("after the reload the serial is %v, want 11", got.Leaf.SerialNumber)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -126,8 +126,8 @@ func TestServeHTTPS(t *testing.T) {
 
 	// A new pair (serial 101) over the files, then SIGHUP.
 	next := ca.IssueValid(t, t.TempDir(), "next", 101)
-	copyPEM(t, next.CertFile, sc.CertFile)
-	copyPEM(t, next.KeyFile, sc.KeyFile)
+	testutil.CopyPEM(t, next.CertFile, sc.CertFile)
+	testutil.CopyPEM(t, next.KeyFile, sc.KeyFile)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestServeHTTPS(t *testing.T) {
 
 	// A key that does not match: the reload fails, serial 101 stays.
 	other := ca.IssueValid(t, t.TempDir(), "other", 102)
-	copyPEM(t, other.KeyFile, sc.KeyFile)
+	testutil.CopyPEM(t, other.KeyFile, sc.KeyFile)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -175,17 +175,6 @@ func TestServeHTTPS(t *testing.T) {
 		}
 		return events.Load() > before, fmt.Sprintf("%d events", events.Load())
 	})
-}
-
-func copyPEM(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestServeHTTPSBadStart: a missing file, a key that does not match, an

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -102,3 +103,16 @@ func (ca *CA) IssueValid(t testing.TB, dir, name string, serial int64) *ServerCe
 }
 
 // writePEM is in tlsfiles.go.
+
+// CopyPEM copies a PEM file over another (mode 0600): a certificate or key
+// renewed in place, as an administrator replaces the files before a reload.
+func CopyPEM(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
