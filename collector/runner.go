@@ -44,6 +44,7 @@ const (
 	MetricCollectorErrors   = "dbpilot_collector_errors_total"
 	MetricCollectorSkipped  = "dbpilot_collector_skipped_total"
 	MetricCollectorSlow     = "dbpilot_collector_slow_total"
+	MetricCollectionLagging = "dbpilot_collection_lagging"
 )
 
 // upCollector is the collector whose runs carry mysql_up.
@@ -166,6 +167,9 @@ type runnerSlot struct {
 	idle map[string]uint8
 	self [3]uint8
 	lbl  []dbpilot.Label // the collector label of its own metrics
+	// lagged: a run of the mysql_up collector lagged once (ErrBacklog);
+	// its runs write dbpilot_collection_lagging from then on.
+	lagged bool
 	// usedObs is the time of the last observation an ObservingCollector's
 	// run took its samples from.
 	usedObs time.Time
@@ -219,6 +223,7 @@ func NewRunner(t Target, opts mysql.Options, collectors []Collector, cfg Config,
 func (r *Runner) Start(ctx context.Context) {
 	r.startOnce.Do(func() {
 		ctx, r.cancel = context.WithCancel(ctx)
+		stalls.acquire()
 		r.wg.Add(1)
 		go r.loop(ctx)
 	})
@@ -234,6 +239,9 @@ func (r *Runner) Stop() {
 		}
 		r.wg.Wait()
 		r.pool.close()
+		if r.cancel != nil {
+			stalls.release()
+		}
 	})
 }
 
@@ -507,6 +515,19 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 		return // stopping: the run was cut short on purpose
 	}
 	slow := took > time.Duration(float64(s.interval)*RunnerSlowShare)
+	// A run that never reached the server because serve was behind (it
+	// waited past its timeout for a session or a connection slot, or
+	// timed out while serve could not run) says nothing of the server:
+	// no mysql_up 0, and its batch is partial so that the series it lacks
+	// are kept, not ended. It reads as lagging.
+	lagging := errors.Is(err, ErrBacklog)
+	if !lagging && !connected && mysql.IsTimeout(err) && stalled(start, s.timeout) {
+		// Timed out while serve could not run for a good part of the
+		// run: the server may have answered in time.
+		lagging = true
+		lagged.Add(1)
+		err = dbpilot.WrapError(dbpilot.EUNAVAIL, fmt.Errorf("%w: %w", ErrBacklog, err), "collector: serve was stalled while %s ran", s.name)
+	}
 
 	s.mu.Lock()
 	s.stat.Runs++
@@ -528,7 +549,13 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 		r.log.Debug("collector failed", "collector", s.name, "took", took, "err", err)
 	}
 	if s.up {
-		samples = runnerSetUp(samples, connected)
+		if !lagging {
+			samples = runnerSetUp(samples, connected)
+		}
+		if lagging || s.lagged {
+			s.lagged = true
+			samples = append(samples, runnerLaggingSample(lagging))
+		}
 	}
 	samples = s.dropIdle(samples)
 	samples = slices.Grow(samples, runnerExtraSamples)
@@ -550,6 +577,9 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 	batch.Collector = s.name
 	if pc, ok := s.c.(PartialCollector); ok && err == nil {
 		batch.Partial = pc.LastPartial()
+	}
+	if lagging {
+		batch.Partial = true
 	}
 	if obs != nil {
 		batch.Time = s.stampAt(obs.ObservedAt) // when the values were read
@@ -642,6 +672,20 @@ func runnerSetUp(samples []dbpilot.Sample, connected bool) []dbpilot.Sample {
 		v = 1
 	}
 	return append(samples, runnerUpSample(v))
+}
+
+// runnerLaggingSample is dbpilot_collection_lagging: 1 when the run could
+// not reach the server because serve's collection was behind (ErrBacklog).
+// It is written on the runs of the mysql_up collector from the first
+// lagging run on (0 after), so that an instance that never lagged costs no
+// series.
+func runnerLaggingSample(lagging bool) dbpilot.Sample {
+	v := 0.0
+	if lagging {
+		v = 1
+	}
+	return dbpilot.Sample{Name: MetricCollectionLagging, Value: v, Type: dbpilot.Gauge,
+		Help: "Whether the instance's last status read could not start because serve's collection was behind (1): waiting for a session or a connection slot past the run's timeout. The server was not asked; mysql_up keeps its last value."}
 }
 
 func runnerUpSample(v float64) dbpilot.Sample {

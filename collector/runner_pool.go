@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -72,6 +74,35 @@ func newRunnerPool(d runnerDialer, sessions int) *runnerPool {
 	}
 }
 
+// ErrBacklog marks a run that could not start for serve's own reasons: it
+// waited for a session another run of the instance held, or for one of
+// the process' connection slots, past its timeout. The server was not
+// asked, so it is not reported down (no mysql_up 0): the run counts as
+// lagging (dbpilot_collection_lagging, Backlog).
+var ErrBacklog = errors.New("serve's collection is behind")
+
+// backlog counts the runs waiting now for a session or a connection slot.
+var backlog atomic.Int64
+
+// Backlog returns how many collector runs of the process wait now for a
+// session of their instance or a connection slot: collection that is
+// behind because serve is, not because a server is.
+func Backlog() int64 { return backlog.Load() }
+
+// lagged counts the runs that gave up waiting (ErrBacklog).
+var lagged atomic.Uint64
+
+// Lagged returns how many collector runs of the process could not start
+// within their timeout for serve's own reasons (ErrBacklog), since start.
+func Lagged() uint64 { return lagged.Load() }
+
+// backlogError is the error of a run that waited past its deadline for
+// what (a session, a connection slot).
+func backlogError(ctx context.Context, what string) error {
+	lagged.Add(1)
+	return dbpilot.WrapError(dbpilot.EUNAVAIL, fmt.Errorf("%w: %w", ErrBacklog, ctx.Err()), "collector: wait for %s", what)
+}
+
 // errRunnerClosed is returned once the Runner is stopped.
 var errRunnerClosed = dbpilot.Errorf(dbpilot.EUNAVAIL, "collector: runner stopped")
 
@@ -80,8 +111,15 @@ var errRunnerClosed = dbpilot.Errorf(dbpilot.EUNAVAIL, "collector: runner stoppe
 func (p *runnerPool) acquire(ctx context.Context, timeout time.Duration) (*runnerSession, error) {
 	select {
 	case p.tokens <- struct{}{}:
-	case <-ctx.Done():
-		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, ctx.Err(), "collector: wait for a connection")
+	default:
+		backlog.Add(1)
+		select {
+		case p.tokens <- struct{}{}:
+			backlog.Add(-1)
+		case <-ctx.Done():
+			backlog.Add(-1)
+			return nil, backlogError(ctx, "a session of the instance")
+		}
 	}
 	s, err := p.get(ctx, timeout)
 	if err != nil {
@@ -98,7 +136,7 @@ func (p *runnerPool) get(ctx context.Context, timeout time.Duration) (*runnerSes
 	case p.dialMu <- struct{}{}:
 		defer func() { <-p.dialMu }()
 	case <-ctx.Done():
-		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, ctx.Err(), "collector: wait for a connection")
+		return nil, backlogError(ctx, "the instance's connection attempt in progress")
 	}
 	// Another run may have returned a session, or failed to connect, while
 	// this one waited.
@@ -115,9 +153,19 @@ func (p *runnerPool) get(ctx context.Context, timeout time.Duration) (*runnerSes
 	ident, gen := p.ident, p.gen
 	p.mu.Unlock()
 
+	dialed := time.Now()
 	s, err := p.connect(ctx, ident)
+	if err != nil && !errors.Is(err, ErrBacklog) && mysql.IsTimeout(err) && stalled(dialed, timeout) {
+		// The handshake timed out while serve could not run: no proof
+		// the server is down, and no backoff.
+		lagged.Add(1)
+		err = dbpilot.WrapError(dbpilot.EUNAVAIL, fmt.Errorf("%w: %w", ErrBacklog, err), "collector: serve was stalled while connecting")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if errors.Is(err, ErrBacklog) {
+		return nil, err // serve's own wait: the server was not asked
+	}
 	if err != nil {
 		// Refused, timed out, or refused us (access denied): back off.
 		p.failLocked(err)
@@ -393,8 +441,19 @@ func (d *runnerMySQLDialer) dial(ctx context.Context) (runnerConn, error) {
 	select {
 	case runnerDials <- struct{}{}:
 		defer func() { <-runnerDials }()
-	case <-ctx.Done():
-		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, ctx.Err(), "collector: wait for a connection slot to %s", d.key)
+	default:
+		backlog.Add(1)
+		select {
+		case runnerDials <- struct{}{}:
+			backlog.Add(-1)
+			defer func() { <-runnerDials }()
+		case <-ctx.Done():
+			backlog.Add(-1)
+			d.mu.Lock()
+			key := d.key
+			d.mu.Unlock()
+			return nil, backlogError(ctx, "a connection slot to "+key.String())
+		}
 	}
 	d.mu.Lock()
 	db, key, opts := d.db, d.key, d.opts

@@ -573,3 +573,64 @@ func TestRunnerIdleCounters(t *testing.T) {
 		}
 	}
 }
+
+// A run that cannot get a session because other runs of the instance hold
+// both is serve's own backlog: no mysql_up 0 (MySQLDown would fire for a
+// server nobody asked), a partial batch that keeps the series, and
+// dbpilot_collection_lagging 1; once it runs again, mysql_up 1 and lagging 0.
+func TestRunnerLaggingIsNotDown(t *testing.T) {
+	release := make(chan struct{})
+	var held atomic.Int32
+	block := func(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
+		held.Add(1)
+		defer held.Add(-1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return nil, nil
+	}
+	lagged0 := Lagged()
+	r, sink := newTestRunner(t, &runnerFakeDialer{}, Config{Interval: map[string]time.Duration{"global_status": 50 * time.Millisecond}},
+		runnerFunc{"global_status", time.Second, runnerQuery},
+		runnerFunc{"b1", 10 * time.Second, block}, runnerFunc{"b2", 10 * time.Second, block})
+	r.Start(context.Background())
+	runnerWait(t, 5*time.Second, "both sessions held", func() bool { return held.Load() == RunnerSessions })
+	var lag dbpilot.Batch
+	runnerWait(t, 5*time.Second, "a lagging batch", func() bool {
+		for _, b := range sink.of("global_status") {
+			if s, ok := runnerSample(b, MetricCollectionLagging); ok && s.Value == 1 {
+				lag = b
+				return true
+			}
+		}
+		return false
+	})
+	if s, ok := runnerSample(lag, MetricUp); ok {
+		t.Errorf("a lagging run wrote mysql_up %v", s.Value)
+	}
+	if !lag.Partial {
+		t.Error("a lagging batch is complete: it would end the instance's series")
+	}
+	if Lagged() <= lagged0 {
+		t.Errorf("Lagged() = %d, was %d", Lagged(), lagged0)
+	}
+	if st := r.Stats()[0]; !strings.Contains(st.LastError, "serve's collection is behind") {
+		t.Errorf("last error %q does not say serve is behind", st.LastError)
+	}
+	close(release)
+	n := len(sink.of("global_status"))
+	runnerWait(t, 5*time.Second, "mysql_up 1 again", func() bool {
+		bs := sink.of("global_status")
+		for _, b := range bs[n:] {
+			up, okUp := runnerSample(b, MetricUp)
+			lg, okLag := runnerSample(b, MetricCollectionLagging)
+			if okUp && up.Value == 1 && okLag && lg.Value == 0 && !b.Partial {
+				return true
+			}
+		}
+		return false
+	})
+	runnerWait(t, 5*time.Second, "no backlog", func() bool { return Backlog() == 0 })
+}

@@ -25,6 +25,7 @@ type Daemon struct {
 	cfg     *Config
 	store   dbpilot.StateStore
 	probe   Prober                        // monitoring: short timeouts, one connection per instance
+	detect  Prober                        // failure confirmation: its own connections (probe when nil in Options)
 	ctl     dbpilot.ReplicationController // every topology change goes through it
 	live    Liveness                      // nil: no liveness sessions
 	now     func() time.Time
@@ -131,8 +132,14 @@ func (cs *clusterState) setPrimary(k dbpilot.InstanceKey) {
 // required; Wire (wire.go) builds every adapter from the configuration,
 // and unit tests pass mocks.
 type Options struct {
-	// Inspector probes servers for monitoring and failure detection.
+	// Inspector probes servers for monitoring and discovery.
 	Inspector Prober
+	// Detector reads servers to confirm a primary's failure (the
+	// re-probe of the primary and the read of its replicas). It has its
+	// own connections, so that a confirmation never queues behind a crawl
+	// or collection holding the instance's monitoring connection. Nil: the
+	// Inspector.
+	Detector Prober
 	// Controller makes every topology change (failover, switchover,
 	// relocate, fencing, rejoin) and reads servers afresh before one.
 	Controller dbpilot.ReplicationController
@@ -218,6 +225,7 @@ func New(cfg *Config, opt Options) *Daemon {
 		cfg:      cfg,
 		store:    opt.Store,
 		probe:    opt.Inspector,
+		detect:   opt.Detector,
 		ctl:      opt.Controller,
 		recloner: opt.Recloner,
 		live:     opt.Liveness,
@@ -231,6 +239,9 @@ func New(cfg *Config, opt Options) *Daemon {
 	}
 	if d.now == nil {
 		d.now = time.Now
+	}
+	if d.detect == nil {
+		d.detect = d.probe
 	}
 	d.hooks = &hookGroups{}
 	if cfg.State != "" && !strings.HasPrefix(cfg.State, ":") {
@@ -284,6 +295,9 @@ func (d *Daemon) Close() error {
 		}
 	}
 	closeOne(d.probe)
+	if d.detect != d.probe {
+		closeOne(d.detect)
+	}
 	closeOne(d.ctl)
 	for i := len(d.closers) - 1; i >= 0; i-- {
 		closeOne(d.closers[i])
@@ -473,6 +487,13 @@ func (d *Daemon) liveness(ctx context.Context, cs *clusterState) {
 			continue
 		}
 		d.log.Debug("liveness session lost; confirming now", "cluster", cs.cfg.Name, "primary", key.String(), "err", err)
+		if healthy {
+			// Confirmed here, from the last observation, not behind the
+			// next crawl (Engine.SessionLost); the watch loop then observes
+			// the outcome (a new primary, or a primary not yet confirmed
+			// dead, confirmed again every recovery.ConfirmEvery).
+			cs.eng.SessionLost(ctx, key, err)
+		}
 		wake()
 		sleepCtx(ctx, interval)
 	}
@@ -756,6 +777,9 @@ func (d *Daemon) record(cs *clusterState, c crawled, comp *dbpilot.Cluster, memb
 func (d *Daemon) forget(ctx context.Context, cs *clusterState, forgotten []dbpilot.InstanceKey) {
 	for _, k := range forgotten {
 		d.probe.Forget(k)
+		if d.detect != d.probe {
+			d.detect.Forget(k)
+		}
 		if d.store != nil {
 			if err := d.store.ForgetInstance(ctx, cs.cfg.Name, k); err != nil {
 				d.log.Warn("forget instance", "cluster", cs.cfg.Name, "err", err)
@@ -911,6 +935,9 @@ func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 	}
 	if primary.Reachable && d.coord != nil && d.replacedShared(ctx, cs, primary.Key) {
 		return // the woken tick observes the new primary
+	}
+	if eng.Deciding() {
+		return // a lost liveness session is being confirmed (Engine.SessionLost)
 	}
 	v := eng.Assess(ctx, primary, members)
 	if auto {

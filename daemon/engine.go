@@ -44,7 +44,7 @@ func (e engineEnv) Executor(fence *dbpilot.Fence) *recovery.Executor {
 	return e.d.executor(fence)
 }
 func (e engineEnv) Probe(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) {
-	return e.d.probe.Inspect(ctx, k)
+	return e.d.detect.Inspect(ctx, k)
 }
 func (e engineEnv) Reader() dbpilot.Inspector             { return e.d.ctl }
 func (e engineEnv) Coordinator() dbpilot.Coordinator      { return e.d.coord }

@@ -158,7 +158,29 @@ func Open(cfg *Config, w Wiring) (*Wired, error) {
 	}
 	out.Daemon = Wire(cfg, w)
 	out.closers = closers
+	if out.Daemon.mon != nil {
+		for _, c := range collectionMetrics() {
+			if err := out.RegisterMetrics(c); err != nil {
+				return fail(fmt.Errorf("metrics: collection self-metrics: %w", err))
+			}
+		}
+	}
 	return out, nil
+}
+
+// collectionMetrics are serve's metrics of its collection keeping up:
+// runs waiting on serve itself now, and runs that gave up waiting.
+func collectionMetrics() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "dbpilot_collection_backlog",
+			Help: "Collector runs waiting now for a session of their instance or a connection slot: collection behind because serve is, not because a server is.",
+		}, func() float64 { return float64(collector.Backlog()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dbpilot_collection_lagged_total",
+			Help: "Collector runs that could not reach their server within their timeout because serve's collection was behind (the server was not asked; no mysql_up 0).",
+		}, func() float64 { return float64(collector.Lagged()) }),
+	}
 }
 
 // Wire returns a daemon for cfg acting through the mysql package (probe
@@ -173,6 +195,7 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 	repl := mysql.Credentials{User: cfg.Replication.User, Password: cfg.Replication.Password}
 	opt := Options{
 		Inspector:  mysql.NewInspector(probe),
+		Detector:   mysql.NewInspector(probe),
 		Controller: mysql.NewController(admin, repl).WithReplicationTLS(replicationTLS(cfg)),
 		Recloner:   recloner{admin: admin, repl: repl, replTLS: replicationTLS(cfg), tool: strings.TrimSuffix("dbpilot "+w.Version, " ")},
 		Liveness:   &mysql.Liveness{Options: probe},

@@ -210,6 +210,16 @@ func (e *ConnectTimeoutError) Temporary() bool { return false }
 func (e *ConnectTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // isTimeout reports whether err is a deadline's.
+// ErrTimedOut is the cause of a classified error (Classify) whose
+// statement or connection ran out of time.
+var ErrTimedOut = errors.New("timed out")
+
+// IsTimeout reports whether err, classified or not, is a connection or
+// statement that ran out of time (not a refusal or a reset).
+func IsTimeout(err error) bool {
+	return errors.Is(err, ErrTimedOut) || isTimeout(err)
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
@@ -431,7 +441,7 @@ func classifyHint(err error, key dbpilot.InstanceKey, user, op, deniedHint strin
 		return dbpilot.WrapError(dbpilot.EUNAVAIL, cte, "mysql: %s on %s", op, key)
 	}
 	if isTimeout(err) {
-		return dbpilot.WrapError(dbpilot.EUNAVAIL, errors.New("timed out"), "mysql: %s on %s", op, key)
+		return dbpilot.WrapError(dbpilot.EUNAVAIL, ErrTimedOut, "mysql: %s on %s", op, key)
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) || errors.Is(err, driver.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) {

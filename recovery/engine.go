@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -43,6 +44,9 @@ type Engine struct {
 	fenceDone    map[dbpilot.InstanceKey]time.Time   // when the last fence of an old primary ended
 	resumedToken int64                               // the leadership (fence token) whose takeover check ran
 	resumedLocal bool                                // ResumeLocal ran (the first automatic tick of a serve alone)
+	// fast is set while SessionLost confirms: the watch loop's tick then
+	// leaves the decision to it.
+	fast atomic.Bool
 }
 
 // Settings are a cluster's recovery settings (from its configuration).
@@ -77,8 +81,9 @@ type Env interface {
 	// Executor returns the executor that changes the cluster under fence
 	// (nil: a serve alone, or a change always allowed such as fencing).
 	Executor(fence *dbpilot.Fence) *Executor
-	// Probe reads an instance for monitoring (short timeouts): the
-	// confirmation rounds' re-probe and replica reads.
+	// Probe reads an instance to confirm a failure (short timeouts, its
+	// own connections, never queued behind monitoring): the confirmation
+	// rounds' re-probe and replica reads.
 	Probe(ctx context.Context, key dbpilot.InstanceKey) (*dbpilot.Instance, error)
 	// Reader reads servers afresh before a change (the controller).
 	Reader() dbpilot.Inspector
@@ -308,6 +313,47 @@ func (e *Engine) ConfirmRound(ctx context.Context) Decision {
 	v := e.Assess(ctx, primary, members)
 	return e.RecoverDead(ctx, primary, v, fence, leader)
 }
+
+// SessionLost is the failure path of a lost liveness session on the
+// primary key (cause: how it was lost). It does not wait for a crawl of
+// the cluster, which would queue behind monitoring and, on a hung
+// primary, wait out the probe timeout: it assesses at once from the last
+// observation, the primary re-probed and its replicas read afresh through
+// Env.Probe (connections of their own), then recovers when the primary is
+// confirmed dead, as ConfirmRound does. A primary the last observation
+// already saw failing, or that is no longer the cluster's, is left to the
+// watch loop (Decision{}).
+func (e *Engine) SessionLost(ctx context.Context, key dbpilot.InstanceKey, cause error) Decision {
+	if !e.view.Primary().Equal(key) || e.Failing() {
+		return Decision{}
+	}
+	members := e.view.Members()
+	var last *dbpilot.Instance
+	for _, m := range members {
+		if m.Key.Equal(key) {
+			last = m
+		}
+	}
+	if last == nil || !last.Reachable {
+		return Decision{}
+	}
+	e.fast.Store(true)
+	defer e.fast.Store(false)
+	lost := *last
+	lost.Reachable = false
+	lost.ObservedAt = e.env.Now()
+	if cause != nil {
+		lost.LastError = cause.Error()
+	}
+	fence, leader := e.Lead()
+	v := e.Assess(ctx, &lost, members)
+	return e.RecoverDead(ctx, &lost, v, fence, leader)
+}
+
+// Deciding reports whether SessionLost is confirming or recovering the
+// cluster's primary now: a tick's observation, older than what it reads,
+// leaves the decision to it.
+func (e *Engine) Deciding() bool { return e.fast.Load() }
 
 // Action is what the engine answers for an assessed primary.
 type Action int

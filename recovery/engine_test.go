@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -398,4 +399,69 @@ func TestReprobeHungPrimary(t *testing.T) {
 		t.Fatalf("after an answer: %+v with %d in flight; want a whole attempt", r, inflight.Load())
 	}
 	t.Log(fmt.Sprint(attempts.Load(), " attempts"))
+}
+
+// TestEngineSessionLost: a lost liveness session is confirmed from the last
+// observation (the primary re-probed, the replicas read through Probe)
+// without waiting for an observation of the cluster, and a dead primary is
+// recovered at once; a primary that answers the re-probe is left alone,
+// and a primary already failing is left to the watch loop.
+func TestEngineSessionLost(t *testing.T) {
+	ctx := context.Background()
+	t.Run("dead", func(t *testing.T) {
+		w, e := enDeadPrimary(t)
+		w.members[0].Reachable = true // the last observation saw it answer
+		var probed []dbpilot.InstanceKey
+		w.probe = func(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) {
+			w.mu.Lock()
+			probed = append(probed, k)
+			w.mu.Unlock()
+			return w.ctl.Inspect(ctx, k)
+		}
+		d := e.SessionLost(ctx, exOld, errors.New("invalid connection"))
+		if d.Action != Recover {
+			t.Fatalf("decision %+v, want recover", d)
+		}
+		if w.Primary() != exCand || w.State() != dbpilot.ClusterOK {
+			t.Errorf("after the failover: primary %s, state %s", w.Primary(), w.State())
+		}
+		if !slices.Contains(probed, exOld) || !slices.Contains(probed, exCand) || !slices.Contains(probed, exR1) {
+			t.Errorf("probed %v: want the primary re-probed and both replicas read", probed)
+		}
+		if w.observed != 1 {
+			t.Errorf("%d observations: want none before the decision, one after the failover", w.observed)
+		}
+		if e.Deciding() {
+			t.Error("still deciding after SessionLost returned")
+		}
+	})
+	t.Run("answers", func(t *testing.T) {
+		w, e := enDeadPrimary(t)
+		w.members[0].Reachable = true
+		w.probe = func(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) {
+			if k == exOld {
+				return &dbpilot.Instance{Key: exOld, Reachable: true, Flavor: dbpilot.FlavorMariaDB}, nil
+			}
+			return w.ctl.Inspect(ctx, k)
+		}
+		if d := e.SessionLost(ctx, exOld, errors.New("invalid connection")); d.Action != Wait {
+			t.Fatalf("decision %+v for a primary that answers, want wait", d)
+		}
+		if w.Primary() != exOld || len(w.ctl.callsOf(exCand)) != 0 {
+			t.Errorf("primary %s, candidate calls %v: nothing must change", w.Primary(), w.ctl.callsOf(exCand))
+		}
+	})
+	t.Run("already failing", func(t *testing.T) {
+		w, e := enDeadPrimary(t)
+		called := false
+		w.probe = func(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) {
+			called = true
+			return w.ctl.Inspect(ctx, k)
+		}
+		// members[0] is unreachable in the last observation: the watch
+		// loop's confirmation rounds own it.
+		if d := e.SessionLost(ctx, exOld, errors.New("invalid connection")); d.Action != Wait || called {
+			t.Errorf("decision %+v, probed %v: want nothing done", d, called)
+		}
+	})
 }
