@@ -565,6 +565,9 @@ func (s *collectorStarter) collectors(gate *HeartbeatGate) []collector.Collector
 	return cs
 }
 
+// The monitor forgets departed instances through the starter.
+var _ interface{ Forget(dbpilot.InstanceKey) } = (*collectorStarter)(nil)
+
 // Forget drops what the shared collectors remember of an instance that
 // left the fleet.
 func (s *collectorStarter) Forget(k dbpilot.InstanceKey) {
