@@ -110,12 +110,14 @@ type hbState struct {
 //     replica holds every heartbeat the primary wrote (a primary that
 //     stopped writing, read-only or coordination down, leaves nothing to
 //     be behind on);
-//   - otherwise the lag is the time since the primary wrote its first
-//     heartbeat after ts_r, the oldest write the replica lacks:
-//     primary's NOW(6) at its last read, plus the time elapsed since, minus
-//     that heartbeat's ts. It rises one second per second while the SQL
-//     thread is stopped, and reads the replication delay (milliseconds) on
-//     a caught-up replica read just after a write;
+//   - otherwise the lag is the time since the primary committed its first
+//     heartbeat after ts_r, the oldest write the replica lacks: primary's
+//     NOW(6) at its last read, plus the time elapsed since, minus that
+//     heartbeat's commit (the NOW(6) of the read that followed this
+//     collector's write; its ts when another writer wrote it). It rises one
+//     second per second while the SQL thread is stopped, and reads the
+//     replication delay (milliseconds) on a caught-up replica read just
+//     after a write;
 //   - ts_r older than every heartbeat noted (serve just started, or more
 //     than 600 heartbeats behind): primary's estimated now minus ts_r, an
 //     upper bound by at most one write interval.
@@ -164,6 +166,7 @@ func (h *heartbeat) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot
 	st := h.stateFor(t.Key)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	wrote := false
 	if t.Role == hbRolePrimary {
 		if err := st.write(ctx, q, t); err != nil {
 			if !hbIsReadOnly(err) {
@@ -175,8 +178,9 @@ func (h *heartbeat) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot
 			st.roSent = true
 			return nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "heartbeat: %s is read-only but has the primary role: no heartbeat written (reported once)", t.Key)
 		}
-		st.roSent = false
+		st.roSent, wrote = false, true
 	}
+	sent := h.clock()
 	r, err := q.Query(ctx, hbReadSQL)
 	if err != nil {
 		if n := mysql.ServerErrorNumber(err); n == hbErrNoSuchTable || n == hbErrBadDB {
@@ -184,7 +188,9 @@ func (h *heartbeat) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot
 		}
 		return nil, err
 	}
-	at := h.clock()
+	// The read's NOW(6) and the rows it saw belong to the middle of its
+	// round trip.
+	at := sent.Add(h.clock().Sub(sent) / 2)
 	rows := hbParseRows(r)
 	own := t.ServerID
 	if own == 0 {
@@ -193,7 +199,7 @@ func (h *heartbeat) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot
 	if own != 0 {
 		for _, row := range rows {
 			if row.id == own {
-				h.book.note(t.Key, own, row.ts, row.now, at)
+				h.book.note(t.Key, own, row.ts, row.now, at, wrote)
 			}
 		}
 	}
@@ -381,15 +387,22 @@ type hbBook struct {
 
 type hbWriter struct {
 	serverID uint32
-	hist     []int64       // distinct ts of its row as read, ascending
+	hist     []hbBeat      // its heartbeats as read, ts ascending
 	now      int64         // its NOW(6) at the last read
 	at       time.Time     // when that read returned (serve's clock, monotonic)
 	gap      time.Duration // between its last two reads
 }
 
+// hbBeat is one heartbeat: its ts, and the time (writer's clock) by which
+// it was committed.
+type hbBeat struct{ ts, committed int64 }
+
 // note records one read of key's own row (server_id id): its ts and the
-// server's NOW(6) at the read, which returned at at.
-func (b *hbBook) note(key dbpilot.InstanceKey, id uint32, ts, now int64, at time.Time) {
+// server's NOW(6) at the read, made at at. wrote says the collector wrote
+// the row just before the read, on the same connection: a new ts is then
+// the write's, committed by the read's NOW(6); otherwise (another serve or
+// tool writes) its ts is the best estimate of its commit.
+func (b *hbBook) note(key dbpilot.InstanceKey, id uint32, ts, now int64, at time.Time, wrote bool) {
 	k := key.Normalized()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -398,16 +411,22 @@ func (b *hbBook) note(key dbpilot.InstanceKey, id uint32, ts, now int64, at time
 		w = &hbWriter{serverID: id}
 		b.w[k] = w
 	}
+	beat := hbBeat{ts: ts, committed: ts}
+	if wrote {
+		// Not ts, the statement's start: the commit that followed it
+		// (milliseconds under load) is no lag of the replicas.
+		beat.committed = max(ts, now)
+	}
 	switch n := len(w.hist); {
-	case n == 0 || ts > w.hist[n-1]:
+	case n == 0 || ts > w.hist[n-1].ts:
 		if n == hbHistory {
 			w.hist = append(w.hist[:0], w.hist[1:]...)
 		}
-		w.hist = append(w.hist, ts)
-	case ts < w.hist[n-1]:
+		w.hist = append(w.hist, beat)
+	case ts < w.hist[n-1].ts:
 		// Older than the newest: the row was written by a clock set back
 		// or another writer; start again from it.
-		w.hist = append(w.hist[:0], ts)
+		w.hist = append(w.hist[:0], beat)
 	}
 	if !w.at.IsZero() {
 		w.gap = at.Sub(w.at)
@@ -430,14 +449,14 @@ func (b *hbBook) lag(key dbpilot.InstanceKey, id uint32, tr int64, at time.Time)
 		return 0, false
 	}
 	now := w.now + since.Microseconds() // the writer's clock at at
-	i := sort.Search(len(w.hist), func(i int) bool { return w.hist[i] > tr })
+	i := sort.Search(len(w.hist), func(i int) bool { return w.hist[i].ts > tr })
 	switch {
 	case i == len(w.hist):
 		return 0, true // holds the newest heartbeat
 	case i == 0:
 		return max(now-tr, 0), true // older than every heartbeat noted
 	}
-	return max(now-w.hist[i], 0), true // lacks hist[i] and every later one
+	return max(now-w.hist[i].committed, 0), true // lacks hist[i] and every later one
 }
 
 func (b *hbBook) forget(key dbpilot.InstanceKey) {

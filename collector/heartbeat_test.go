@@ -179,13 +179,14 @@ func TestHeartbeatLagCaughtUp(t *testing.T) {
 					t.Errorf("%.3f s after the write: lag %s age %s, want 0 and %v", d, lag, age, d)
 				}
 			}
-			// The primary writes 101.000000; the replica, read 3 ms after the
-			// primary's read, has not applied it yet.
+			// The primary writes 101.000000, committed by its read 1 ms
+			// later; the replica, read 3 ms after that, has not applied it
+			// yet: lag since the commit, not since the statement's start.
 			s.at(1)
 			s.primary("101.000000", "101.001000")
 			s.at(1.003)
-			if lag, _ := s.replica([3]string{"2", "100.000000", "101.004000"}); lag != "0.004" {
-				t.Errorf("write not applied yet: lag %s, want 0.004 (since the write)", lag)
+			if lag, _ := s.replica([3]string{"2", "100.000000", "101.004000"}); lag != "0.003" {
+				t.Errorf("write not applied yet: lag %s, want 0.003 (since the commit)", lag)
 			}
 			s.at(1.005)
 			if lag, _ := s.replica([3]string{"2", "101.000000", "101.006000"}); lag != "0" {
@@ -220,15 +221,15 @@ func TestHeartbeatLagBehind(t *testing.T) {
 	s := newHBSim(t, dbpilot.FlavorMariaDB, "primary")
 	for i := 0; i <= 10; i++ {
 		s.at(float64(i))
-		s.primary(fmt.Sprintf("%d.000000", 100+i), fmt.Sprintf("%d.000500", 100+i))
+		s.primary(fmt.Sprintf("%d.000000", 100+i), fmt.Sprintf("%d.000000", 100+i))
 	}
-	s.at(10.9995) // the primary's clock reads 111.000000
+	s.at(11) // the primary's clock reads 111.000000
 	if lag, age := s.replica([3]string{"2", "105.000000", "113.000000"}); lag != "5" || age != "8" {
 		t.Errorf("behind: lag %s age %s, want 5 and 8", lag, age)
 	}
 	// Seen again 2 s later without a new primary read (its runner is slow
 	// but not stale): the lag went on rising with serve's clock.
-	s.at(12.9995)
+	s.at(13)
 	if lag, _ := s.replica([3]string{"2", "105.000000", "115.000000"}); lag != "7" {
 		t.Errorf("2 s later: lag %s, want 7", lag)
 	}
@@ -325,7 +326,7 @@ func TestHBBookHistory(t *testing.T) {
 	k := dbpilot.InstanceKey{Host: "p", Port: 1}
 	base := time.Unix(0, 0)
 	for i := range hbHistory + 100 {
-		b.note(k, 2, int64(i)*1e6, int64(i)*1e6+1000, base.Add(time.Duration(i)*time.Second))
+		b.note(k, 2, int64(i)*1e6, int64(i)*1e6+1000, base.Add(time.Duration(i)*time.Second), false)
 	}
 	at := base.Add(time.Duration(hbHistory+99) * time.Second)
 	if n := len(b.w[k].hist); n != hbHistory {
@@ -337,8 +338,8 @@ func TestHBBookHistory(t *testing.T) {
 	if lag, ok := b.lag(k, 2, 200*1e6, at); !ok || lag != int64(hbHistory+99-201)*1e6+1000 {
 		t.Errorf("within the history: %d %v", lag, ok)
 	}
-	b.note(k, 2, 5*1e6, 5*1e6, at)
-	if h := b.w[k].hist; len(h) != 1 || h[0] != 5*1e6 {
+	b.note(k, 2, 5*1e6, 5*1e6, at, false)
+	if h := b.w[k].hist; len(h) != 1 || h[0].ts != 5*1e6 {
 		t.Errorf("back in time: history %v", h)
 	}
 	b.forget(k)
