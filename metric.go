@@ -52,6 +52,10 @@ type MonitorTarget struct {
 	// the primary of its cluster (0 when unknown), for heartbeat lag.
 	ServerID        uint32
 	PrimaryServerID uint32
+	// PrimaryKey is the address of the cluster's primary (zero when
+	// unknown): the heartbeat collector compares a replica's newest
+	// heartbeat with the newest one it saw on that server.
+	PrimaryKey InstanceKey
 }
 
 // Batch is the output of one run of one collector on one instance.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,8 @@ const hbRolePrimary = "primary"
 type heartbeat struct {
 	mu    sync.Mutex
 	state map[dbpilot.InstanceKey]*hbState
+	book  hbBook
+	clock func() time.Time // time.Now; a fixed clock in tests
 }
 
 type hbState struct {
@@ -81,19 +84,59 @@ type hbState struct {
 // no samples and an error, once; later runs stay silent until a write
 // succeeds again.
 //
-// On every server it then reads the table with the server's own clock:
+// On every server it then reads the table:
 //
-//	dbpilot_heartbeat_lag_seconds                     now - ts of the primary's row (Target.PrimaryServerID; when 0, the newest row)
+//	dbpilot_heartbeat_lag_seconds                     replication lag: the primary's newest heartbeat against the replica's (below)
+//	dbpilot_heartbeat_age_seconds                     now - ts of the primary's row, in this server's clock (the lag's former meaning)
 //	mysql_heartbeat_stored_timestamp_seconds{server_id} ts of every row (mysqld_exporter's name)
 //	mysql_heartbeat_now_timestamp_seconds{server_id}    this server's clock, per row (mysqld_exporter's name)
 //
+// The primary's row is the one of Target.PrimaryServerID (when 0, the
+// newest row). Its age, the pt-heartbeat and mysqld_exporter measure,
+// counts the time since the primary's last write too: on a caught-up
+// replica it reads anything from 0 to the write interval (1 s), and it
+// depends on synchronized clocks.
+//
+// The lag compares heartbeats with heartbeats, all stamped by the
+// primary's clock. The collector notes, on every instance, the ts values of
+// the instance's own row as it reads them (one collector value serves
+// every instance of a serve, so the primary's runs and its replicas' runs
+// share what they saw): the primary's successive heartbeats, and the
+// primary's NOW(6) at the read. On a replica whose Target.PrimaryKey is
+// an instance noted in the last three of its read intervals (at least
+// 3 s), with ts_r the ts of the primary's row on the replica:
+//
+//   - ts_r is the primary's newest noted heartbeat, or newer: lag 0; the
+//     replica holds every heartbeat the primary wrote (a primary that
+//     stopped writing, read-only or coordination down, leaves nothing to
+//     be behind on);
+//   - otherwise the lag is the time since the primary committed its first
+//     heartbeat after ts_r, the oldest write the replica lacks: primary's
+//     NOW(6) at its last read, plus the time elapsed since, minus that
+//     heartbeat's commit (the NOW(6) of the read that followed this
+//     collector's write; its ts when another writer wrote it). It rises one
+//     second per second while the SQL thread is stopped, and reads the
+//     replication delay (milliseconds) on a caught-up replica read just
+//     after a write;
+//   - ts_r older than every heartbeat noted (serve just started, or more
+//     than 600 heartbeats behind): primary's estimated now minus ts_r, an
+//     upper bound by at most one write interval.
+//
+// The lag never uses the replica's clock there, so clock skew between the
+// servers does not enter it. When the primary is not monitored by this
+// serve, not known (PrimaryServerID 0), or was not read recently (dead,
+// unreachable: its heartbeats stop while the replica cannot tell), the lag
+// falls back to the age, the honest upper bound that keeps rising. A
+// negative difference (clock skew) is reported as 0.
+//
 // The lag rises second by second when replication stops or the primary
-// dies, unlike Seconds_Behind_Master. It depends on synchronized clocks
-// (NTP); a negative difference (clock skew) is reported as 0. When the table
-// does not exist yet (a replica before the first heartbeat arrived) the run
-// returns no samples and no error; when the primary's row is missing (just
-// after a failover) the lag is left out.
-func NewHeartbeat() Collector { return &heartbeat{state: map[dbpilot.InstanceKey]*hbState{}} }
+// dies, unlike Seconds_Behind_Master. When the table does not exist yet (a
+// replica before the first heartbeat arrived) the run returns no samples
+// and no error; when the primary's row is missing (just after a failover)
+// the lag and age are left out.
+func NewHeartbeat() Collector {
+	return &heartbeat{state: map[dbpilot.InstanceKey]*hbState{}, book: hbBook{w: map[dbpilot.InstanceKey]*hbWriter{}}, clock: time.Now}
+}
 
 func (*heartbeat) Name() string                   { return "heartbeat" }
 func (*heartbeat) DefaultInterval() time.Duration { return time.Second }
@@ -104,6 +147,7 @@ func (h *heartbeat) Forget(key dbpilot.InstanceKey) {
 	h.mu.Lock()
 	delete(h.state, key.Normalized())
 	h.mu.Unlock()
+	h.book.forget(key)
 }
 
 func (h *heartbeat) stateFor(key dbpilot.InstanceKey) *hbState {
@@ -122,6 +166,7 @@ func (h *heartbeat) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot
 	st := h.stateFor(t.Key)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	wrote := false
 	if t.Role == hbRolePrimary {
 		if err := st.write(ctx, q, t); err != nil {
 			if !hbIsReadOnly(err) {
@@ -133,8 +178,9 @@ func (h *heartbeat) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot
 			st.roSent = true
 			return nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "heartbeat: %s is read-only but has the primary role: no heartbeat written (reported once)", t.Key)
 		}
-		st.roSent = false
+		st.roSent, wrote = false, true
 	}
+	sent := h.clock()
 	r, err := q.Query(ctx, hbReadSQL)
 	if err != nil {
 		if n := mysql.ServerErrorNumber(err); n == hbErrNoSuchTable || n == hbErrBadDB {
@@ -142,7 +188,22 @@ func (h *heartbeat) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot
 		}
 		return nil, err
 	}
-	return hbSamples(r, t.PrimaryServerID), nil
+	// The read's NOW(6) and the rows it saw belong to the middle of its
+	// round trip.
+	at := sent.Add(h.clock().Sub(sent) / 2)
+	rows := hbParseRows(r)
+	own := t.ServerID
+	if own == 0 {
+		own = uint32(st.serverID)
+	}
+	if own != 0 {
+		for _, row := range rows {
+			if row.id == own {
+				h.book.note(t.Key, own, row.ts, row.now, at, wrote)
+			}
+		}
+	}
+	return hbSamples(rows, t, &h.book, at), nil
 }
 
 // write replaces the writer's row, first making the table on a new
@@ -239,45 +300,169 @@ func hbIsReadOnly(err error) bool {
 	return false
 }
 
-// hbSamples turns the rows of hbReadSQL into samples.
-func hbSamples(r *mysql.Rows, primaryID uint32) []dbpilot.Sample {
-	var (
-		out              []dbpilot.Sample
-		lagTS, lagNow    int64
-		found            bool
-		bestTS, bestNow  int64
-		haveBest         bool
-		wantPrimaryRowID = strconv.FormatUint(uint64(primaryID), 10)
-	)
+// hbRow is one row of hbReadSQL: the writer's server_id, its ts and the
+// reading server's NOW(6), in microseconds.
+type hbRow struct {
+	id      uint32
+	ts, now int64
+}
+
+// hbParseRows reads the rows of hbReadSQL, skipping malformed ones.
+func hbParseRows(r *mysql.Rows) []hbRow {
+	var out []hbRow
 	for _, row := range r.Values {
 		if len(row) != 3 || row[0] == nil || row[1] == nil || row[2] == nil {
 			continue
 		}
-		id := strings.TrimSpace(*row[0])
+		id, err := strconv.ParseUint(strings.TrimSpace(*row[0]), 10, 32)
 		ts, ok1 := hbParseMicros(*row[1])
 		now, ok2 := hbParseMicros(*row[2])
-		if !ok1 || !ok2 {
+		if err != nil || !ok1 || !ok2 {
 			continue
 		}
-		out = append(out,
-			rhiSample("mysql_heartbeat_stored_timestamp_seconds", dbpilot.Gauge, float64(ts)/1e6, "server_id", id),
-			rhiSample("mysql_heartbeat_now_timestamp_seconds", dbpilot.Gauge, float64(now)/1e6, "server_id", id),
-		)
-		if primaryID != 0 && id == wantPrimaryRowID {
-			lagTS, lagNow, found = ts, now, true
-		}
-		if !haveBest || ts > bestTS {
-			bestTS, bestNow, haveBest = ts, now, true
-		}
-	}
-	if primaryID == 0 && haveBest {
-		lagTS, lagNow, found = bestTS, bestNow, true
-	}
-	if found {
-		lag := max(lagNow-lagTS, 0)
-		out = append(out, rhiSample("dbpilot_heartbeat_lag_seconds", dbpilot.Gauge, float64(lag)/1e6))
+		out = append(out, hbRow{id: uint32(id), ts: ts, now: now})
 	}
 	return out
+}
+
+// hbSamples turns the rows read on t into samples, the lag measured
+// against what book noted of t's primary at time at.
+func hbSamples(rows []hbRow, t Target, book *hbBook, at time.Time) []dbpilot.Sample {
+	var (
+		out   []dbpilot.Sample
+		lagOf *hbRow
+	)
+	for i := range rows {
+		row := &rows[i]
+		id := strconv.FormatUint(uint64(row.id), 10)
+		out = append(out,
+			rhiSample("mysql_heartbeat_stored_timestamp_seconds", dbpilot.Gauge, float64(row.ts)/1e6, "server_id", id),
+			rhiSample("mysql_heartbeat_now_timestamp_seconds", dbpilot.Gauge, float64(row.now)/1e6, "server_id", id),
+		)
+		switch {
+		case t.PrimaryServerID != 0:
+			if row.id == t.PrimaryServerID {
+				lagOf = row
+			}
+		case lagOf == nil || row.ts > lagOf.ts:
+			lagOf = row
+		}
+	}
+	if lagOf == nil {
+		return out
+	}
+	age := max(lagOf.now-lagOf.ts, 0)
+	lag, ok := int64(0), false
+	if t.PrimaryServerID != 0 {
+		ref := t.PrimaryKey
+		if ref.IsZero() && t.PrimaryServerID == t.ServerID {
+			ref = t.Key // the primary itself
+		}
+		if !ref.IsZero() {
+			lag, ok = book.lag(ref, t.PrimaryServerID, lagOf.ts, at)
+		}
+	}
+	if !ok {
+		lag = age
+	}
+	return append(out,
+		rhiSample("dbpilot_heartbeat_lag_seconds", dbpilot.Gauge, float64(lag)/1e6),
+		rhiSample("dbpilot_heartbeat_age_seconds", dbpilot.Gauge, float64(age)/1e6))
+}
+
+// hbHistory is how many successive heartbeats of a writer the book keeps
+// (10 minutes at one a second); hbStaleMin the least time after which a
+// writer not read again no longer counts.
+const (
+	hbHistory  = 600
+	hbStaleMin = 3 * time.Second
+)
+
+// hbBook is what the heartbeat collector saw of each instance's own row:
+// the writers' heartbeats, in their own clock. Safe for concurrent use.
+type hbBook struct {
+	mu sync.Mutex
+	w  map[dbpilot.InstanceKey]*hbWriter
+}
+
+type hbWriter struct {
+	serverID uint32
+	hist     []hbBeat      // its heartbeats as read, ts ascending
+	now      int64         // its NOW(6) at the last read
+	at       time.Time     // when that read returned (serve's clock, monotonic)
+	gap      time.Duration // between its last two reads
+}
+
+// hbBeat is one heartbeat: its ts, and the time (writer's clock) by which
+// it was committed.
+type hbBeat struct{ ts, committed int64 }
+
+// note records one read of key's own row (server_id id): its ts and the
+// server's NOW(6) at the read, made at at. wrote says the collector wrote
+// the row just before the read, on the same connection: a new ts is then
+// the write's, committed by the read's NOW(6); otherwise (another serve or
+// tool writes) its ts is the best estimate of its commit.
+func (b *hbBook) note(key dbpilot.InstanceKey, id uint32, ts, now int64, at time.Time, wrote bool) {
+	k := key.Normalized()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w := b.w[k]
+	if w == nil || w.serverID != id {
+		w = &hbWriter{serverID: id}
+		b.w[k] = w
+	}
+	beat := hbBeat{ts: ts, committed: ts}
+	if wrote {
+		// Not ts, the statement's start: the commit that followed it
+		// (milliseconds under load) is no lag of the replicas.
+		beat.committed = max(ts, now)
+	}
+	switch n := len(w.hist); {
+	case n == 0 || ts > w.hist[n-1].ts:
+		if n == hbHistory {
+			w.hist = append(w.hist[:0], w.hist[1:]...)
+		}
+		w.hist = append(w.hist, beat)
+	case ts < w.hist[n-1].ts:
+		// Older than the newest: the row was written by a clock set back
+		// or another writer; start again from it.
+		w.hist = append(w.hist[:0], beat)
+	}
+	if !w.at.IsZero() {
+		w.gap = at.Sub(w.at)
+	}
+	w.now, w.at = now, at
+}
+
+// lag returns the replication lag, in microseconds, of a replica whose
+// copy of the row of writer key (server_id id) has ts tr, read at at; ok
+// is false when the book cannot tell (writer not read recently, or never).
+func (b *hbBook) lag(key dbpilot.InstanceKey, id uint32, tr int64, at time.Time) (lag int64, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w := b.w[key.Normalized()]
+	if w == nil || w.serverID != id || len(w.hist) == 0 {
+		return 0, false
+	}
+	since := at.Sub(w.at)
+	if since > max(3*w.gap, hbStaleMin) {
+		return 0, false
+	}
+	now := w.now + since.Microseconds() // the writer's clock at at
+	i := sort.Search(len(w.hist), func(i int) bool { return w.hist[i].ts > tr })
+	switch {
+	case i == len(w.hist):
+		return 0, true // holds the newest heartbeat
+	case i == 0:
+		return max(now-tr, 0), true // older than every heartbeat noted
+	}
+	return max(now-w.hist[i].committed, 0), true // lacks hist[i] and every later one
+}
+
+func (b *hbBook) forget(key dbpilot.InstanceKey) {
+	b.mu.Lock()
+	delete(b.w, key.Normalized())
+	b.mu.Unlock()
 }
 
 // hbParseMicros reads a non-negative decimal number of seconds with up to

@@ -3,7 +3,9 @@ package collector_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,7 +62,7 @@ func TestHeartbeatAndReplicationOnSandbox(t *testing.T) {
 	pdb, rdb := hbOpen(t, d, p), hbOpen(t, d, r)
 	v := d.Server.ParsedVersion()
 	pt := collector.Target{Key: p.Key(), Flavor: d.Flavor, Version: v, Role: "primary", ServerID: p.ServerID, PrimaryServerID: p.ServerID}
-	rt := collector.Target{Key: r.Key(), Flavor: d.Flavor, Version: v, Role: "replica", ServerID: r.ServerID, PrimaryServerID: p.ServerID}
+	rt := collector.Target{Key: r.Key(), Flavor: d.Flavor, Version: v, Role: "replica", ServerID: r.ServerID, PrimaryServerID: p.ServerID, PrimaryKey: p.Key()}
 	hb, repl := collector.NewHeartbeat(), collector.NewReplication()
 
 	// beat writes one heartbeat on the primary and returns the replica's lag.
@@ -200,4 +202,137 @@ func TestHeartbeatAndReplicationOnSandbox(t *testing.T) {
 			t.Errorf("replica gtid_executed %q holds its own server_uuid %s", executed, uuid)
 		}
 	}
+}
+
+// hbSink keeps the heartbeat batches of each instance with the time they
+// arrived.
+type hbSink struct {
+	mu      sync.Mutex
+	batches map[string][]hbBatch
+}
+
+type hbBatch struct {
+	at      time.Time
+	samples []dbpilot.Sample
+}
+
+func (s *hbSink) Write(_ context.Context, b dbpilot.Batch) error {
+	if b.Collector != "heartbeat" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches[b.Instance.String()] = append(s.batches[b.Instance.String()], hbBatch{time.Now(), b.Samples})
+	return nil
+}
+
+// since returns the batches of instance that arrived after t.
+func (s *hbSink) since(instance dbpilot.InstanceKey, t time.Time) []hbBatch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []hbBatch
+	for _, b := range s.batches[instance.String()] {
+		if b.at.After(t) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// TestHeartbeatTrueLagOnSandbox (issue 26 §5): serve's way, one heartbeat
+// collector shared by a runner on a real primary (writing every second)
+// and a runner on its replica (reading every 200 ms, so that every phase
+// between two writes is read). Idle and caught up, every lag sample is at
+// most 50 ms, while the age of the row reaches most of the write interval;
+// with the SQL thread stopped for 5 s the lag grows to about 5 s; started
+// again, it is back near 0.
+func TestHeartbeatTrueLagOnSandbox(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 2})
+	ctx := context.Background()
+	p, r := d.Nodes[0], d.Nodes[1]
+	v := d.Server.ParsedVersion()
+	pt := collector.Target{Key: p.Key(), Flavor: d.Flavor, Version: v, Role: "primary", ServerID: p.ServerID, PrimaryServerID: p.ServerID, PrimaryKey: p.Key()}
+	rt := collector.Target{Key: r.Key(), Flavor: d.Flavor, Version: v, Role: "replica", ServerID: r.ServerID, PrimaryServerID: p.ServerID, PrimaryKey: p.Key()}
+	hb := collector.NewHeartbeat()
+	sink := &hbSink{batches: map[string][]hbBatch{}}
+	start := func(tg collector.Target, every time.Duration) {
+		cfg := collector.Config{Interval: map[string]time.Duration{"heartbeat": every}}
+		run := collector.NewRunner(tg, d.AdminOptions(), []collector.Collector{hb}, cfg, sink, dbpilot.Batch{Instance: tg.Key, Cluster: d.Name, Role: tg.Role}, nil)
+		run.Start(ctx)
+		t.Cleanup(run.Stop)
+	}
+	start(pt, time.Second)
+	start(rt, 200*time.Millisecond)
+	lags := func(bs []hbBatch) (lag, age []float64) {
+		for _, b := range bs {
+			if l, ok := hbValue(b.samples, "dbpilot_heartbeat_lag_seconds"); ok {
+				a, _ := hbValue(b.samples, "dbpilot_heartbeat_age_seconds")
+				lag, age = append(lag, l), append(age, a)
+			}
+		}
+		return lag, age
+	}
+	// Settle: the primary written and read twice, the replica holding its
+	// newest heartbeat.
+	t0 := time.Now()
+	testutil.WaitFor(t, 20*time.Second, "two heartbeats on the primary and a lag of 0 on the replica", func() (bool, string) {
+		l, _ := lags(sink.since(r.Key(), t0))
+		return len(sink.since(p.Key(), t0)) >= 2 && len(l) > 0 && l[len(l)-1] == 0, fmt.Sprintf("replica lags %v", l)
+	})
+
+	// Idle for 20 s: every sample at most 50 ms.
+	idle := time.Now()
+	time.Sleep(20 * time.Second)
+	lag, age := lags(sink.since(r.Key(), idle))
+	if len(lag) < 50 {
+		t.Fatalf("only %d lag samples in 20 s at 200 ms", len(lag))
+	}
+	maxLag, maxAge := slices.Max(lag), slices.Max(age)
+	t.Logf("idle: %d samples, lag max %.4f s, age max %.4f s", len(lag), maxLag, maxAge)
+	for i, l := range lag {
+		if l > 0.050 {
+			t.Errorf("idle sample %d: lag %.4f s, want at most 0.050 (age %.4f s)", i, l, age[i])
+		}
+	}
+	// The samples cover the interval between writes: the age, which the
+	// lag used to be, reaches well above the bound.
+	if maxAge < 0.3 {
+		t.Errorf("idle: age at most %.3f s: the samples did not span the write interval", maxAge)
+	}
+
+	// SQL thread stopped for 5 s: the lag grows to about 5 s.
+	stopSQL, startSQL := "STOP SLAVE SQL_THREAD", "START SLAVE SQL_THREAD"
+	if d.Flavor.IsMySQLFamily() && v.AtLeast(8, 0, 22) {
+		stopSQL, startSQL = "STOP REPLICA SQL_THREAD", "START REPLICA SQL_THREAD"
+	}
+	rdb := hbOpen(t, d, r)
+	if err := rdb.Exec(ctx, stopSQL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Exec(context.Background(), startSQL) })
+	stopped := time.Now()
+	time.Sleep(5 * time.Second)
+	// The first sample read 5 s or more after the stop.
+	testutil.WaitFor(t, 5*time.Second, "a lag sample 5 s after the stop", func() (bool, string) {
+		l, _ := lags(sink.since(r.Key(), stopped.Add(5*time.Second)))
+		return len(l) > 0, ""
+	})
+	lag, _ = lags(sink.since(r.Key(), stopped))
+	after, _ := lags(sink.since(r.Key(), stopped.Add(5*time.Second)))
+	last := after[0]
+	t.Logf("SQL thread stopped 5 s: lag %.3f s (samples %v)", last, lag)
+	if last < 3.5 || last > 7 {
+		t.Errorf("SQL thread stopped 5 s: lag %.3f s, want about 5 (3.5 to 7)", last)
+	}
+
+	// Started again: back near 0.
+	if err := rdb.Exec(ctx, startSQL); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	testutil.WaitFor(t, 10*time.Second, "lag back below 50 ms on 3 samples in a row", func() (bool, string) {
+		l, _ := lags(sink.since(r.Key(), restarted))
+		n := len(l)
+		return n >= 3 && l[n-1] <= 0.05 && l[n-2] <= 0.05 && l[n-3] <= 0.05, fmt.Sprintf("lags %v", l)
+	})
 }

@@ -253,9 +253,10 @@ func TestHeartbeatWithoutCoordination(t *testing.T) {
 
 // gateStarter records the gate the monitor gives each instance's runner.
 type gateStarter struct {
-	mu    sync.Mutex
-	gates map[dbpilot.InstanceKey]*HeartbeatGate
-	roles map[dbpilot.InstanceKey]string
+	mu      sync.Mutex
+	gates   map[dbpilot.InstanceKey]*HeartbeatGate
+	roles   map[dbpilot.InstanceKey]string
+	targets map[dbpilot.InstanceKey]dbpilot.MonitorTarget // nil: not kept
 }
 
 type nopRunner struct {
@@ -266,6 +267,9 @@ type nopRunner struct {
 func (r nopRunner) SetTarget(t dbpilot.MonitorTarget) {
 	r.s.mu.Lock()
 	r.s.roles[r.key] = t.Role
+	if r.s.targets != nil {
+		r.s.targets[r.key] = t
+	}
 	r.s.mu.Unlock()
 }
 func (nopRunner) Stop() {}
@@ -274,6 +278,9 @@ func (s *gateStarter) Start(_ context.Context, t dbpilot.MonitorTarget, _ dbpilo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gates[t.Key], s.roles[t.Key] = gate, t.Role
+	if s.targets != nil {
+		s.targets[t.Key] = t
+	}
 	return nopRunner{s: s, key: t.Key}
 }
 
@@ -416,5 +423,52 @@ func TestCoordFollowerAdoptsTheSharedRecovery(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+// TestMonitorTargetsNameThePrimary: every runner's target names the
+// cluster's primary by server_id and address (the heartbeat lag is measured
+// against the heartbeats read on that instance), and names the new one
+// after a failover.
+func TestMonitorTargetsNameThePrimary(t *testing.T) {
+	w := newWorld(t, 10, 2, 3)
+	d, cs := w.daemon(nil)
+	st := &gateStarter{gates: map[dbpilot.InstanceKey]*HeartbeatGate{}, roles: map[dbpilot.InstanceKey]string{},
+		targets: map[dbpilot.InstanceKey]dbpilot.MonitorTarget{}}
+	d.mon = &monitor{d: d, start: st, runners: map[dbpilot.InstanceKey]*runnerEntry{}}
+	ctx := context.Background()
+	d.tick(ctx, cs, true)
+	check := func(primary dbpilot.InstanceKey, of ...dbpilot.InstanceKey) {
+		t.Helper()
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		for _, k := range of {
+			tg, ok := st.targets[k]
+			if !ok || tg.PrimaryKey != primary || tg.PrimaryServerID == 0 {
+				t.Errorf("target of %s: %+v, want primary %s", k, tg, primary)
+			}
+		}
+	}
+	check(wkey(1), wkey(1), wkey(2), wkey(3))
+	w.kill(1)
+	w.advance(time.Second)
+	d.tick(ctx, cs, true)
+	if _, p := cs.state(); p != wkey(2) {
+		t.Fatalf("no failover: primary %s", p)
+	}
+	d.tick(ctx, cs, true)
+	check(wkey(2), wkey(2), wkey(3))
+}
+
+// TestCollectorStarterSharesHeartbeat: the runners of one serve share one
+// heartbeat collector, gated or not, so that a replica's lag is measured
+// against what its primary's runner read.
+func TestCollectorStarterSharesHeartbeat(t *testing.T) {
+	s := &collectorStarter{enabled: map[string]bool{"heartbeat": true}}
+	a := s.collectors(nil)
+	b := s.collectors(newHeartbeatGate(nil, "c"))
+	g, ok := b[0].(gatedHeartbeat)
+	if len(a) != 1 || !ok || a[0] != g.Collector {
+		t.Fatalf("two runners got different heartbeat collectors: %T %T", a[0], b[0])
 	}
 }

@@ -56,9 +56,12 @@ func roleOf(i *dbpilot.Instance, members []*dbpilot.Instance) string {
 // reconcile starts runners for new reachable instances of a cluster, updates
 // the targets of known ones, and stops those that left it.
 func (m *monitor) reconcile(ctx context.Context, cluster string, members []*dbpilot.Instance, primary *dbpilot.Instance) {
-	var primaryID uint32
+	var (
+		primaryID  uint32
+		primaryKey dbpilot.InstanceKey
+	)
 	if primary != nil {
-		primaryID = primary.ServerID
+		primaryID, primaryKey = primary.ServerID, primary.Key
 	}
 	seen := map[dbpilot.InstanceKey]bool{}
 	m.mu.Lock()
@@ -83,14 +86,14 @@ func (m *monitor) reconcile(ctx context.Context, cluster string, members []*dbpi
 			// A member that does not answer and has no runner (serve
 			// started while it was down, or an observation missed it):
 			// monitored all the same, so that mysql_up says 0.
-			t := dbpilot.MonitorTarget{Key: i.Key, Flavor: i.Flavor, Version: i.Version, Role: roleOf(i, members), ServerID: i.ServerID, PrimaryServerID: primaryID}
+			t := dbpilot.MonitorTarget{Key: i.Key, Flavor: i.Flavor, Version: i.Version, Role: roleOf(i, members), ServerID: i.ServerID, PrimaryServerID: primaryID, PrimaryKey: primaryKey}
 			gate := newHeartbeatGate(m.d.coord, cluster)
 			gate.reachable.Store(false)
 			e = &runnerEntry{r: m.start.Start(ctx, t, dbpilot.Batch{Instance: i.Key, Cluster: cluster, Role: t.Role}, gate), cluster: cluster, target: t, gate: gate}
 			m.runners[k] = e
 			continue
 		}
-		t := dbpilot.MonitorTarget{Key: i.Key, Flavor: i.Flavor, Version: i.Version, Role: roleOf(i, members), ServerID: i.ServerID, PrimaryServerID: primaryID}
+		t := dbpilot.MonitorTarget{Key: i.Key, Flavor: i.Flavor, Version: i.Version, Role: roleOf(i, members), ServerID: i.ServerID, PrimaryServerID: primaryID, PrimaryKey: primaryKey}
 		if e == nil {
 			base := dbpilot.Batch{Instance: i.Key, Cluster: cluster, Role: t.Role}
 			gate := newHeartbeatGate(m.d.coord, cluster)
@@ -118,6 +121,9 @@ func (m *monitor) reconcile(ctx context.Context, cluster string, members []*dbpi
 				r.Stop()
 				if m.forget != nil {
 					m.forget(k)
+				}
+				if f, ok := m.start.(interface{ Forget(dbpilot.InstanceKey) }); ok {
+					f.Forget(k)
 				}
 			}(k, e.r)
 		}

@@ -513,6 +513,11 @@ type collectorStarter struct {
 	audit      func(context.Context, dbpilot.AuditEvent)
 	// queries, when set, adds a statements collector per instance.
 	queries *statementsStarter
+	// heartbeat is the one heartbeat collector of every runner: a
+	// replica's lag is measured against the heartbeats its primary's
+	// runner saw.
+	hbOnce    sync.Once
+	heartbeat collector.Collector
 }
 
 func newCollectorStarter(cfg *Config, opts mysql.Options, sink dbpilot.MetricSink, log *slog.Logger) *collectorStarter {
@@ -570,13 +575,28 @@ func (s *collectorStarter) collectors(gate *HeartbeatGate) []collector.Collector
 			if v, ok := c.(interface{ SetIdleCounters(bool) }); ok {
 				v.SetIdleCounters(s.idle)
 			}
-			if gate != nil && c.Name() == "heartbeat" {
-				c = gatedHeartbeat{Collector: c, gate: gate}
+			if c.Name() == "heartbeat" {
+				s.hbOnce.Do(func() { s.heartbeat = c })
+				c = s.heartbeat
+				if gate != nil {
+					c = gatedHeartbeat{Collector: c, gate: gate}
+				}
 			}
 			cs = append(cs, c)
 		}
 	}
 	return cs
+}
+
+// The monitor forgets departed instances through the starter.
+var _ interface{ Forget(dbpilot.InstanceKey) } = (*collectorStarter)(nil)
+
+// Forget drops what the shared collectors remember of an instance that
+// left the fleet.
+func (s *collectorStarter) Forget(k dbpilot.InstanceKey) {
+	if f, ok := s.heartbeat.(interface{ Forget(dbpilot.InstanceKey) }); ok {
+		f.Forget(k)
+	}
 }
 
 // watchdogCollector runs the watchdog's evaluation as a collector, on the
