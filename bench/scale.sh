@@ -20,10 +20,16 @@
 #   - TSDB: head series, samples/s, WAL growth extrapolated to a day, and the
 #     blocks a day would take at 1.3 bytes per sample (Prometheus' typical
 #     compressed size),
+#   - server-side cost: statements the simulated servers answered per
+#     instance-second over the window (the simulator counts them),
 # then kill primaries one after the other (POST /kill to the simulator: every
 # socket reset at once) and take the detection time as serve's log line
 # "primary ... is unreachable and all N reachable replicas lost it" minus the
 # kill, both wall clock on this machine; each killed primary is revived.
+# False alerts: MySQLDown alerts that fired, from serve's start to its stop,
+# for an instance that was never killed (every instance of the simulator is
+# up unless killed); CollectionLagging (serve behind, not the server) is
+# counted beside them.
 #
 # serve runs with GOMEMLIMIT=1GiB, the target's memory budget: serve's own
 # default soft limit (170 MB, set when GOMEMLIMIT is unset) is below the live
@@ -32,7 +38,13 @@
 #
 # Usage: bash bench/scale.sh
 #   SCALE_SIZES="100 500 1000"  fleet sizes     SCALE_WINDOW=60   seconds measured
-#   SCALE_KILLS=5               kills per size  SCALE_BASE_PORT=23000
+#   SCALE_KILLS=20              kills per size  SCALE_BASE_PORT=23000 (below the
+#                               ephemeral port range: the simulator listens on N ports)
+#   SCALE_NICE=0                niceness of the simulator and serve (e.g. -10 on a
+#                               machine other work shares: what is measured is serve's
+#                               own CPU time, but detection and readiness need the cores)
+#   SCALE_SHARE=1               after the sizes, 1 serve x 600 vs 3 serves x 600 with
+#                               etcd (bench/share.sh), when etcd is installed
 #   SCALE_GOMEMLIMIT=1GiB       serve's GOMEMLIMIT ("default": unset)
 #   SCALE_READY_TIMEOUT=180     seconds to wait for every instance to be discovered
 #                               and monitored; past it, measured anyway ("ready" NaN)
@@ -45,7 +57,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES="${SCALE_SIZES:-100 500 1000}"
 WINDOW="${SCALE_WINDOW:-60}"
-KILLS="${SCALE_KILLS:-5}"
+KILLS="${SCALE_KILLS:-20}"
+NICE="${SCALE_NICE:-0}"
+SHARE="${SCALE_SHARE:-1}"
 BASE_PORT="${SCALE_BASE_PORT:-23000}"
 MEMLIMIT="${SCALE_GOMEMLIMIT:-1GiB}"
 READY_TIMEOUT="${SCALE_READY_TIMEOUT:-180}"
@@ -101,38 +115,50 @@ python3 - "$RESULTS" "$HZ" <<'PY'
 import sys, statistics, math
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 hz = float(sys.argv[2])
+def pct(xs, q):
+    if not xs:
+        return math.nan
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
 print()
 print(f"{'instances':>9} {'ready s':>8} {'cores':>6} {'cpu ms/inst/s':>13} {'sim cores':>9} {'RSS MB':>7} {'peak MB':>7} "
-      f"{'disc p50/p99/max ms':>20} {'stale s':>7} {'detect p50/max ms':>17} {'series':>9} {'samples/s':>9} {'WAL GB/day':>10} {'blocks GB/day':>13}")
-fail = []
+      f"{'disc p50/p99/max ms':>20} {'stale s':>7} {'detect p50/p99/max ms (kills)':>30} {'false alerts':>12} {'lagging':>7} {'stmts/inst/s':>12} {'series':>9} {'samples/s':>9} {'WAL GB/day':>10} {'blocks GB/day':>13}")
+verdicts = []
 for r in rows:
-    n, ready, win, cpu, simcpu, rss, hwm, disc, dets, series, sps, w0, w1, unknown = r
+    n, ready, win, cpu, simcpu, rss, hwm, disc, dets, series, sps, w0, w1, unknown, stmts, false = r
     n, win = int(n), float(win)
     cores = int(cpu) / hz / win
     simcores = int(simcpu) / hz / win
     p50, p99, mx, stale = disc.split()
     d = [float(x) for x in dets.split() if x != "NaN"]
     missed = len(dets.split()) - len(d)
-    dp50 = statistics.median(d) if d else math.nan
-    dmax = max(d) if d else math.nan
+    dp50, dp99, dmax = pct(d, 0.5), pct(d, 0.99), (max(d) if d else math.nan)
+    fdown, flag = (int(x) for x in false.split())
     sps = float(sps)
     wal = (float(w1) - float(w0)) / win * 86400 / 1e9
     blocks = sps * 86400 * 1.3 / 1e9
-    det = f"{dp50:.0f}/{dmax:.0f}" + (f" ({missed} missed)" if missed else "")
+    det = f"{dp50:.0f}/{dp99:.0f}/{dmax:.0f} ({len(d)}" + (f", {missed} missed)" if missed else ")")
     print(f"{n:>9} {float(ready):>8.1f} {cores:>6.2f} {cores*1000/n:>13.3f} {simcores:>9.2f} {int(rss)/1024:>7.0f} {int(hwm)/1024:>7.0f} "
-          f"{p50+'/'+p99+'/'+mx:>20} {float(stale):>7.2f} {det:>17} {float(series):>9.0f} {sps:>9.0f} {wal:>10.2f} {blocks:>13.2f}")
+          f"{p50+'/'+p99+'/'+mx:>20} {float(stale):>7.2f} {det:>30} {fdown:>12} {flag:>7} {float(stmts):>12.1f} {float(series):>9.0f} {sps:>9.0f} {wal:>10.2f} {blocks:>13.2f}")
     if int(unknown):
         print(f"{'':>9} ({unknown} statements the simulator did not know)")
+    checks = [
+        ("ready <= 30 s", float(ready) <= 30),
+        ("detection p50 <= 20 ms", dp50 <= 20), ("p99 <= 100 ms", dp99 <= 100), ("max <= 250 ms", dmax <= 250),
+        ("no missed detection", missed == 0), ("no false MySQLDown", fdown == 0),
+    ]
     if n == 1000:
-        if cores > 1: fail.append(f"CPU {cores:.2f} cores > 1")
-        if int(hwm) > 1024 * 1024: fail.append(f"peak RSS {int(hwm)/1024:.0f} MB > 1024")
-        if not d or dmax >= 100 or missed: fail.append(f"detection max {dmax:.0f} ms (missed {missed}) not < 100 ms")
+        checks += [("cores <= 0.5", cores <= 0.5), ("peak RSS <= 600 MB", int(hwm) / 1024 <= 600)]
+    met = [c for c, ok in checks if ok]
+    failed = [c for c, ok in checks if not ok]
+    verdicts.append(f"{n} instances: " + ("every target met (" + ", ".join(met) + ")" if not failed else "MISSED: " + "; ".join(failed) + (" — met: " + ", ".join(met) if met else "")))
 print()
 print("ready: serve start until every instance is discovered and monitored (nan: not within SCALE_READY_TIMEOUT); cores: serve CPU / wall time; stale: oldest cluster observation;")
-print("detect: kill of a primary until serve logs it dead; WAL GB/day: metrics dir growth over the window x 24 h; blocks GB/day: samples/s x 1.3 B x 86400")
-print("targets: 1000 instances at 1 s resolution on <= 1 core and <= 1 GB RSS; detection < 100 ms at 1000 instances")
-if any(int(r[0]) == 1000 for r in rows):
-    print("at 1000 instances: " + ("all targets met" if not fail else "MISSED: " + "; ".join(fail)))
+print("detect: kill of a primary until serve logs it dead; false alerts: instances never killed for which MySQLDown fired; lagging: instances CollectionLagging fired for (serve behind, not the server);")
+print("stmts/inst/s: statements the simulated servers answered per instance-second; WAL GB/day: metrics dir growth over the window x 24 h; blocks GB/day: samples/s x 1.3 B x 86400")
+print("targets (issue 26): ready <= 30 s; detection p50 <= 20 ms, p99 <= 100 ms, max <= 250 ms at every size; no false MySQLDown; at 1000 instances <= 0.5 core and <= 600 MB RSS")
+for v in verdicts:
+    print(v)
 PY
 if [ -f "$WORK/profiles.txt" ]; then cat "$WORK/profiles.txt"; fi
 }
@@ -142,7 +168,7 @@ for N in $SIZES; do
 	mkdir -p "$D"
 	CTL=$(free_port)
 	API=$(free_port)
-	setsid "$SIM" --instances "$N" --cluster-size 5 --base-port "$BASE_PORT" --control "127.0.0.1:$CTL" \
+	setsid nice -n "$NICE" "$SIM" --instances "$N" --cluster-size 5 --base-port "$BASE_PORT" --control "127.0.0.1:$CTL" \
 		--write-config "$D/serve.yaml" --serve-listen "127.0.0.1:$API" --serve-state "$D/state.db" >"$D/sim.out" 2>"$D/sim.log" &
 	SIMPID=$!
 	PIDS+=("$SIMPID")
@@ -151,7 +177,7 @@ for N in $SIZES; do
 	curl -sf "http://127.0.0.1:$CTL/stats" >/dev/null || { echo "dbpilot-sim did not start:"; cat "$D/sim.log"; exit 1; }
 	T0=$(date +%s.%N)
 	PPROF=$(free_port)
-	env ${SERVE_ENV[@]+"${SERVE_ENV[@]}"} DBPILOT_PPROF="127.0.0.1:$PPROF" setsid "$SERVE_BIN" serve --config "$D/serve.yaml" >"$D/serve.out" 2>"$D/serve.log" &
+	env ${SERVE_ENV[@]+"${SERVE_ENV[@]}"} DBPILOT_PPROF="127.0.0.1:$PPROF" setsid nice -n "$NICE" "$SERVE_BIN" serve --config "$D/serve.yaml" >"$D/serve.out" 2>"$D/serve.log" &
 	SERVE=$!
 	PIDS+=("$SERVE")
 	# Discovered: every instance in a cluster, reachable; monitored: mysql_up
@@ -193,12 +219,15 @@ PY
 	sleep 10 # collectors settle (global_variables and the 5 s collectors have run)
 
 	# /metrics (every series, large) is read outside the CPU window.
+	simq() { curl -s "http://127.0.0.1:$CTL/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["queries"])'; }
 	appended() { curl -s --max-time 120 "http://127.0.0.1:$API/metrics" >"$D/metrics.txt" || true; awk '$1=="dbpilot_tsdb_samples_appended_total"{print $2}' "$D/metrics.txt"; }
 	a0=$(appended); ta0=$(date +%s.%N)
+	q0=$(simq)
 	c0=$(cpu_ticks "$SERVE"); s0=$(cpu_ticks "$SIMPID"); w0=$(du -sb "$D/metrics" 2>/dev/null | cut -f1 || true)
 	t0=$(date +%s.%N)
 	sleep "$WINDOW"
-	c1=$(cpu_ticks "$SERVE"); s1=$(cpu_ticks "$SIMPID"); w1=$(du -sb "$D/metrics" 2>/dev/null | cut -f1 || true)
+	c1=$(cpu_ticks "$SERVE"); s1=$(cpu_ticks "$SIMPID");
+	q1=$(simq) w1=$(du -sb "$D/metrics" 2>/dev/null | cut -f1 || true)
 	t1=$(date +%s.%N)
 	rss=$(status_kb "$SERVE" VmRSS); hwm=$(status_kb "$SERVE" VmHWM)
 	ta1=$(date +%s.%N); a1=$(appended)
@@ -243,8 +272,10 @@ PY
 	# Detection: kill primaries of clusters spread over the fleet, one at a time.
 	curl -s "http://127.0.0.1:$CTL/clusters" >"$D/clusters.json"
 	dets=""
+	killedports=""
 	for k in $(seq "$KILLS"); do
 		port=$(python3 -c "import json,sys; c=json.load(open('$D/clusters.json')); print(c[($k*len(c))//($KILLS+1) % len(c)]['primary']['port'])")
+		killedports="$killedports $port"
 		from=$(($(stat -c %s "$D/serve.log") + 1))
 		killed=$(curl -s -XPOST "http://127.0.0.1:$CTL/kill?port=$port" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unix_ms"])')
 		det=""
@@ -258,13 +289,33 @@ PY
 		done
 		dets="$dets ${det:-NaN}"
 		curl -s -XPOST "http://127.0.0.1:$CTL/revive?port=$port" >/dev/null
-		sleep 3
+		sleep 1
 	done
 	unknown=$(curl -s "http://127.0.0.1:$CTL/stats" | python3 -c 'import json,sys; print(sum(json.load(sys.stdin)["unknown"].values()))')
-	printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$N" "$(python3 -c "print(float('$T1')-$T0)")" \
-		"$(python3 -c "print($t1-$t0)")" "$((c1 - c0))" "$((s1 - s0))" "$rss" "$hwm" "$disc" "$dets" "${series:-nan}" "$sps" "${w0:-nan}" "${w1:-nan}" "$unknown" >>"$RESULTS"
 	stop "$SERVE" "$SIMPID"
 	PIDS=()
+	# False alerts: MySQLDown fired for an instance never killed;
+	# CollectionLagging (serve behind) beside them.
+	false=$(python3 - "$D/serve.log" "$killedports" <<'PY'
+import re, sys
+killed = {f"127.0.0.1:{p}" for p in sys.argv[2].split()}
+down, lag = set(), set()
+for line in open(sys.argv[1], errors="replace"):
+    if "msg=alert " not in line or "state=firing" not in line:
+        continue
+    m = re.search(r"alert=(\w+).* instance=(\S+)", line)
+    if not m:
+        continue
+    if m.group(1) == "MySQLDown" and m.group(2) not in killed:
+        down.add(m.group(2))
+    elif m.group(1) == "CollectionLagging":
+        lag.add(m.group(2))
+print(len(down), len(lag))
+PY
+)
+	printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$N" "$(python3 -c "print(float('$T1')-$T0)")" \
+		"$(python3 -c "print($t1-$t0)")" "$((c1 - c0))" "$((s1 - s0))" "$rss" "$hwm" "$disc" "$dets" "${series:-nan}" "$sps" "${w0:-nan}" "${w1:-nan}" "$unknown" \
+		"$(python3 -c "print(($q1 - $q0) / ($t1 - $t0) / $N)")" "$false" >>"$RESULTS"
 	errs=$(grep -c 'level=ERROR' "$D/serve.log" || true)
 	if [ "${errs:-0}" -gt 0 ]; then
 		echo "$N instances: serve logged $errs errors, the first ones:"

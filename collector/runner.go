@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/stall"
 	"github.com/dbpilot/dbpilot/mysql"
 )
 
@@ -223,7 +224,7 @@ func NewRunner(t Target, opts mysql.Options, collectors []Collector, cfg Config,
 func (r *Runner) Start(ctx context.Context) {
 	r.startOnce.Do(func() {
 		ctx, r.cancel = context.WithCancel(ctx)
-		stalls.acquire()
+		stall.Acquire()
 		r.wg.Add(1)
 		go r.loop(ctx)
 	})
@@ -240,7 +241,7 @@ func (r *Runner) Stop() {
 		r.wg.Wait()
 		r.pool.close()
 		if r.cancel != nil {
-			stalls.release()
+			stall.Release()
 		}
 	})
 }
@@ -469,10 +470,10 @@ func runnerPhase(k dbpilot.InstanceKey, collector string, interval time.Duration
 	return (at - time.Duration(now.UnixNano())%span + span) % span
 }
 
-// fire starts a run of s unless one is going; a tick that finds one going
-// counts as skipped.
+// fire starts a run of s unless one is going or collection is held
+// (Hold); a tick that finds either counts as skipped.
 func (r *Runner) fire(ctx context.Context, s *runnerSlot, tick bool) {
-	if !s.running.CompareAndSwap(false, true) {
+	if held() || !s.running.CompareAndSwap(false, true) {
 		if tick {
 			s.mu.Lock()
 			s.stat.Skipped++
@@ -521,7 +522,7 @@ func (r *Runner) runOnce(ctx context.Context, s *runnerSlot) {
 	// no mysql_up 0, and its batch is partial so that the series it lacks
 	// are kept, not ended. It reads as lagging.
 	lagging := errors.Is(err, ErrBacklog)
-	if !lagging && !connected && mysql.IsTimeout(err) && stalled(start, s.timeout) {
+	if !lagging && !connected && mysql.IsTimeout(err) && stall.Stalled(start, s.timeout) {
 		// Timed out while serve could not run for a good part of the
 		// run: the server may have answered in time.
 		lagging = true

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/stall"
 	"github.com/dbpilot/dbpilot/mysql"
 )
 
@@ -155,7 +156,7 @@ func (p *runnerPool) get(ctx context.Context, timeout time.Duration) (*runnerSes
 
 	dialed := time.Now()
 	s, err := p.connect(ctx, ident)
-	if err != nil && !errors.Is(err, ErrBacklog) && mysql.IsTimeout(err) && stalled(dialed, timeout) {
+	if err != nil && !errors.Is(err, ErrBacklog) && mysql.IsTimeout(err) && stall.Stalled(dialed, timeout) {
 		// The handshake timed out while serve could not run: no proof
 		// the server is down, and no backoff.
 		lagged.Add(1)

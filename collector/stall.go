@@ -2,132 +2,28 @@ package collector
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// A timeout proves a server silent only if serve itself was running while
-// it waited. On a machine whose cores are taken (serve's own collection at
-// its limit, other processes), serve's goroutines wait to run: a handshake
-// or a statement that the server answered in a millisecond is read after
-// the deadline, and a run that says "timed out" then says nothing of the
-// server. The stall meter measures that wait: a goroutine asks to wake
-// every stallTick and notes how late it ran. A run that timed out while
-// serve was stalled for a good part of its time (stalledDuring) counts as
-// lagging (ErrBacklog), not as the server down.
-const (
-	stallTick = 50 * time.Millisecond
-	// stallKeep is how much history the meter keeps (ring of stallTick
-	// wake-ups).
-	stallKeep = 256
-)
+// holds counts the holds in force (Hold).
+var holds atomic.Int32
 
-// stallMeter notes how late its wake-ups run. It runs while at least one
-// Runner does (acquire/release), so that a process without collection has
-// no such goroutine.
-type stallMeter struct {
-	mu    sync.Mutex
-	users int
-	stop  chan struct{}
-	done  chan struct{}
-	// ring of wake-ups: when each was due, and how late it ran; next is
-	// when the pending one is due.
-	next time.Time
-	due  [stallKeep]time.Time
-	late [stallKeep]time.Duration
-	n    int
-}
-
-var stalls = &stallMeter{}
-
-// acquire starts the meter for one more user.
-func (m *stallMeter) acquire() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.users++
-	if m.users == 1 {
-		m.stop, m.done = make(chan struct{}), make(chan struct{})
-		go m.run(m.stop, m.done)
+// Hold keeps collector runs of the process from starting until release is
+// called, or for at most max: while a primary's failure is confirmed, its
+// few statements do not wait for the cores behind a second's worth of
+// collection. A tick that comes during a hold is skipped (counted in
+// dbpilot_collector_skipped_total); runs going on finish.
+func Hold(max time.Duration) (release func()) {
+	holds.Add(1)
+	var once sync.Once
+	end := func() { once.Do(func() { holds.Add(-1) }) }
+	t := time.AfterFunc(max, end)
+	return func() {
+		t.Stop()
+		end()
 	}
 }
 
-// release stops the meter after its last user.
-func (m *stallMeter) release() {
-	m.mu.Lock()
-	m.users--
-	var stop, done chan struct{}
-	if m.users == 0 {
-		stop, done = m.stop, m.done
-	}
-	m.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
-}
-
-func (m *stallMeter) run(stop, done chan struct{}) {
-	defer close(done)
-	t := time.NewTimer(stallTick)
-	defer t.Stop()
-	m.setNext(time.Now().Add(stallTick))
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		m.note(time.Now())
-		t.Reset(stallTick)
-	}
-}
-
-func (m *stallMeter) setNext(at time.Time) {
-	m.mu.Lock()
-	m.next = at
-	m.mu.Unlock()
-}
-
-// note records the wake-up that was due at m.next and ran at now.
-func (m *stallMeter) note(now time.Time) {
-	m.mu.Lock()
-	i := m.n % stallKeep
-	m.due[i], m.late[i] = m.next, max(now.Sub(m.next), 0)
-	m.n++
-	m.next = now.Add(stallTick)
-	m.mu.Unlock()
-}
-
-// stalledDuring reports how long serve could not run, at most, during
-// [from, to]: how late the wake-ups that ran in the span ran, and how
-// late the one pending is at to. A wake-up late by d means the process,
-// or the machine, ran nothing of serve's for about d.
-func (m *stallMeter) stalledDuring(from, to time.Time) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.users == 0 || m.next.IsZero() {
-		return 0
-	}
-	worst := max(to.Sub(m.next), 0) // the wake-up pending now
-	for k := 0; k < min(m.n, stallKeep); k++ {
-		i := (m.n - 1 - k) % stallKeep
-		ran := m.due[i].Add(m.late[i])
-		if ran.Before(from) {
-			break // the older ones ran before the span too
-		}
-		if m.due[i].Before(to) {
-			worst = max(worst, m.late[i])
-		}
-	}
-	return worst
-}
-
-// stalledShare is the part of a run's timeout serve must have been stalled
-// for its timeout to count as lagging rather than a silent server.
-const stalledShare = 4
-
-// stalled reports whether a run that started at start and timed out after
-// timeout did so while serve was stalled for a quarter of the timeout or
-// more.
-func stalled(start time.Time, timeout time.Duration) bool {
-	return stalls.stalledDuring(start, time.Now()) >= timeout/stalledShare
-}
+// held reports whether a Hold is in force.
+func held() bool { return holds.Load() > 0 }

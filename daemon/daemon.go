@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/internal/stall"
 	"github.com/dbpilot/dbpilot/recovery"
 	"github.com/dbpilot/dbpilot/topology"
 )
@@ -206,6 +208,13 @@ type CollectorStarter interface {
 	Start(ctx context.Context, t dbpilot.MonitorTarget, base dbpilot.Batch, gate *HeartbeatGate) MetricsCollector
 }
 
+// CollectionHolder is implemented by a CollectorStarter whose collection
+// can be held: no new run starts until release, or for at most max (the
+// recovery engine holds it while it confirms a failure).
+type CollectionHolder interface {
+	Hold(max time.Duration) (release func())
+}
+
 // MetricsCollector is the collection running on one instance.
 type MetricsCollector interface {
 	// SetTarget updates what the collectors know of the instance (its role
@@ -311,6 +320,11 @@ func (d *Daemon) Close() error {
 func (d *Daemon) Run(ctx context.Context) error {
 	d.bgCtx = ctx
 	defer d.bg.Wait()
+	// The stall meter runs while serve does: a timeout while serve could
+	// not run is not held against a server (discoveryInspector, the
+	// collectors).
+	stall.Acquire()
+	defer stall.Release()
 	d.running.Store(true)
 	d.killLeftoverHooks(ctx)
 	d.reloadKnown(ctx)
@@ -608,6 +622,10 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	return members, primary, nil
 }
 
+// errNotAsked marks an inspection that timed out while serve itself could
+// not run (discoveryInspector): not a sign of the server.
+var errNotAsked = errors.New("serve was stalled")
+
 // crawled is one crawl of a cluster: every instance reached (with the
 // members it did not reach at their last observation), from the primary
 // cur it started at.
@@ -639,7 +657,8 @@ func (d *Daemon) crawl(ctx context.Context, cs *clusterState) (crawled, error) {
 	if !d.running.Load() {
 		bound = 10 * time.Second
 	}
-	all, err := topology.Discover(ctx, d.cfg.discoveryInspector(d.probe, cs.cfg), seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now})
+	all, err := topology.Discover(ctx, d.cfg.discoveryInspector(d.probe, cs.cfg), seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now,
+		NotAsked: func(err error) bool { return errors.Is(err, errNotAsked) }})
 	if err != nil && len(all) == 0 {
 		return c, err
 	}

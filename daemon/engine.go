@@ -53,6 +53,17 @@ func (e engineEnv) Running() bool                         { return e.d.running.L
 func (e engineEnv) NoteSilence(fresh []*dbpilot.Instance) { e.d.silence.note(fresh, e.d.now()) }
 func (e engineEnv) Fault(step string)                     { faultPoint(step) }
 
+// HoldMonitoring holds the collectors' new runs (CollectionHolder) while
+// a failure is confirmed; without collection it holds nothing.
+func (e engineEnv) HoldMonitoring(max time.Duration) func() {
+	if m := e.d.mon; m != nil {
+		if h, ok := m.start.(CollectionHolder); ok {
+			return h.Hold(max)
+		}
+	}
+	return func() {}
+}
+
 // Go runs fn under Run's context, owned by Run (d.bg), while the watch
 // loops run.
 func (e engineEnv) Go(fn func(bg context.Context)) bool {

@@ -21,6 +21,7 @@ import (
 	"github.com/dbpilot/dbpilot/backup"
 	"github.com/dbpilot/dbpilot/collector"
 	"github.com/dbpilot/dbpilot/coord"
+	"github.com/dbpilot/dbpilot/internal/stall"
 	"github.com/dbpilot/dbpilot/metrics"
 	"github.com/dbpilot/dbpilot/mysql"
 	"github.com/dbpilot/dbpilot/remotewrite"
@@ -440,12 +441,31 @@ func (c claimingInspector) Inspect(ctx context.Context, key dbpilot.InstanceKey)
 
 // discoveryInspector is the inspector of cl's discovery: the probe
 // inspector, claiming the servers it finds for cl's TLS when clusters
-// have their own.
+// have their own, and saying which of its timeouts came while serve was
+// stalled (errNotAsked).
 func (c *Config) discoveryInspector(in dbpilot.Inspector, cl *ClusterConfig) dbpilot.Inspector {
-	if c.tlsRoutes == nil {
-		return in
+	if c.tlsRoutes != nil {
+		in = claimingInspector{Inspector: in, routes: c.tlsRoutes, tls: cl.tls}
 	}
-	return claimingInspector{Inspector: in, routes: c.tlsRoutes, tls: cl.tls}
+	return stallAwareInspector{Inspector: in, timeout: c.Detection.ProbeTimeout.D()}
+}
+
+// stallAwareInspector marks an inspection that timed out while serve
+// could not run for a good part of the probe timeout (internal/stall):
+// the server may have answered in time, so the crawl counts it as not
+// inspected (topology.Options.NotAsked), not as unreachable.
+type stallAwareInspector struct {
+	dbpilot.Inspector
+	timeout time.Duration
+}
+
+func (s stallAwareInspector) Inspect(ctx context.Context, key dbpilot.InstanceKey) (*dbpilot.Instance, error) {
+	start := time.Now()
+	inst, err := s.Inspector.Inspect(ctx, key)
+	if err != nil && mysql.IsTimeout(err) && stall.Stalled(start, s.timeout) {
+		return nil, fmt.Errorf("%w: %w", errNotAsked, err)
+	}
+	return inst, err
 }
 
 // serverTLS is TLS loaded from a TLSConfig (config.go keeps it without
@@ -496,6 +516,9 @@ func Collectors() []collector.Collector {
 
 // collectorStarter starts a collector.Runner per instance with the
 // configured collectors and intervals.
+// Hold holds every collector run of the process (collector.Hold).
+func (s *collectorStarter) Hold(max time.Duration) func() { return collector.Hold(max) }
+
 type collectorStarter struct {
 	opts    mysql.Options
 	enabled map[string]bool // nil: all

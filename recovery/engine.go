@@ -105,6 +105,11 @@ type Env interface {
 	// Fault is the fault-injection point named step (tests and
 	// bench/faults.sh).
 	Fault(step string)
+	// HoldMonitoring keeps new monitoring work (collector runs) from
+	// starting while a failure is confirmed, for at most max, until
+	// release: the confirmation never waits for the cores behind
+	// collection.
+	HoldMonitoring(max time.Duration) (release func())
 }
 
 // View is the cluster as the daemon observes it, and the changes the
@@ -346,7 +351,9 @@ func (e *Engine) SessionLost(ctx context.Context, key dbpilot.InstanceKey, cause
 		lost.LastError = cause.Error()
 	}
 	fence, leader := e.Lead()
+	release := e.env.HoldMonitoring(e.set.ConfirmTimeout)
 	v := e.Assess(ctx, &lost, members)
+	release()
 	return e.RecoverDead(ctx, &lost, v, fence, leader)
 }
 

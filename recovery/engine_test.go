@@ -41,6 +41,7 @@ type enWorld struct {
 	running   bool
 	hasHooks  map[string]bool
 	fencedBck []*dbpilot.Instance
+	holds     int
 }
 
 func (w *enWorld) Now() time.Time {
@@ -73,6 +74,12 @@ func (w *enWorld) Running() bool                         { return w.running }
 func (w *enWorld) Go(func(context.Context)) bool         { return false }
 func (w *enWorld) NoteSilence(fresh []*dbpilot.Instance) {}
 func (w *enWorld) Fault(string)                          {}
+func (w *enWorld) HoldMonitoring(time.Duration) func() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holds++
+	return func() {}
+}
 
 func (w *enWorld) Primary() dbpilot.InstanceKey {
 	w.mu.Lock()
@@ -433,6 +440,9 @@ func TestEngineSessionLost(t *testing.T) {
 		}
 		if e.Deciding() {
 			t.Error("still deciding after SessionLost returned")
+		}
+		if w.holds != 1 {
+			t.Errorf("monitoring held %d times during the confirmation, want 1", w.holds)
 		}
 	})
 	t.Run("answers", func(t *testing.T) {

@@ -327,3 +327,18 @@ func TestUnaliasKeepsPrintedSource(t *testing.T) {
 		t.Error("the inspector's channels were modified in place")
 	}
 }
+
+// An inspection error the caller says says nothing of the server
+// (Options.NotAsked: the crawler was stalled) leaves the instance not
+// inspected, with the crawl reported incomplete, instead of unreachable.
+func TestDiscoverNotAsked(t *testing.T) {
+	f := newFake(loadCase(t, "unreachable-primary"))
+	notAsked := func(err error) bool { return strings.Contains(err.Error(), "connection refused") }
+	got, err := Discover(context.Background(), f, []dbpilot.InstanceKey{k(21002)}, Options{NotAsked: notAsked})
+	if err == nil || !strings.Contains(err.Error(), "1 instances inspected, 1 not") {
+		t.Fatalf("err %v, want the crawl incomplete", err)
+	}
+	if s := keysOf(got); s != "127.0.0.1:21002" {
+		t.Errorf("got %s: the primary not asked must not be listed as unreachable", s)
+	}
+}
