@@ -57,6 +57,9 @@ type Daemon struct {
 	metrics    MetricsBackend
 	alertStore dbpilot.AlertStore
 	queryStore QueryStore // nil: no query analytics
+	// queries gathers the statements collectors' intervals for the
+	// queryStore (nil with it).
+	queries *queryBatcher
 	// binlogBackup streams backup.binlog's cluster (nil: none).
 	binlogBackup *binlogBackup
 	mon          *monitor
@@ -261,8 +264,9 @@ func New(cfg *Config, opt Options) *Daemon {
 		d.log = slog.New(slog.DiscardHandler)
 	}
 	d.alertStore = opt.AlertStore
-	if !cfg.Queries.Disabled && opt.Metrics != nil && opt.Collectors != nil {
+	if !cfg.Queries.Disabled && opt.Metrics != nil && opt.Collectors != nil && opt.QueryStore != nil {
 		d.queryStore = opt.QueryStore
+		d.queries = &queryBatcher{store: opt.QueryStore, log: d.log}
 	}
 	if m, ok := d.coord.(interface {
 		OnRecovery(func(*dbpilot.SharedRecovery))
@@ -346,6 +350,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 				ev.Run(ctx)
 			}()
 		}
+	}
+	if q := d.queries; q != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q.run(ctx)
+		}()
 	}
 	if b := d.binlogBackup; b != nil {
 		wg.Add(1)

@@ -194,9 +194,10 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 	admin.ConnectTimeout = max(admin.ConnectTimeout, time.Second)
 	admin.QueryTimeout = 30 * time.Second
 	repl := mysql.Credentials{User: cfg.Replication.User, Password: cfg.Replication.Password}
+	inspector := mysql.NewInspector(probe)
 	opt := Options{
-		Inspector:  mysql.NewInspector(probe),
-		Detector:   mysql.NewInspector(probe),
+		Inspector:  inspector,
+		Detector:   detector{probe: inspector, spare: mysql.NewInspector(probe)},
 		Controller: mysql.NewController(admin, repl).WithReplicationTLS(replicationTLS(cfg)),
 		Recloner:   recloner{admin: admin, repl: repl, replTLS: replicationTLS(cfg), tool: strings.TrimSuffix("dbpilot "+w.Version, " ")},
 		Liveness:   &mysql.Liveness{Options: probe},
@@ -231,11 +232,30 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 			d.closers = append(d.closers, cs.wdNotify) // its last webhook posts
 		}
 		if d.queryStore != nil {
-			cs.queries = &statementsStarter{cfg: cfg.Queries, rec: d.queryStore}
+			cs.queries = &statementsStarter{cfg: cfg.Queries, rec: d.queries}
 		}
 	}
 	return d
 }
+
+// detector reads servers to confirm a failure (Options.Detector): through
+// the monitoring probe's connection to the server when it is idle (warm,
+// no handshake), through a spare inspector's own connection when a crawl
+// holds it, never waiting for monitoring.
+type detector struct {
+	probe, spare *mysql.Inspector
+}
+
+func (d detector) Inspect(ctx context.Context, key dbpilot.InstanceKey) (*dbpilot.Instance, error) {
+	return d.probe.InspectOr(ctx, key, d.spare)
+}
+
+// Forget drops the spare's connection to key (the probe's is the daemon's
+// to forget).
+func (d detector) Forget(key dbpilot.InstanceKey) error { return d.spare.Forget(key) }
+
+// Close closes the spare inspector.
+func (d detector) Close() error { return d.spare.Close() }
 
 // recloner re-provisions a server with the backup package's clone
 // (dbpilot.Recloner): a consistent dump of the source restored into the

@@ -476,6 +476,38 @@ func (in *Inspector) Inspect(ctx context.Context, key dbpilot.InstanceKey) (*dbp
 	if err != nil {
 		return nil, err
 	}
+	return in.inspectHeld(ctx, c, key)
+}
+
+// InspectOr inspects key through the inspector's connection when it is
+// idle and open, and through spare's otherwise: never waiting for an
+// inspection of key in flight (a crawl), nor opening a connection of its
+// own. The failure path confirms this way: warm connections most of the
+// time, its own (spare) when monitoring holds them.
+func (in *Inspector) InspectOr(ctx context.Context, key dbpilot.InstanceKey, spare *Inspector) (*dbpilot.Instance, error) {
+	nk := key.Normalized()
+	in.mu.Lock()
+	c := in.conns[nk]
+	in.mu.Unlock()
+	if c != nil {
+		select {
+		case c.sem <- struct{}{}:
+			in.mu.Lock()
+			current := !in.closed && in.conns[nk] == c
+			in.mu.Unlock()
+			if current && c.db != nil {
+				return in.inspectHeld(ctx, c, key)
+			}
+			<-c.sem
+		default:
+		}
+	}
+	return spare.Inspect(ctx, key)
+}
+
+// inspectHeld inspects key through c, whose token the caller took, and
+// gives the token back.
+func (in *Inspector) inspectHeld(ctx context.Context, c *inspectorConn, key dbpilot.InstanceKey) (*dbpilot.Instance, error) {
 	defer func() { <-c.sem }()
 	reused := c.db != nil
 	inst, err := in.inspectOnce(ctx, c, key)

@@ -182,3 +182,39 @@ func TestInspectErrors(t *testing.T) {
 		t.Errorf("inspect of a killed server: %v (code %s)", err, dbpilot.ErrorCode(err))
 	}
 }
+
+// InspectOr reads through the inspector's own connection when it is idle,
+// and through the spare's when an inspection holds it: it never waits for
+// monitoring, and opens no connection while the warm one is free.
+func TestInspectOr(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologySingle})
+	in, spare := mysql.NewInspector(d.AdminOptions()), mysql.NewInspector(d.AdminOptions())
+	t.Cleanup(func() { in.Close(); spare.Close() })
+	ctx := context.Background()
+	k := d.Nodes[0].Key()
+	if _, err := in.Inspect(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if inst, err := in.InspectOr(ctx, k, spare); err != nil || !inst.Reachable {
+		t.Fatalf("idle connection: %+v, %v", inst, err)
+	}
+	if mysql.Opened(spare, k) {
+		t.Fatal("the spare opened a connection while the inspector's was idle")
+	}
+	release, err := mysql.HoldInspection(in, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	inst, err := in.InspectOr(ctx, k, spare)
+	release()
+	if err != nil || !inst.Reachable {
+		t.Fatalf("busy connection: %+v, %v", inst, err)
+	}
+	if !mysql.Opened(spare, k) {
+		t.Error("the inspection did not go through the spare while the inspector's connection was held")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v: waited for the held connection", took)
+	}
+}

@@ -30,10 +30,41 @@ func minuteOf(t time.Time) int64 { return t.Unix() - t.Unix()%60 }
 // digests that ran, added to the bucket of the minute the interval ended
 // in, their text and example, and the instance's source.
 func (d *DB) RecordQueries(ctx context.Context, iv dbpilot.QueryInterval) error {
+	return d.RecordQueryBatch(ctx, []dbpilot.QueryInterval{iv})
+}
+
+// RecordQueryBatch stores intervals of any instances in one transaction:
+// serve gathers every instance's intervals and writes them once a second,
+// so that a fleet's query statistics are one write, not one per instance
+// (a thousand instances' transactions kept SQLite's one writer busy, and
+// the state saves behind it failed with SQLITE_BUSY).
+func (d *DB) RecordQueryBatch(ctx context.Context, ivs []dbpilot.QueryInterval) error {
 	const op = "record queries"
 	if err := d.writable(op); err != nil {
 		return err
 	}
+	if len(ivs) == 0 {
+		return nil
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	for _, iv := range ivs {
+		if err := d.recordInterval(ctx, tx, iv); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	return nil
+}
+
+// recordInterval writes one interval within tx.
+func (d *DB) recordInterval(ctx context.Context, tx *sql.Tx, iv dbpilot.QueryInterval) error {
+	const op = "record queries"
 	if iv.Source.Instance == "" {
 		return dbpilot.Errorf(dbpilot.EINVALID, "sqlite: %s: no instance", op)
 	}
@@ -47,11 +78,6 @@ func (d *DB) RecordQueries(ctx context.Context, iv dbpilot.QueryInterval) error 
 		return fmt.Errorf("sqlite: %s: %w", op, ta.err)
 	}
 	minute := minuteOf(end)
-	tx, err := d.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
 	src := iv.Source
 	full := 0
 	if src.Full {
@@ -105,9 +131,6 @@ func (d *DB) RecordQueries(ctx context.Context, iv dbpilot.QueryInterval) error 
 				return fmt.Errorf("sqlite: %s: digest text %s on %s: %w", op, s.Digest, src.Instance, err)
 			}
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	return nil
 }
