@@ -3,6 +3,9 @@ package collector
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -633,4 +636,62 @@ func TestRunnerLaggingIsNotDown(t *testing.T) {
 		return false
 	})
 	runnerWait(t, 5*time.Second, "no backlog", func() bool { return Backlog() == 0 })
+}
+
+// A run that times out on a server that does not answer writes mysql_up 0;
+// one that times out because the process could not run (stopped here for
+// a second, as a machine whose cores are taken does to serve) is lagging:
+// no mysql_up 0, dbpilot_collection_lagging 1.
+func TestRunnerStalledTimeoutIsLagging(t *testing.T) {
+	started := make(chan struct{}, 64)
+	silent := runnerFunc{"global_status", time.Second, func(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
+		started <- struct{}{}
+		<-ctx.Done() // a server that never answers
+		return nil, ctx.Err()
+	}}
+	r, sink := newTestRunner(t, &runnerFakeDialer{}, Config{Interval: map[string]time.Duration{"global_status": time.Second}}, silent)
+	r.Start(context.Background())
+	var first dbpilot.Batch
+	runnerWait(t, 10*time.Second, "a run that timed out", func() bool {
+		if bs := sink.of("global_status"); len(bs) > 0 {
+			first = bs[0]
+			return true
+		}
+		return false
+	})
+	if up, ok := runnerSample(first, MetricUp); !ok || up.Value != 0 {
+		t.Fatalf("a silent server: mysql_up %v (written %v), want 0", up.Value, ok)
+	}
+	// The next run: stop the whole test process for a second while it
+	// waits.
+	for len(started) > 0 {
+		<-started
+	}
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no second run")
+	}
+	n := len(sink.of("global_status"))
+	stop := exec.Command("sh", "-c", `kill -STOP "$1"; sleep 1; kill -CONT "$1"`, "sh", strconv.Itoa(os.Getpid()))
+	if err := stop.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var b dbpilot.Batch
+	runnerWait(t, 10*time.Second, "the stalled run's batch", func() bool {
+		if bs := sink.of("global_status"); len(bs) > n {
+			b = bs[n]
+			return true
+		}
+		return false
+	})
+	if up, ok := runnerSample(b, MetricUp); ok {
+		t.Errorf("a run that timed out while the process was stopped wrote mysql_up %v", up.Value)
+	}
+	if lg, ok := runnerSample(b, MetricCollectionLagging); !ok || lg.Value != 1 {
+		t.Errorf("dbpilot_collection_lagging %v (written %v), want 1", lg.Value, ok)
+	}
+	if !b.Partial {
+		t.Error("the stalled run's batch ends the instance's series")
+	}
 }
