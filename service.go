@@ -72,6 +72,12 @@ type Health struct {
 	Version  string    `json:"version"`
 	Started  time.Time `json:"started"`
 	Clusters int       `json:"clusters"`
+	// Monitored is how many instances serve collects metrics from.
+	Monitored int `json:"monitored,omitempty"`
+	// CollectionBacklog is how many collector runs wait now for serve's
+	// own resources (a session, a connection slot): collection behind
+	// because serve is, not because a server is.
+	CollectionBacklog int64 `json:"collection_backlog,omitempty"`
 }
 
 // OperationOptions qualify a topology change requested by a person.

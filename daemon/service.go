@@ -14,7 +14,13 @@ var _ dbpilot.ClusterService = (*Daemon)(nil)
 
 // Health reports the daemon's own state.
 func (d *Daemon) Health(context.Context) (*dbpilot.Health, error) {
-	return &dbpilot.Health{Status: "ok", Version: d.version, Started: d.started, Clusters: len(d.clusters)}, nil
+	h := &dbpilot.Health{Status: "ok", Version: d.version, Started: d.started, Clusters: len(d.clusters), Monitored: d.Monitored()}
+	if d.mon != nil {
+		if b, ok := d.mon.start.(interface{ Backlog() int64 }); ok {
+			h.CollectionBacklog = b.Backlog()
+		}
+	}
+	return h, nil
 }
 
 func (d *Daemon) cluster(name string) (*clusterState, error) {

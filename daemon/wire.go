@@ -539,6 +539,10 @@ func Collectors() []collector.Collector {
 // Hold holds every collector run of the process (collector.Hold).
 func (s *collectorStarter) Hold(max time.Duration) func() { return collector.Hold(max) }
 
+// Backlog is how many collector runs wait now for a session or a
+// connection slot (collector.Backlog).
+func (s *collectorStarter) Backlog() int64 { return collector.Backlog() }
+
 type collectorStarter struct {
 	opts    mysql.Options
 	enabled map[string]bool // nil: all
