@@ -208,7 +208,7 @@ func NewRunner(t Target, opts mysql.Options, collectors []Collector, cfg Config,
 			r.slots[len(r.slots)-1].idle = map[string]uint8{}
 		}
 	}
-	r.pool = newRunnerPool(&runnerMySQLDialer{key: t.Key, opts: opts}, RunnerSessions)
+	r.pool = newRunnerPool(&runnerMySQLDialer{key: t.Key, opts: opts}, RunnerSessions, runnerDialBudget(opts))
 	r.pool.onReconnect = func() {
 		r.log.Info("instance reachable again")
 		r.kickSlow()

@@ -47,7 +47,12 @@ type runnerIdent struct {
 type runnerPool struct {
 	dialer runnerDialer
 	tokens chan struct{} // one per session in use
-	dialMu chan struct{} // one dial at a time
+	// dialBudget bounds one connection attempt (connect and session set-up)
+	// apart from the wait for a connection slot.
+	dialBudget time.Duration
+	// life ends the attempt in flight when the pool closes.
+	life   context.Context
+	finish context.CancelFunc
 	// onReconnect runs after a successful connection that follows a
 	// failure, onDown when a connection attempt fails after a success (or
 	// first thing). Both run under the pool's lock and must not block.
@@ -62,16 +67,22 @@ type runnerPool struct {
 	retryAt time.Time
 	downErr error // the last connection failure; nil while connected
 	dials   int   // connection attempts, for tests
+	// dialing is closed when the connection attempt in flight ends (nil:
+	// none): runs wait for it up to their own deadline, not the attempt's.
+	dialing chan struct{}
 	closed  bool
 	gen     int // bumped by retarget: older sessions are not reused
 }
 
-func newRunnerPool(d runnerDialer, sessions int) *runnerPool {
+func newRunnerPool(d runnerDialer, sessions int, dialBudget time.Duration) *runnerPool {
+	life, finish := context.WithCancel(context.Background())
 	return &runnerPool{
-		dialer: d,
-		tokens: make(chan struct{}, sessions),
-		dialMu: make(chan struct{}, 1),
-		now:    time.Now,
+		dialer:     d,
+		tokens:     make(chan struct{}, sessions),
+		dialBudget: dialBudget,
+		life:       life,
+		finish:     finish,
+		now:        time.Now,
 	}
 }
 
@@ -129,64 +140,73 @@ func (p *runnerPool) acquire(ctx context.Context, timeout time.Duration) (*runne
 	return s, err
 }
 
+// get returns an idle session, or one a connection attempt opens. The
+// attempt runs on its own budget (dialBudget: the connect timeout and the
+// session's set-up), not on the run's: a run whose deadline comes first
+// while it waits is lagging (ErrBacklog), since the server has not yet had
+// its connect timeout to answer, and the attempt goes on for the next run.
+// Only the attempt's own failure (refused, no answer within the connect
+// timeout, access denied) marks the instance down.
 func (p *runnerPool) get(ctx context.Context, timeout time.Duration) (*runnerSession, error) {
-	if s, err := p.popIdle(timeout); s != nil || err != nil {
-		return s, err
-	}
-	select {
-	case p.dialMu <- struct{}{}:
-		defer func() { <-p.dialMu }()
-	case <-ctx.Done():
-		return nil, backlogError(ctx, "the instance's connection attempt in progress")
-	}
-	// Another run may have returned a session, or failed to connect, while
-	// this one waited.
-	if s, err := p.popIdle(timeout); s != nil || err != nil {
-		return s, err
-	}
-	p.mu.Lock()
-	if now := p.now(); p.downErr != nil && now.Before(p.retryAt) {
-		err := dbpilot.WrapError(dbpilot.EUNAVAIL, p.downErr, "collector: instance down, next connection attempt in %v", p.retryAt.Sub(now).Round(time.Millisecond))
+	for {
+		if s, err := p.popIdle(timeout); s != nil || err != nil {
+			return s, err
+		}
+		p.mu.Lock()
+		if now := p.now(); p.downErr != nil && now.Before(p.retryAt) {
+			err := dbpilot.WrapError(dbpilot.EUNAVAIL, p.downErr, "collector: instance down, next connection attempt in %v", p.retryAt.Sub(now).Round(time.Millisecond))
+			p.mu.Unlock()
+			return nil, err
+		}
+		if p.dialing == nil {
+			p.dialing = make(chan struct{})
+			p.dials++
+			go p.dial(p.dialing, p.ident, p.gen)
+		}
+		dialing := p.dialing
 		p.mu.Unlock()
-		return nil, err
+		select {
+		case <-dialing:
+			// An idle session, a failure, or another run took the
+			// session: look again.
+		case <-ctx.Done():
+			return nil, backlogError(ctx, "the instance's connection attempt in progress")
+		}
 	}
-	p.dials++
-	ident, gen := p.ident, p.gen
-	p.mu.Unlock()
+}
 
+// dial makes one connection attempt and leaves its session idle, or
+// records its failure; it closes done when it ends.
+func (p *runnerPool) dial(done chan struct{}, ident *runnerIdent, gen int) {
 	dialed := time.Now()
-	s, err := p.connect(ctx, ident)
-	if err != nil && !errors.Is(err, ErrBacklog) && mysql.IsTimeout(err) && stall.Stalled(dialed, timeout) {
-		// The handshake timed out while serve could not run: no proof
-		// the server is down, and no backoff.
-		lagged.Add(1)
+	s, err := p.connect(p.life, ident)
+	if err != nil && !errors.Is(err, ErrBacklog) && mysql.IsTimeout(err) && stall.Stalled(dialed, p.dialBudget) {
+		// The attempt timed out while serve could not run: no proof the
+		// server is down, and no backoff.
 		err = dbpilot.WrapError(dbpilot.EUNAVAIL, fmt.Errorf("%w: %w", ErrBacklog, err), "collector: serve was stalled while connecting")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if errors.Is(err, ErrBacklog) {
-		return nil, err // serve's own wait: the server was not asked
-	}
-	if err != nil {
+	defer close(done)
+	p.dialing = nil
+	switch {
+	case errors.Is(err, ErrBacklog):
+		// serve's own wait: the server was not asked; the next run tries again.
+	case err != nil:
 		// Refused, timed out, or refused us (access denied): back off.
 		p.failLocked(err)
-		return nil, err
+	case p.closed || gen != p.gen:
+		s.conn.Close() // stopped, or retargeted meanwhile
+	default:
+		s.gen = gen
+		p.ident = &s.ident
+		wasDown := p.downErr != nil
+		p.downErr, p.backoff = nil, 0
+		if wasDown && p.onReconnect != nil {
+			p.onReconnect() // must not block
+		}
+		p.idle = append(p.idle, s)
 	}
-	if p.closed {
-		s.conn.Close()
-		return nil, errRunnerClosed
-	}
-	s.gen = gen
-	if gen != p.gen {
-		return s, nil // retargeted meanwhile: this run goes on, the session is dropped after
-	}
-	p.ident = &s.ident
-	wasDown := p.downErr != nil
-	p.downErr, p.backoff = nil, 0
-	if wasDown && p.onReconnect != nil {
-		p.onReconnect() // must not block
-	}
-	return s, nil
 }
 
 // popIdle returns an idle session, or an error once the pool is closed.
@@ -216,14 +236,18 @@ func (p *runnerPool) popIdle(timeout time.Duration) (*runnerSession, error) {
 	return s, nil
 }
 
-// connect dials and prepares a session.
+// connect dials and prepares a session. The dialer bounds the connection
+// (the connect timeout, after its wait for a connection slot); the
+// session's set-up has the rest of dialBudget.
 func (p *runnerPool) connect(ctx context.Context, ident *runnerIdent) (*runnerSession, error) {
 	c, err := p.dialer.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s := &runnerSession{conn: c}
-	if err := s.init(ctx, ident); err != nil {
+	ictx, cancel := context.WithTimeout(ctx, p.dialBudget)
+	defer cancel()
+	if err := s.init(ictx, ident); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -285,6 +309,7 @@ func (p *runnerPool) retarget(key dbpilot.InstanceKey) {
 }
 
 func (p *runnerPool) close() {
+	p.finish()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
@@ -556,4 +581,14 @@ func runnerFirstWords(s string) string {
 		f = f[:4]
 	}
 	return strings.Join(f, " ")
+}
+
+// runnerDialBudget is what one connection attempt may take besides its wait
+// for a connection slot: the connect timeout and the session's set-up.
+func runnerDialBudget(opts mysql.Options) time.Duration {
+	ct := opts.ConnectTimeout
+	if ct <= 0 {
+		ct = mysql.DefaultConnectTimeout
+	}
+	return 2 * ct
 }

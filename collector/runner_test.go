@@ -20,8 +20,9 @@ import (
 // runnerFakeDialer connects to nothing: its connections answer the version
 // query and record statements.
 type runnerFakeDialer struct {
-	fail    atomic.Bool // dials fail, as to a dead server
-	version string      // @@version; MariaDB by default
+	fail    atomic.Bool  // dials fail, as to a dead server
+	delay   atomic.Int64 // each dial takes this long (a time.Duration) before it answers
+	version string       // @@version; MariaDB by default
 
 	mu     sync.Mutex
 	dials  int
@@ -33,6 +34,13 @@ type runnerFakeDialer struct {
 }
 
 func (d *runnerFakeDialer) dial(ctx context.Context) (runnerConn, error) {
+	if w := time.Duration(d.delay.Load()); w > 0 {
+		select {
+		case <-time.After(w):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.dials++
@@ -694,4 +702,55 @@ func TestRunnerStalledTimeoutIsLagging(t *testing.T) {
 	if !b.Partial {
 		t.Error("the stalled run's batch ends the instance's series")
 	}
+}
+
+// A connection attempt slower than a run's deadline but within its own
+// (the connect timeout) is not the server down: the runs that wait for it
+// are lagging, and the attempt goes on for the next run, which reads
+// mysql_up 1. An attempt that fails after as long marks the server down.
+func TestRunnerSlowConnectIsLagging(t *testing.T) {
+	d := &runnerFakeDialer{}
+	d.delay.Store(int64(400 * time.Millisecond))
+	r, sink := newTestRunner(t, d, Config{Interval: map[string]time.Duration{"global_status": 100 * time.Millisecond}},
+		runnerFunc{"global_status", time.Second, runnerQuery})
+	r.Start(context.Background())
+	runnerWait(t, 10*time.Second, "mysql_up 1", func() bool {
+		for _, b := range sink.of("global_status") {
+			if up, ok := runnerSample(b, MetricUp); ok && up.Value == 1 {
+				return true
+			}
+		}
+		return false
+	})
+	lagging := 0
+	for _, b := range sink.of("global_status") {
+		if up, ok := runnerSample(b, MetricUp); ok && up.Value == 0 {
+			t.Fatalf("mysql_up 0 while the connection was being made: %+v", b.Samples)
+		}
+		if lg, ok := runnerSample(b, MetricCollectionLagging); ok && lg.Value == 1 {
+			lagging++
+		}
+	}
+	if lagging == 0 {
+		t.Error("no run read as lagging while it waited for the connection")
+	}
+	if n := r.pool.dialCount(); n != 1 {
+		t.Errorf("%d connection attempts: the waiting runs started their own", n)
+	}
+
+	// The same slow attempt, failing: down.
+	d2 := &runnerFakeDialer{}
+	d2.delay.Store(int64(300 * time.Millisecond))
+	d2.fail.Store(true)
+	r2, sink2 := newTestRunner(t, d2, Config{Interval: map[string]time.Duration{"global_status": 100 * time.Millisecond}},
+		runnerFunc{"global_status", time.Second, runnerQuery})
+	r2.Start(context.Background())
+	runnerWait(t, 10*time.Second, "mysql_up 0 after the failed attempt", func() bool {
+		for _, b := range sink2.of("global_status") {
+			if up, ok := runnerSample(b, MetricUp); ok && up.Value == 0 {
+				return true
+			}
+		}
+		return false
+	})
 }
