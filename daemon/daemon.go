@@ -27,7 +27,7 @@ type Daemon struct {
 	cfg     *Config
 	store   dbpilot.StateStore
 	probe   Prober                        // monitoring: short timeouts, one connection per instance
-	detect  Prober                        // failure confirmation: its own connections (probe when nil in Options)
+	detect  Prober                        // failure confirmation, never queued behind monitoring (probe when nil in Options)
 	ctl     dbpilot.ReplicationController // every topology change goes through it
 	live    Liveness                      // nil: no liveness sessions
 	now     func() time.Time
@@ -140,10 +140,10 @@ type Options struct {
 	// Inspector probes servers for monitoring and discovery.
 	Inspector Prober
 	// Detector reads servers to confirm a primary's failure (the
-	// re-probe of the primary and the read of its replicas). It has its
-	// own connections, so that a confirmation never queues behind a crawl
-	// or collection holding the instance's monitoring connection. Nil: the
-	// Inspector.
+	// re-probe of the primary and the read of its replicas). It never
+	// queues behind a crawl holding an instance's monitoring connection:
+	// the wiring's reads through that connection when it is idle and
+	// through connections of its own when it is not. Nil: the Inspector.
 	Detector Prober
 	// Controller makes every topology change (failover, switchover,
 	// relocate, fencing, rejoin) and reads servers afresh before one.
