@@ -46,6 +46,17 @@ func (e engineEnv) Executor(fence *dbpilot.Fence) *recovery.Executor {
 func (e engineEnv) Probe(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) {
 	return e.d.detect.Inspect(ctx, k)
 }
+// ProbeReplica re-reads what a confirmation needs of a replica (its
+// channels) when the detector can do it in one statement, else inspects it.
+func (e engineEnv) ProbeReplica(ctx context.Context, last *dbpilot.Instance) (*dbpilot.Instance, error) {
+	if r, ok := e.d.detect.(interface {
+		InspectReplica(ctx context.Context, last *dbpilot.Instance) (*dbpilot.Instance, error)
+	}); ok {
+		return r.InspectReplica(ctx, last)
+	}
+	return e.d.detect.Inspect(ctx, last.Key)
+}
+
 func (e engineEnv) Reader() dbpilot.Inspector             { return e.d.ctl }
 func (e engineEnv) Coordinator() dbpilot.Coordinator      { return e.d.coord }
 func (e engineEnv) Store() dbpilot.StateStore             { return e.d.store }

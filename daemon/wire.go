@@ -250,6 +250,12 @@ func (d detector) Inspect(ctx context.Context, key dbpilot.InstanceKey) (*dbpilo
 	return d.probe.InspectOr(ctx, key, d.spare)
 }
 
+// InspectReplica re-reads last's channels in one statement
+// (mysql.Inspector.InspectReplicaOr).
+func (d detector) InspectReplica(ctx context.Context, last *dbpilot.Instance) (*dbpilot.Instance, error) {
+	return d.probe.InspectReplicaOr(ctx, last, d.spare)
+}
+
 // Forget drops the spare's connection to key (the probe's is the daemon's
 // to forget).
 func (d detector) Forget(key dbpilot.InstanceKey) error { return d.spare.Forget(key) }

@@ -505,6 +505,51 @@ func (in *Inspector) InspectOr(ctx context.Context, key dbpilot.InstanceKey, spa
 	return spare.Inspect(ctx, key)
 }
 
+// InspectReplicaOr re-reads a replica's channels, the only part of it a
+// failure's confirmation needs, in one statement (SHOW ALL SLAVES STATUS,
+// SHOW REPLICA STATUS) instead of a whole inspection: through the
+// inspector's connection when idle, spare's otherwise (as InspectOr). It
+// returns last with the channels read now, reachable; a connection that
+// never inspected the server (its flavor unknown) inspects it whole.
+func (in *Inspector) InspectReplicaOr(ctx context.Context, last *dbpilot.Instance, spare *Inspector) (*dbpilot.Instance, error) {
+	key := last.Key
+	nk := key.Normalized()
+	for _, x := range []*Inspector{in, spare} {
+		x.mu.Lock()
+		c := x.conns[nk]
+		x.mu.Unlock()
+		if c == nil {
+			continue
+		}
+		select {
+		case c.sem <- struct{}{}:
+		default:
+			continue // an inspection in flight holds it
+		}
+		x.mu.Lock()
+		current := !x.closed && x.conns[nk] == c
+		x.mu.Unlock()
+		if !current || c.db == nil || c.id == nil {
+			<-c.sem
+			continue
+		}
+		s := session{q: c.db, key: key, user: x.opts.User}
+		channels, err := s.readChannels(ctx, *c.id)
+		if err != nil && dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL {
+			c.db.Close()
+			c.db, c.id = nil, nil
+		}
+		<-c.sem
+		if err != nil {
+			return nil, err
+		}
+		fresh := *last
+		fresh.Channels, fresh.Reachable, fresh.LastError, fresh.ObservedAt = channels, true, "", time.Now()
+		return &fresh, nil
+	}
+	return in.InspectOr(ctx, key, spare)
+}
+
 // inspectHeld inspects key through c, whose token the caller took, and
 // gives the token back.
 func (in *Inspector) inspectHeld(ctx context.Context, c *inspectorConn, key dbpilot.InstanceKey) (*dbpilot.Instance, error) {

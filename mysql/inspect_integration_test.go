@@ -218,3 +218,39 @@ func TestInspectOr(t *testing.T) {
 		t.Errorf("took %v: waited for the held connection", took)
 	}
 }
+
+// InspectReplicaOr re-reads a replica's channels (one statement) through
+// an idle connection, and keeps the rest of the last observation.
+func TestInspectReplicaOr(t *testing.T) {
+	d := testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologyReplication, Nodes: 2})
+	in, spare := mysql.NewInspector(d.AdminOptions()), mysql.NewInspector(d.AdminOptions())
+	t.Cleanup(func() { in.Close(); spare.Close() })
+	ctx := context.Background()
+	p, r := d.Nodes[0].Key(), d.Nodes[1].Key()
+	last := inspectUntil(t, in, r, "replicating", func(i *dbpilot.Instance) bool {
+		return i.Channel(p) != nil && i.Channel(p).IORunning == dbpilot.IORunning
+	})
+	stale := *last
+	stale.Channels = nil
+	stale.ServerID = 4242 // kept from the last observation, not re-read
+	got, err := in.InspectReplicaOr(ctx, &stale, spare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Reachable || got.Channel(p) == nil || got.Channel(p).IORunning != dbpilot.IORunning || got.ServerID != 4242 {
+		t.Errorf("channels re-read: reachable %v, channel %+v, server_id %d (want the last observation's 4242)", got.Reachable, got.Channel(p), got.ServerID)
+	}
+	if mysql.Opened(spare, r) {
+		t.Error("the spare connected while the inspector's connection was idle")
+	}
+	// Held by a crawl: the spare, which never read the server, inspects it whole.
+	release, err := mysql.HoldInspection(in, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = in.InspectReplicaOr(ctx, &stale, spare)
+	release()
+	if err != nil || got.Channel(p) == nil || got.ServerID == 4242 {
+		t.Errorf("through the spare: %+v, %v", got, err)
+	}
+}

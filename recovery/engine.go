@@ -85,6 +85,10 @@ type Env interface {
 	// own connections, never queued behind monitoring): the confirmation
 	// rounds' re-probe and replica reads.
 	Probe(ctx context.Context, key dbpilot.InstanceKey) (*dbpilot.Instance, error)
+	// ProbeReplica re-reads what a confirmation needs of a replica last
+	// observed as last: whether it answers and its channels (the rest of
+	// last kept), in as few statements as the adapter can.
+	ProbeReplica(ctx context.Context, last *dbpilot.Instance) (*dbpilot.Instance, error)
 	// Reader reads servers afresh before a change (the controller).
 	Reader() dbpilot.Inspector
 	// Coordinator is the coordination of several serves (nil: alone).
@@ -273,9 +277,19 @@ func (e *Engine) Assess(ctx context.Context, primary *dbpilot.Instance, members 
 	cctx, cancel := context.WithTimeout(ctx, e.set.ConfirmTimeout)
 	defer cancel()
 	reprobe := func(ctx context.Context) *dbpilot.Instance { return e.reprobePrimary(ctx, primary.Key) }
+	last := make(map[dbpilot.InstanceKey]*dbpilot.Instance, len(members))
+	for _, m := range members {
+		last[m.Key.Normalized()] = m
+	}
+	readReplica := func(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) {
+		if l := last[k.Normalized()]; l != nil && l.Reachable {
+			return e.env.ProbeReplica(ctx, l)
+		}
+		return e.env.Probe(ctx, k)
+	}
 	// The silence of each replica's source is noted before the verdict:
 	// a hung primary's replicas vote dead on it (topology.Silent).
-	v, _ := Confirm(cctx, primary, members, reprobe, e.env.Probe, e.env.Now, e.env.NoteSilence)
+	v, _ := Confirm(cctx, primary, members, reprobe, readReplica, e.env.Now, e.env.NoteSilence)
 	e.view.SetState(v.State)
 	e.Note(v.State, v.Reason)
 	return v

@@ -67,6 +67,9 @@ func (w *enWorld) Probe(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.In
 	}
 	return w.ctl.Inspect(ctx, k)
 }
+func (w *enWorld) ProbeReplica(ctx context.Context, last *dbpilot.Instance) (*dbpilot.Instance, error) {
+	return w.Probe(ctx, last.Key)
+}
 func (w *enWorld) Reader() dbpilot.Inspector             { return w.ctl }
 func (w *enWorld) Coordinator() dbpilot.Coordinator      { return nil }
 func (w *enWorld) Store() dbpilot.StateStore             { return nil }
