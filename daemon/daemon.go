@@ -669,7 +669,10 @@ func (d *Daemon) crawl(ctx context.Context, cs *clusterState) (crawled, error) {
 		bound = 10 * time.Second
 	}
 	all, err := topology.Discover(ctx, d.cfg.discoveryInspector(d.probe, cs.cfg), seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now,
-		NotAsked: func(err error) bool { return errors.Is(err, errNotAsked) }})
+		// The current primary's timeout always counts: a hung primary
+		// (SIGSTOP, a frozen host) is found by it, and a loaded serve
+		// must not put that off.
+		NotAsked: func(k dbpilot.InstanceKey, err error) bool { return errors.Is(err, errNotAsked) && !k.Equal(c.cur) }})
 	if err != nil && len(all) == 0 {
 		return c, err
 	}

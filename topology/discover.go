@@ -20,11 +20,11 @@ type Options struct {
 	Timeout time.Duration
 	// Now stamps instances that could not be inspected (nil: time.Now).
 	Now func() time.Time
-	// NotAsked, when set, tells an inspection error that says nothing of
-	// the server (the crawling process was stalled while it timed out):
-	// such an instance counts as not inspected, like one the crawl's
-	// bound cut short, not as unreachable.
-	NotAsked func(error) bool
+	// NotAsked, when set, tells an inspection error of key that says
+	// nothing of the server (the crawling process was stalled while it
+	// timed out): such an instance counts as not inspected, like one the
+	// crawl's bound cut short, not as unreachable.
+	NotAsked func(key dbpilot.InstanceKey, err error) bool
 }
 
 // Validate reports options that cannot be used.
@@ -126,7 +126,7 @@ func Discover(ctx context.Context, in dbpilot.Inspector, seeds []dbpilot.Instanc
 		r := <-results // every started inspection is waited for
 		inflight--
 
-		if r.err != nil && (crawlCtx.Err() != nil || opt.NotAsked != nil && opt.NotAsked(r.err)) {
+		if r.err != nil && (crawlCtx.Err() != nil || opt.NotAsked != nil && opt.NotAsked(r.key, r.err)) {
 			interrupted++ // not observed: the crawl was cut short, or could not run
 			continue
 		}
