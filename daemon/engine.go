@@ -46,6 +46,7 @@ func (e engineEnv) Executor(fence *dbpilot.Fence) *recovery.Executor {
 func (e engineEnv) Probe(ctx context.Context, k dbpilot.InstanceKey) (*dbpilot.Instance, error) {
 	return e.d.detect.Inspect(ctx, k)
 }
+
 // ProbeReplica re-reads what a confirmation needs of a replica (its
 // channels) when the detector can do it in one statement, else inspects it.
 func (e engineEnv) ProbeReplica(ctx context.Context, last *dbpilot.Instance) (*dbpilot.Instance, error) {

@@ -333,7 +333,9 @@ func TestUnaliasKeepsPrintedSource(t *testing.T) {
 // inspected, with the crawl reported incomplete, instead of unreachable.
 func TestDiscoverNotAsked(t *testing.T) {
 	f := newFake(loadCase(t, "unreachable-primary"))
-	notAsked := func(_ dbpilot.InstanceKey, err error) bool { return strings.Contains(err.Error(), "connection refused") }
+	notAsked := func(_ dbpilot.InstanceKey, err error) bool {
+		return strings.Contains(err.Error(), "connection refused")
+	}
 	got, err := Discover(context.Background(), f, []dbpilot.InstanceKey{k(21002)}, Options{NotAsked: notAsked})
 	if err == nil || !strings.Contains(err.Error(), "1 instances inspected, 1 not") {
 		t.Fatalf("err %v, want the crawl incomplete", err)
