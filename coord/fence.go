@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -78,6 +79,44 @@ func (e *Etcd) LeaderOf(cluster string) (member, api string) {
 		return "", ""
 	}
 	return s.Member, e.members[s.Member].API
+}
+
+// Owner implements dbpilot.Coordinator: the leader (this serve when it
+// leads), else the live member ranked first for the cluster by
+// rendezvous hashing; "" while coordination is unavailable.
+func (e *Etcd) Owner(cluster string) (member, api string) {
+	if ok, _ := e.alive(); !ok {
+		return "", ""
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.leading[cluster] != nil {
+		return e.opt.Member, e.opt.API
+	}
+	if s, ok := e.seen[cluster]; ok && s.Member != "" {
+		if m, live := e.members[s.Member]; live || s.Member == e.opt.Member {
+			return s.Member, m.API
+		}
+	}
+	id := rendezvous(cluster, e.memberIDsLocked())[0]
+	if id == e.opt.Member {
+		return id, e.opt.API
+	}
+	return id, e.members[id].API
+}
+
+// Peers implements dbpilot.Coordinator: the live members but this serve.
+func (e *Etcd) Peers() []dbpilot.CoordMember {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]dbpilot.CoordMember, 0, len(e.members))
+	for id, m := range e.members {
+		if id != e.opt.Member {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b dbpilot.CoordMember) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // guardedPut writes key=val only while f holds.

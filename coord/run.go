@@ -301,20 +301,37 @@ func (e *Etcd) campaign(ctx context.Context, cluster string) {
 // registered members, a quarter of the TTL per rank for the others.
 func (e *Etcd) campaignDelay(cluster string) time.Duration {
 	e.mu.Lock()
-	ids := make([]string, 0, len(e.members))
+	ids := e.memberIDsLocked()
+	e.mu.Unlock()
+	rank := slices.Index(rendezvous(cluster, ids), e.opt.Member)
+	return time.Duration(rank) * e.opt.LeaseTTL / 4
+}
+
+// memberIDsLocked are the live members' ids, this serve's included. The
+// caller holds e.mu.
+func (e *Etcd) memberIDsLocked() []string {
+	ids := make([]string, 0, len(e.members)+1)
 	for id := range e.members {
 		ids = append(ids, id)
 	}
-	e.mu.Unlock()
 	if !slices.Contains(ids, e.opt.Member) {
 		ids = append(ids, e.opt.Member)
 	}
+	return ids
+}
+
+// rendezvous ranks ids for key by highest random weight (FNV-1a of the
+// key and the id): every serve that knows the same members ranks them
+// alike, and a member joining or leaving moves only the keys it ranks
+// first (or ranked first).
+func rendezvous(key string, ids []string) []string {
 	score := func(id string) uint64 {
 		h := fnv.New64a()
-		h.Write([]byte(cluster + "\x00" + id))
+		h.Write([]byte(key + "\x00" + id))
 		return h.Sum64()
 	}
-	slices.SortFunc(ids, func(a, b string) int {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, func(a, b string) int {
 		sa, sb := score(a), score(b)
 		switch {
 		case sa > sb:
@@ -322,8 +339,7 @@ func (e *Etcd) campaignDelay(cluster string) time.Duration {
 		case sa < sb:
 			return 1
 		}
-		return 0
+		return strings.Compare(a, b)
 	})
-	rank := slices.Index(ids, e.opt.Member)
-	return time.Duration(rank) * e.opt.LeaseTTL / 4
+	return out
 }

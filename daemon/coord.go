@@ -9,11 +9,36 @@ import (
 	"github.com/dbpilot/dbpilot/recovery"
 )
 
-// Several serves on the same clusters (coordination.etcd): every serve
-// watches, collects and alerts; the leader of a cluster alone changes its
-// topology, and each of its mutating statements is preceded by a fencing
-// check (fencedCtl). A request for a cluster another serve leads is
-// forwarded to that serve.
+// Several serves on the same clusters (coordination.etcd) share them: the
+// owner of a cluster (its leader; while nobody leads it, the live member
+// rendezvous hashing ranks first) alone observes it, assesses it and
+// collects the metrics of its instances; the others query none of its
+// servers and ask the owner for its status (peerStatus). The leader alone
+// changes its topology, and each of its mutating statements is preceded by
+// a fencing check (fencedCtl). A request for a cluster another serve leads
+// is forwarded to that serve. While coordination is unavailable every
+// serve observes and collects every cluster, as a serve alone does.
+
+// observes reports whether this serve observes the cluster now: alone, as
+// its owner, or while coordination is unavailable.
+func (d *Daemon) observes(cluster string) bool {
+	if d.coord == nil {
+		return true
+	}
+	owner, _ := d.coord.Owner(cluster)
+	return owner == "" || owner == d.coord.Member()
+}
+
+// release gives up a cluster another serve owns: its metric collection
+// stops here (the owner's runners take it over) and its watchers are told.
+func (d *Daemon) release(ctx context.Context, cs *clusterState) {
+	if d.mon != nil {
+		d.mon.reconcile(ctx, cs.cfg.Name, nil, nil)
+	}
+	owner, _ := d.coord.Owner(cs.cfg.Name)
+	d.log.Info("coordination: another serve observes the cluster; its servers are not queried here", "cluster", cs.cfg.Name, "owner", owner)
+	cs.notify()
+}
 
 // fencedCtl is a ReplicationController that checks, before every mutating
 // call, that the fence still holds; reads pass through.

@@ -389,19 +389,32 @@ func (d *Daemon) prune(ctx context.Context) {
 	}
 }
 
-// watch ticks one cluster. A tick that overruns the interval delays the
+// watch ticks one cluster. With coordination it observes the cluster only
+// while this serve owns it (observes); otherwise it queries none of its
+// servers. A tick that overruns the interval delays the
 // next one (time.Ticker drops ticks): probes never pile up. A failed
 // liveness ping of the primary starts a tick at once.
 func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 	t := time.NewTicker(d.cfg.PollInterval.D())
 	defer t.Stop()
 	confirm := false
+	observing := true
 	for {
-		if confirm {
+		owned := d.observes(cs.cfg.Name)
+		switch {
+		case !owned:
+			if observing {
+				d.release(ctx, cs)
+			}
+		case confirm:
 			d.confirmTick(ctx, cs)
-		} else {
+		default:
+			if !observing {
+				d.log.Info("coordination: observing the cluster and collecting its metrics", "cluster", cs.cfg.Name, "member", d.coord.Member())
+			}
 			d.tick(ctx, cs, true)
 		}
+		observing = owned
 		confirm = false
 		// While the primary fails to answer and is not yet confirmed dead
 		// (a hung primary: its replicas have not all lost it yet), confirm
@@ -446,6 +459,11 @@ func (d *Daemon) liveness(ctx context.Context, cs *clusterState) {
 		}
 	}
 	for ctx.Err() == nil {
+		if !d.observes(cs.cfg.Name) {
+			// Another serve owns the cluster: its liveness is the owner's.
+			sleepCtx(ctx, d.cfg.PollInterval.D())
+			continue
+		}
 		cs.mu.Lock()
 		key, changed := cs.primary, cs.primaryChanged
 		cs.mu.Unlock()
@@ -453,18 +471,35 @@ func (d *Daemon) liveness(ctx context.Context, cs *clusterState) {
 			select {
 			case <-ctx.Done():
 			case <-changed:
+			case <-time.After(d.cfg.PollInterval.D()):
 			}
 			continue
 		}
 		hctx, cancel := context.WithCancel(ctx)
 		moved := make(chan bool, 1)
 		go func() {
-			select {
-			case <-changed:
-				cancel()
-				moved <- true
-			case <-hctx.Done():
-				moved <- false
+			var owner <-chan time.Time
+			if d.coord != nil {
+				tk := time.NewTicker(d.cfg.PollInterval.D())
+				defer tk.Stop()
+				owner = tk.C
+			}
+			for {
+				select {
+				case <-changed:
+					cancel()
+					moved <- true
+					return
+				case <-owner:
+					if !d.observes(cs.cfg.Name) {
+						cancel()
+						moved <- true
+						return
+					}
+				case <-hctx.Done():
+					moved <- false
+					return
+				}
 			}
 		}()
 		err := d.live.Hold(hctx, key, func() { healthy = true })
