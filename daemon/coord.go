@@ -303,3 +303,21 @@ func (d *Daemon) CoordinationStatus(ctx context.Context) *dbpilot.CoordinationSt
 	}
 	return d.coord.Status(ctx)
 }
+
+// PeerAPIs are the API addresses of the other live serves, for the
+// fleet-wide metric queries (httpapi.FleetMetrics); nil for a serve alone.
+func (d *Daemon) PeerAPIs() []string {
+	if d.coord == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range d.coord.Peers() {
+		if m.API != "" {
+			out = append(out, m.API)
+		}
+	}
+	return out
+}
+
+// Coordinated reports whether this serve is one of several (coordination).
+func (d *Daemon) Coordinated() bool { return d.coord != nil }

@@ -436,7 +436,15 @@ func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.H
 		mux.Handle("/metrics", api.Protect(d.Exposition))
 	}
 	if d.QueryAPI != nil {
-		mux.Handle("/api/metrics/", gz(api.Protect(d.QueryAPI)))
+		q := d.QueryAPI
+		if d.Coordinated() && d.TSDB != nil {
+			// Several serves share the fleet, each storing what it
+			// collects: queries ask every serve and merge the answers.
+			// (With metrics.local false, query_url is the shared store,
+			// fleet-wide already.)
+			q = &httpapi.FleetMetrics{Local: q, Peers: d.PeerAPIs, Token: cfg.ForwardToken(), Logger: log}
+		}
+		mux.Handle("/api/metrics/", gz(api.Protect(q)))
 	}
 	mux.Handle("/", ui)
 	return mux, api, nil
