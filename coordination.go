@@ -125,12 +125,15 @@ type CoordinationStatus struct {
 	Endpoints []string `json:"endpoints,omitempty"`
 	// LeaseID and LeaseTTL are this serve's etcd session; LastKeepAlive is
 	// when etcd last confirmed it.
-	LeaseID       int64             `json:"lease_id,omitempty"`
-	LeaseTTL      float64           `json:"lease_ttl_seconds,omitempty"`
-	LastKeepAlive time.Time         `json:"last_keepalive,omitzero"`
-	Members       []CoordMember     `json:"members"`
-	Leaders       []ClusterLeader   `json:"leaders"`
-	Recoveries    []*SharedRecovery `json:"recoveries,omitempty"`
+	LeaseID       int64     `json:"lease_id,omitempty"`
+	LeaseTTL      float64   `json:"lease_ttl_seconds,omitempty"`
+	LastKeepAlive time.Time `json:"last_keepalive,omitzero"`
+	// Collecting is how many instances this serve collects metrics from
+	// (those of the clusters it owns, ClusterLeader.Owner).
+	Collecting int               `json:"collecting"`
+	Members    []CoordMember     `json:"members"`
+	Leaders    []ClusterLeader   `json:"leaders"`
+	Recoveries []*SharedRecovery `json:"recoveries,omitempty"`
 }
 
 // CoordMember is one serve registered with the coordination service.

@@ -301,7 +301,9 @@ func (d *Daemon) CoordinationStatus(ctx context.Context) *dbpilot.CoordinationSt
 	if d.coord == nil {
 		return &dbpilot.CoordinationStatus{State: dbpilot.CoordinationSingle, Members: []dbpilot.CoordMember{}, Leaders: []dbpilot.ClusterLeader{}}
 	}
-	return d.coord.Status(ctx)
+	st := d.coord.Status(ctx)
+	st.Collecting = d.Monitored()
+	return st
 }
 
 // PeerAPIs are the API addresses of the other live serves, for the
