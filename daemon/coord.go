@@ -306,6 +306,23 @@ func (d *Daemon) CoordinationStatus(ctx context.Context) *dbpilot.CoordinationSt
 	return st
 }
 
+// handover ends this serve's leadership of cluster (give) when no
+// recovery or operation runs on it: the operation lock is held meanwhile,
+// so none starts under a leadership being given up.
+func (d *Daemon) handover(cluster string, give func()) bool {
+	cs := d.clusters[cluster]
+	if cs == nil {
+		give()
+		return true
+	}
+	if !cs.eng.TryLock() {
+		return false
+	}
+	defer cs.eng.Unlock()
+	give()
+	return true
+}
+
 // PeerAPIs are the API addresses of the other live serves, for the
 // fleet-wide metric queries (httpapi.FleetMetrics); nil for a serve alone.
 func (d *Daemon) PeerAPIs() []string {

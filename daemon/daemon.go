@@ -250,6 +250,12 @@ func New(cfg *Config, opt Options) *Daemon {
 		// Recoveries other serves record are copied into our state store.
 		m.OnRecovery(d.mirror)
 	}
+	if h, ok := d.coord.(interface {
+		OnHandover(func(cluster string, give func()) bool)
+	}); ok {
+		// A leader hands a cluster over only between topology changes.
+		h.OnHandover(d.handover)
+	}
 	if opt.Metrics != nil && opt.Collectors != nil && !cfg.Metrics.Disabled {
 		d.metrics = opt.Metrics
 		d.mon = &monitor{d: d, start: opt.Collectors, forget: opt.Metrics.Forget, runners: map[dbpilot.InstanceKey]*runnerEntry{}}
