@@ -152,6 +152,10 @@ func (d *Daemon) controller(fence *dbpilot.Fence) dbpilot.ReplicationController 
 	return fc
 }
 
+// notLeaderText is in the refusal of a forwarded request by a serve that
+// does not lead the cluster (notLeader).
+const notLeaderText = "does not lead cluster"
+
 // leadership decides how a requested change of cs proceeds: under this
 // serve's fence (leader), forwarded to the leader (fwd), or refused. A
 // serve alone gets (nil, nil, nil).
@@ -170,7 +174,7 @@ func (d *Daemon) leadership(ctx context.Context, cs *clusterState, what string, 
 	case dbpilot.ECONFLICT:
 		member, api := d.coord.LeaderOf(cs.cfg.Name)
 		if opt.Forwarded || api == "" || d.forward == nil {
-			return nil, nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "%s: this serve (%s) does not lead cluster %s and cannot forward the request (leader %q, api %q); retry in a few seconds", what, d.coord.Member(), cs.cfg.Name, member, api)
+			return nil, nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "%s: this serve (%s) "+notLeaderText+" %s and cannot forward the request (leader %q, api %q); retry in a few seconds", what, d.coord.Member(), cs.cfg.Name, member, api)
 		}
 		return nil, d.forward(api), nil
 	default:
@@ -264,7 +268,7 @@ func (d *Daemon) adopt(cs *clusterState, sr *dbpilot.SharedRecovery) bool {
 		return false
 	}
 	cs.adopted = sr.ID
-	cs.setPrimary(sr.Candidate)
+	cs.promoted(sr.Candidate)
 	cs.known = appendKey(cs.known, sr.Candidate)
 	if failover {
 		cs.eng.MarkFenced(sr.OldPrimary)
@@ -314,6 +318,15 @@ func (d *Daemon) handover(cluster string, give func()) bool {
 	if cs == nil {
 		give()
 		return true
+	}
+	// Only a healthy cluster is handed over: the primary answers, no
+	// recovery is blocked or running, so the new leader's first
+	// observation finds the cluster as this serve knows it.
+	cs.mu.Lock()
+	healthy := cs.status.State == dbpilot.ClusterOK
+	cs.mu.Unlock()
+	if !healthy || cs.eng.Failing() || cs.eng.BlockedUntil(context.Background()).After(d.now()) {
+		return false
 	}
 	if !cs.eng.TryLock() {
 		return false

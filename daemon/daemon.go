@@ -127,6 +127,26 @@ func (cs *clusterState) setPrimary(k dbpilot.InstanceKey) {
 	cs.primaryChanged = make(chan struct{})
 }
 
+// promoted records that k was promoted (replication removed) by a
+// recovery, of this serve or another's: until the next observation reaches
+// it, the place it had as a replica is not given back to it. Without it, a
+// new primary that died before this serve observed it (killed right after
+// its promotion, or a serve that does not observe the cluster) was taken
+// for a replica of its dead predecessor, and the cluster for one whose
+// primary nobody can confirm dead. The caller holds cs.mu.
+func (cs *clusterState) promoted(k dbpilot.InstanceKey) {
+	cs.setPrimary(k)
+	delete(cs.placed, k.Normalized())
+	for i, in := range cs.instances {
+		if in.Key.Equal(k) && len(in.Channels) > 0 {
+			cp := *in
+			cp.Channels = nil
+			cs.instances = slices.Clone(cs.instances)
+			cs.instances[i] = &cp
+		}
+	}
+}
+
 // Options are the daemon's collaborators. Inspector and Controller are
 // required; Wire (wire.go) builds every adapter from the configuration,
 // and unit tests pass mocks.

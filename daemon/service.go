@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -208,11 +209,19 @@ type opening struct {
 // observed. run then does the operation with the lock held.
 func (d *Daemon) operate(ctx context.Context, cs *clusterState, o opening, run func(*operation) (*dbpilot.Recovery, error)) (*dbpilot.Recovery, error) {
 	fence, fwd, err := d.leadership(ctx, cs, o.what, o.lead)
+	// A leader that has just handed the cluster over (or lost it) refuses
+	// the forwarded request as not its leader: it is forwarded again to
+	// the new leader, for up to about 3 s.
+	for try := 0; err == nil && fwd != nil; try++ {
+		rec, ferr := o.forward(fwd)
+		if try == 10 || !notLeader(ferr) || ctx.Err() != nil {
+			return rec, ferr
+		}
+		sleepCtx(ctx, 300*time.Millisecond)
+		fence, fwd, err = d.leadership(ctx, cs, o.what, o.lead)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if fwd != nil {
-		return o.forward(fwd)
 	}
 	if o.prepare != nil {
 		o.prepare(ctx)
@@ -226,6 +235,12 @@ func (d *Daemon) operate(ctx context.Context, cs *clusterState, o opening, run f
 		return nil, err
 	}
 	return run(&operation{cs: cs, fence: fence, members: members, primary: primary})
+}
+
+// notLeader reports whether err is a serve's refusal of a forwarded
+// request because it does not lead the cluster (any more).
+func notLeader(err error) bool {
+	return dbpilot.ErrorCode(err) == dbpilot.ECONFLICT && strings.Contains(err.Error(), notLeaderText)
 }
 
 func lockOp(cs *clusterState) error {
