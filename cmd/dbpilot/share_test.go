@@ -245,6 +245,17 @@ func TestSharedFleet(t *testing.T) {
 	inst := per[other.id][0]
 	t.Run("chart of another serve's instance", func(t *testing.T) {
 		page := browser.New(t)
+		// The overview names each cluster's owner.
+		page.Navigate(a.url + "/")
+		page.WaitSelector(".cluster-card .card-owner", 20*time.Second)
+		for name, owner := range owners {
+			sel := fmt.Sprintf(`.cluster-card[data-cluster=%q] .card-owner`, name)
+			page.WaitSelector(sel, 10*time.Second)
+			if got := page.Text(sel); got != owner {
+				t.Errorf("overview of serve a: cluster %s owned by %q, want %q", name, got, owner)
+			}
+		}
+		page.Screenshot("shared-fleet-overview")
 		page.Navigate(a.url + "/instances/" + inst + "?range=5m")
 		sel := `.chart[data-chart="qps"]`
 		page.WaitSelector(sel, 20*time.Second)
