@@ -39,8 +39,9 @@ type Coordinator interface {
 	// metrics of its instances, and the API address it advertises: the
 	// cluster's leader, or while nobody leads it the live member that
 	// rendezvous hashing of the cluster's name ranks first. member is ""
-	// while coordination is unavailable (every serve then observes and
-	// collects everything, as a serve alone does).
+	// once coordination has been unavailable for a few lease TTLs (every
+	// serve then observes and collects everything, as a serve alone does);
+	// a shorter loss keeps the owners last known.
 	Owner(cluster string) (member, api string)
 	// Peers are the other live serves (their member ids and API
 	// addresses), for the fleet-wide reads that ask each of them.

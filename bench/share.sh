@@ -55,7 +55,7 @@ HZ=$(getconf CLK_TCK)
 queries() { curl -sf "http://127.0.0.1:$CTL/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["queries"])'; }
 
 echo "dbpilot shared-fleet benchmark — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores (load average $(cut -d" " -f1-3 /proc/loadavg) at start), $("$DBP" --version), etcd $(etcd --version | head -1 | awk '{print $3}')"
-echo "simulated MariaDB 10.11 fleet (bin/dbpilot-sim): $N instances in clusters of 5; 1 serve alone vs $SERVES serves through etcd (lease_ttl 2s); window ${WINDOW}s"
+echo "simulated MariaDB 10.11 fleet (bin/dbpilot-sim): $N instances in clusters of 5; 1 serve alone vs $SERVES serves through etcd (lease_ttl 5s, the default); window ${WINDOW}s"
 
 CTL=$(free_port)
 setsid "$SIM" --instances "$N" --cluster-size 5 --base-port "$BASE_PORT" --control "127.0.0.1:$CTL" \
@@ -89,7 +89,7 @@ run() {
 		sed "s|^listen: .*|listen: 127.0.0.1:$api|" "$WORK/base.yaml" >"$d/serve.yaml"
 		printf 'state: %s\nmetrics: {dir: %s}\n' "$d/state.db" "$d/metrics" >>"$d/serve.yaml"
 		if [ "$count" -gt 1 ]; then
-			printf 'coordination:\n  id: s%d\n  etcd: {endpoints: [http://127.0.0.1:%d], prefix: /%s, lease_ttl: 2s}\n' "$i" "$EC" "$name" >>"$d/serve.yaml"
+			printf 'coordination:\n  id: s%d\n  etcd: {endpoints: [http://127.0.0.1:%d], prefix: /%s}\n' "$i" "$EC" "$name" >>"$d/serve.yaml"
 		fi
 		GOMEMLIMIT=1GiB setsid "$DBP" serve --config "$d/serve.yaml" >"$d/serve.out" 2>"$d/serve.log" &
 		pids+=("$!")

@@ -84,9 +84,23 @@ func (e *Etcd) LeaderOf(cluster string) (member, api string) {
 // Owner implements dbpilot.Coordinator: the leader (this serve when it
 // leads), else the live member ranked first for the cluster by
 // rendezvous hashing; "" while coordination is unavailable.
+//
+// A session lost for less than ownerGrace lease TTLs keeps the owners last
+// known (a keepalive late on a loaded host does not make every serve
+// observe and collect every cluster at once, only to give them back a
+// moment later); so does a serve that has not had its first session for
+// one TTL since Start (owner connectingOwner: it observes nothing yet).
 func (e *Etcd) Owner(cluster string) (member, api string) {
 	if ok, _ := e.alive(); !ok {
-		return "", ""
+		e.mu.Lock()
+		lastKA := e.lastKA
+		e.mu.Unlock()
+		switch {
+		case lastKA.IsZero() && time.Since(e.started) < e.opt.LeaseTTL:
+			return connectingOwner, ""
+		case lastKA.IsZero() || time.Since(lastKA) > ownerGrace*e.opt.LeaseTTL:
+			return "", ""
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -104,6 +118,14 @@ func (e *Etcd) Owner(cluster string) (member, api string) {
 	}
 	return id, e.members[id].API
 }
+
+// ownerGrace is how many lease TTLs a lost session keeps the owners last
+// known (Owner).
+const ownerGrace = 3
+
+// connectingOwner is Owner's answer before the first session: no serve
+// known yet, none of them this one.
+const connectingOwner = "(connecting to etcd)"
 
 // Peers implements dbpilot.Coordinator: the live members but this serve.
 func (e *Etcd) Peers() []dbpilot.CoordMember {
