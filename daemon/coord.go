@@ -336,6 +336,83 @@ func (d *Daemon) handover(cluster string, give func()) bool {
 	return true
 }
 
+// shadowEvery is how often a serve reads, from their owners, the status
+// of the clusters it does not observe (shadowLoop).
+const shadowEvery = 5 * time.Second
+
+// shadowLoop keeps, until ctx ends, what this serve knows of the clusters
+// another serve observes: every shadowEvery (or poll interval, when
+// longer) it asks each owner for the status of its clusters (one request
+// per owner) and takes their members, primary and status (shadow). A serve
+// that becomes a cluster's owner (its owner killed) then starts from the
+// members the owner knew, a dead primary's replicas included, not from
+// the seeds of its configuration; and its API answers with that status
+// while the dead owner's lease runs.
+func (d *Daemon) shadowLoop(ctx context.Context) {
+	every := max(shadowEvery, d.cfg.PollInterval.D())
+	t := time.NewTimer(2 * d.cfg.PollInterval.D()) // the owners known by then
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			t.Reset(every)
+		}
+		asked := map[string][]*dbpilot.ClusterStatus{}
+		for _, name := range d.order {
+			if d.observes(name) {
+				continue
+			}
+			_, api := d.coord.Owner(name)
+			if api == "" {
+				continue
+			}
+			got, ok := asked[api]
+			if !ok {
+				rctx, cancel := context.WithTimeout(ctx, shadowEvery)
+				got, _ = d.forward(api).Clusters(dbpilot.WithPeerRead(rctx))
+				cancel()
+				asked[api] = got
+			}
+			if st := pick(got, name); st != nil && !d.observes(name) {
+				d.clusters[name].shadow(st)
+			}
+		}
+	}
+}
+
+// shadow takes the owner's status of a cluster this serve does not
+// observe: its members become known (the crawl seeds, and the places of
+// members that do not answer at this serve's first observation), its
+// primary this serve's.
+func (cs *clusterState) shadow(st *dbpilot.ClusterStatus) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.placed == nil {
+		cs.placed = map[dbpilot.InstanceKey]*dbpilot.Instance{}
+	}
+	for _, i := range st.Instances {
+		cs.known = appendKey(cs.known, i.Key)
+		switch {
+		case !i.Reachable:
+		case len(i.Channels) > 0:
+			cs.placed[i.Key.Normalized()] = i
+		default:
+			delete(cs.placed, i.Key.Normalized())
+		}
+	}
+	if !st.Primary.IsZero() {
+		cs.known = appendKey(cs.known, st.Primary)
+		cs.setPrimary(st.Primary)
+	}
+	cs.instances, cs.detached = st.Instances, st.Detached
+	cs.status.State, cs.status.Primary = st.State, st.Primary
+	cs.status.Instances, cs.status.Detached, cs.status.Fenced = st.Instances, st.Detached, st.Fenced
+	cs.status.Problems, cs.status.ObservedAt = st.Problems, st.ObservedAt
+	cs.touch()
+}
+
 // PeerAPIs are the API addresses of the other live serves, for the
 // fleet-wide metric queries (httpapi.FleetMetrics); nil for a serve alone.
 func (d *Daemon) PeerAPIs() []string {

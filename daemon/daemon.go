@@ -359,6 +359,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.pruneLoop(ctx)
 		}()
 	}
+	if d.coord != nil && d.forward != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.shadowLoop(ctx)
+		}()
+	}
 	for _, name := range d.order {
 		cs := d.clusters[name]
 		wg.Add(1)

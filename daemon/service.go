@@ -106,6 +106,9 @@ func (d *Daemon) Clusters(ctx context.Context) ([]*dbpilot.ClusterStatus, error)
 	asked := map[string][]*dbpilot.ClusterStatus{} // by owner's API
 	for _, name := range d.order {
 		cs := d.clusters[name]
+		if dbpilot.IsPeerRead(ctx) && !d.observes(name) {
+			continue // a peer asks for what this serve observes
+		}
 		if fwd := d.fromOwner(ctx, name); fwd != nil {
 			_, api := d.coord.Owner(name)
 			got, ok := asked[api]
