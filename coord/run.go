@@ -306,7 +306,8 @@ func (e *Etcd) campaign(ctx context.Context, cluster string) {
 // its share. The handover waits for the cluster to be idle (no shared
 // recovery running; OnHandover's function, the daemon's operation lock)
 // and withdraws the election key: the next in line leads. It reports
-// whether it handed over.
+// whether it handed over. A leadership is held at least handoverAfter
+// lease TTLs first.
 func (e *Etcd) hold(ctx context.Context, cluster string, l *leadership) bool {
 	every := e.opt.LeaseTTL / 2
 	t := time.NewTicker(every)
@@ -316,6 +317,9 @@ func (e *Etcd) hold(ctx context.Context, cluster string, l *leadership) bool {
 		case <-ctx.Done():
 			return false
 		case <-t.C:
+		}
+		if time.Since(l.since) < handoverAfter*e.opt.LeaseTTL {
+			continue // a leadership just won (serves that lose and regain their leases on a loaded host) is not moved at once
 		}
 		top := e.rankedFirst(cluster)
 		if top == e.opt.Member || !e.inLine(ctx, cluster, top) {
@@ -344,6 +348,10 @@ func (e *Etcd) hold(ctx context.Context, cluster string, l *leadership) bool {
 		return true
 	}
 }
+
+// handoverAfter is how many lease TTLs a leadership is held before it is
+// handed over (hold).
+const handoverAfter = 2
 
 // rankedFirst is the live member rendezvous hashing ranks first for cluster.
 func (e *Etcd) rankedFirst(cluster string) string {
