@@ -413,14 +413,23 @@ func (e *Etcd) memberIDsLocked() []string {
 }
 
 // rendezvous ranks ids for key by highest random weight (FNV-1a of the
-// key and the id): every serve that knows the same members ranks them
+// key and the id, mixed): every serve that knows the same members ranks them
 // alike, and a member joining or leaving moves only the keys it ranks
 // first (or ranked first).
 func rendezvous(key string, ids []string) []string {
 	score := func(id string) uint64 {
 		h := fnv.New64a()
 		h.Write([]byte(key + "\x00" + id))
-		return h.Sum64()
+		// FNV-1a alone ranks badly ids that differ in their last byte
+		// (a, b, c: one of them first for half the keys); a finalizer
+		// (MurmurHash3's fmix64) spreads its bits.
+		x := h.Sum64()
+		x ^= x >> 33
+		x *= 0xff51afd7ed558ccd
+		x ^= x >> 33
+		x *= 0xc4ceb9fe1a85ec53
+		x ^= x >> 33
+		return x
 	}
 	out := slices.Clone(ids)
 	slices.SortFunc(out, func(a, b string) int {
