@@ -35,6 +35,17 @@ type Coordinator interface {
 	// LeaderOf returns the member leading cluster and the API address it
 	// advertises ("" when there is no leader or it is this serve).
 	LeaderOf(cluster string) (member, api string)
+	// Owner returns the member that observes cluster and collects the
+	// metrics of its instances, and the API address it advertises: the
+	// cluster's leader, or while nobody leads it the live member that
+	// rendezvous hashing of the cluster's name ranks first. member is ""
+	// once coordination has been unavailable for a few lease TTLs (every
+	// serve then observes and collects everything, as a serve alone does);
+	// a shorter loss keeps the owners last known.
+	Owner(cluster string) (member, api string)
+	// Peers are the other live serves (their member ids and API
+	// addresses), for the fleet-wide reads that ask each of them.
+	Peers() []CoordMember
 
 	// BeginRecovery records, before its first mutating step, that f's
 	// holder starts rec on cluster; it assigns rec.ID from a counter shared
@@ -115,12 +126,15 @@ type CoordinationStatus struct {
 	Endpoints []string `json:"endpoints,omitempty"`
 	// LeaseID and LeaseTTL are this serve's etcd session; LastKeepAlive is
 	// when etcd last confirmed it.
-	LeaseID       int64             `json:"lease_id,omitempty"`
-	LeaseTTL      float64           `json:"lease_ttl_seconds,omitempty"`
-	LastKeepAlive time.Time         `json:"last_keepalive,omitzero"`
-	Members       []CoordMember     `json:"members"`
-	Leaders       []ClusterLeader   `json:"leaders"`
-	Recoveries    []*SharedRecovery `json:"recoveries,omitempty"`
+	LeaseID       int64     `json:"lease_id,omitempty"`
+	LeaseTTL      float64   `json:"lease_ttl_seconds,omitempty"`
+	LastKeepAlive time.Time `json:"last_keepalive,omitzero"`
+	// Collecting is how many instances this serve collects metrics from
+	// (those of the clusters it owns, ClusterLeader.Owner).
+	Collecting int               `json:"collecting"`
+	Members    []CoordMember     `json:"members"`
+	Leaders    []ClusterLeader   `json:"leaders"`
+	Recoveries []*SharedRecovery `json:"recoveries,omitempty"`
 }
 
 // CoordMember is one serve registered with the coordination service.
@@ -140,4 +154,8 @@ type ClusterLeader struct {
 	// Since is when this serve saw the leader take over.
 	Since time.Time `json:"since,omitzero"`
 	Self  bool      `json:"self,omitempty"`
+	// Owner is the member that observes the cluster and collects its
+	// metrics (Coordinator.Owner): the leader, or while nobody leads it
+	// the member rendezvous hashing ranks first.
+	Owner string `json:"owner,omitempty"`
 }

@@ -40,6 +40,9 @@ type ClusterStatus struct {
 	// PromotionRules are the configured rules by HOST:PORT; an instance not
 	// listed is neutral.
 	PromotionRules map[string]PromotionRule `json:"promotion_rules,omitempty"`
+	// Owner is, with several serves (coordination), the member that
+	// observes the cluster and collects its metrics: its leader.
+	Owner string `json:"owner,omitempty"`
 }
 
 // FencedInstance is a former primary kept out of its cluster after a

@@ -37,3 +37,18 @@ func ActorOf(ctx context.Context) string {
 	s, _ := ctx.Value(actorKey{}).(string)
 	return s
 }
+
+type peerKey struct{}
+
+// WithPeerRead returns ctx marking a read one serve asks of another (the
+// fleet-wide overview and metric queries): the serve answers from what it
+// observes and collects itself, and never asks its own peers in turn.
+func WithPeerRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, peerKey{}, true)
+}
+
+// IsPeerRead reports whether ctx carries WithPeerRead's mark.
+func IsPeerRead(ctx context.Context) bool {
+	b, _ := ctx.Value(peerKey{}).(bool)
+	return b
+}

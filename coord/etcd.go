@@ -95,8 +95,10 @@ type Etcd struct {
 	members map[string]dbpilot.CoordMember
 	recs    map[string]*dbpilot.SharedRecovery
 	onRec   func(*dbpilot.SharedRecovery)
-	started time.Time
-	metrics *coordMetrics
+	// onHandover: see OnHandover.
+	onHandover func(cluster string, give func()) bool
+	started    time.Time
+	metrics    *coordMetrics
 }
 
 // session is a lease of this serve's, kept alive by runSession; done is

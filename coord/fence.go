@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -78,6 +79,66 @@ func (e *Etcd) LeaderOf(cluster string) (member, api string) {
 		return "", ""
 	}
 	return s.Member, e.members[s.Member].API
+}
+
+// Owner implements dbpilot.Coordinator: the leader (this serve when it
+// leads), else the live member ranked first for the cluster by
+// rendezvous hashing; "" while coordination is unavailable.
+//
+// A session lost for less than ownerGrace lease TTLs keeps the owners last
+// known (a keepalive late on a loaded host does not make every serve
+// observe and collect every cluster at once, only to give them back a
+// moment later); so does a serve that has not had its first session for
+// one TTL since Start (owner connectingOwner: it observes nothing yet).
+func (e *Etcd) Owner(cluster string) (member, api string) {
+	if ok, _ := e.alive(); !ok {
+		e.mu.Lock()
+		lastKA := e.lastKA
+		e.mu.Unlock()
+		switch {
+		case lastKA.IsZero() && time.Since(e.started) < e.opt.LeaseTTL:
+			return connectingOwner, ""
+		case lastKA.IsZero() || time.Since(lastKA) > ownerGrace*e.opt.LeaseTTL:
+			return "", ""
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.leading[cluster] != nil {
+		return e.opt.Member, e.opt.API
+	}
+	if s, ok := e.seen[cluster]; ok && s.Member != "" {
+		if m, live := e.members[s.Member]; live || s.Member == e.opt.Member {
+			return s.Member, m.API
+		}
+	}
+	id := rendezvous(cluster, e.memberIDsLocked())[0]
+	if id == e.opt.Member {
+		return id, e.opt.API
+	}
+	return id, e.members[id].API
+}
+
+// ownerGrace is how many lease TTLs a lost session keeps the owners last
+// known (Owner).
+const ownerGrace = 3
+
+// connectingOwner is Owner's answer before the first session: no serve
+// known yet, none of them this one.
+const connectingOwner = "(connecting to etcd)"
+
+// Peers implements dbpilot.Coordinator: the live members but this serve.
+func (e *Etcd) Peers() []dbpilot.CoordMember {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]dbpilot.CoordMember, 0, len(e.members))
+	for id, m := range e.members {
+		if id != e.opt.Member {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b dbpilot.CoordMember) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // guardedPut writes key=val only while f holds.

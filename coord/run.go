@@ -282,7 +282,7 @@ func (e *Etcd) campaign(ctx context.Context, cluster string) {
 		e.metrics.leader.WithLabelValues(cluster).Set(1)
 		e.metrics.elections.WithLabelValues(cluster).Inc()
 		e.log.Info("coordination: leader of cluster", "cluster", cluster, "member", e.opt.Member, "token", l.fence.Token)
-		<-cctx.Done()
+		handed := e.hold(cctx, cluster, l)
 		cancel()
 		e.mu.Lock()
 		if e.leading[cluster] == l {
@@ -290,10 +290,102 @@ func (e *Etcd) campaign(ctx context.Context, cluster string) {
 		}
 		e.mu.Unlock()
 		e.metrics.leader.WithLabelValues(cluster).Set(0)
-		if ctx.Err() == nil {
+		switch {
+		case handed:
+			// Back in line behind the member it handed over to.
+		case ctx.Err() == nil:
 			e.log.Warn("coordination: leadership of cluster ended", "cluster", cluster, "member", e.opt.Member)
 		}
 	}
+}
+
+// hold keeps the leadership l of cluster until ctx ends, or hands it over
+// to the member rendezvous hashing ranks first for the cluster when that
+// member is live and in line for it: every serve then leads (and observes,
+// and collects) the clusters it ranks first, and a serve that joins takes
+// its share. The handover waits for the cluster to be idle (no shared
+// recovery running; OnHandover's function, the daemon's operation lock)
+// and withdraws the election key: the next in line leads. It reports
+// whether it handed over. A leadership is held at least handoverAfter
+// lease TTLs first.
+func (e *Etcd) hold(ctx context.Context, cluster string, l *leadership) bool {
+	every := e.opt.LeaseTTL / 2
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if time.Since(l.since) < handoverAfter*e.opt.LeaseTTL {
+			continue // a leadership just won (serves that lose and regain their leases on a loaded host) is not moved at once
+		}
+		top := e.rankedFirst(cluster)
+		if top == e.opt.Member || !e.inLine(ctx, cluster, top) {
+			continue
+		}
+		e.mu.Lock()
+		rec, fn := e.recs[cluster], e.onHandover
+		e.mu.Unlock()
+		if rec != nil && rec.State == dbpilot.SharedRunning {
+			continue
+		}
+		give := func() {
+			e.mu.Lock()
+			if e.leading[cluster] == l {
+				delete(e.leading, cluster) // Lead and Check fail from now on
+			}
+			e.mu.Unlock()
+			e.resign(l.key, l.fence.Token)
+		}
+		if fn == nil {
+			give()
+		} else if !fn(cluster, give) {
+			continue
+		}
+		e.log.Info("coordination: leadership of cluster handed over", "cluster", cluster, "member", e.opt.Member, "to", top)
+		return true
+	}
+}
+
+// handoverAfter is how many lease TTLs a leadership is held before it is
+// handed over (hold).
+const handoverAfter = 2
+
+// rankedFirst is the live member rendezvous hashing ranks first for cluster.
+func (e *Etcd) rankedFirst(cluster string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return rendezvous(cluster, e.memberIDsLocked())[0]
+}
+
+// inLine reports whether member campaigns for cluster (has a key in its
+// election), read from etcd: a member whose lease expired is not.
+func (e *Etcd) inLine(ctx context.Context, cluster, member string) bool {
+	pfx := e.electionPrefix(cluster) + "/"
+	rctx, cancel := context.WithTimeout(ctx, e.opt.RequestTimeout)
+	defer cancel()
+	resp, err := e.cli.Range(rctx, etcdhttp.RangeRequest{Key: []byte(pfx), RangeEnd: etcdhttp.PrefixEnd(pfx)})
+	if err != nil {
+		return false
+	}
+	for _, kv := range resp.Kvs {
+		if string(kv.Value) == member {
+			return true
+		}
+	}
+	return false
+}
+
+// OnHandover sets the function a leader calls before it hands a cluster
+// over (see hold): it calls give, which ends the leadership, only when
+// the cluster is idle (no topology change running), and reports whether
+// it did. Without it the leadership is given when no shared recovery runs.
+func (e *Etcd) OnHandover(fn func(cluster string, give func()) bool) {
+	e.mu.Lock()
+	e.onHandover = fn
+	e.mu.Unlock()
 }
 
 // campaignDelay is how long this member waits before campaigning for
@@ -301,20 +393,46 @@ func (e *Etcd) campaign(ctx context.Context, cluster string) {
 // registered members, a quarter of the TTL per rank for the others.
 func (e *Etcd) campaignDelay(cluster string) time.Duration {
 	e.mu.Lock()
-	ids := make([]string, 0, len(e.members))
+	ids := e.memberIDsLocked()
+	e.mu.Unlock()
+	rank := slices.Index(rendezvous(cluster, ids), e.opt.Member)
+	return time.Duration(rank) * e.opt.LeaseTTL / 4
+}
+
+// memberIDsLocked are the live members' ids, this serve's included. The
+// caller holds e.mu.
+func (e *Etcd) memberIDsLocked() []string {
+	ids := make([]string, 0, len(e.members)+1)
 	for id := range e.members {
 		ids = append(ids, id)
 	}
-	e.mu.Unlock()
 	if !slices.Contains(ids, e.opt.Member) {
 		ids = append(ids, e.opt.Member)
 	}
+	return ids
+}
+
+// rendezvous ranks ids for key by highest random weight (FNV-1a of the
+// key and the id, mixed): every serve that knows the same members ranks them
+// alike, and a member joining or leaving moves only the keys it ranks
+// first (or ranked first).
+func rendezvous(key string, ids []string) []string {
 	score := func(id string) uint64 {
 		h := fnv.New64a()
-		h.Write([]byte(cluster + "\x00" + id))
-		return h.Sum64()
+		h.Write([]byte(key + "\x00" + id))
+		// FNV-1a alone ranks badly ids that differ in their last byte
+		// (a, b, c: one of them first for half the keys); a finalizer
+		// (MurmurHash3's fmix64) spreads its bits.
+		x := h.Sum64()
+		x ^= x >> 33
+		x *= 0xff51afd7ed558ccd
+		x ^= x >> 33
+		x *= 0xc4ceb9fe1a85ec53
+		x ^= x >> 33
+		return x
 	}
-	slices.SortFunc(ids, func(a, b string) int {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, func(a, b string) int {
 		sa, sb := score(a), score(b)
 		switch {
 		case sa > sb:
@@ -322,8 +440,7 @@ func (e *Etcd) campaignDelay(cluster string) time.Duration {
 		case sa < sb:
 			return 1
 		}
-		return 0
+		return strings.Compare(a, b)
 	})
-	rank := slices.Index(ids, e.opt.Member)
-	return time.Duration(rank) * e.opt.LeaseTTL / 4
+	return out
 }

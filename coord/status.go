@@ -74,6 +74,13 @@ func (e *Etcd) Status(ctx context.Context) *dbpilot.CoordinationStatus {
 		} else if s, ok := e.seen[c]; ok {
 			cl.Member, cl.Token, cl.Since = s.Member, s.Token, s.Since
 		}
+		switch {
+		case !ok:
+		case cl.Member != "":
+			cl.Owner = cl.Member
+		default:
+			cl.Owner = rendezvous(c, e.memberIDsLocked())[0]
+		}
 		st.Leaders = append(st.Leaders, cl)
 		if r := e.recs[c]; r != nil {
 			cp := *r

@@ -9,11 +9,36 @@ import (
 	"github.com/dbpilot/dbpilot/recovery"
 )
 
-// Several serves on the same clusters (coordination.etcd): every serve
-// watches, collects and alerts; the leader of a cluster alone changes its
-// topology, and each of its mutating statements is preceded by a fencing
-// check (fencedCtl). A request for a cluster another serve leads is
-// forwarded to that serve.
+// Several serves on the same clusters (coordination.etcd) share them: the
+// owner of a cluster (its leader; while nobody leads it, the live member
+// rendezvous hashing ranks first) alone observes it, assesses it and
+// collects the metrics of its instances; the others query none of its
+// servers and ask the owner for its status (peerStatus). The leader alone
+// changes its topology, and each of its mutating statements is preceded by
+// a fencing check (fencedCtl). A request for a cluster another serve leads
+// is forwarded to that serve. While coordination is unavailable every
+// serve observes and collects every cluster, as a serve alone does.
+
+// observes reports whether this serve observes the cluster now: alone, as
+// its owner, or while coordination is unavailable.
+func (d *Daemon) observes(cluster string) bool {
+	if d.coord == nil {
+		return true
+	}
+	owner, _ := d.coord.Owner(cluster)
+	return owner == "" || owner == d.coord.Member()
+}
+
+// release gives up a cluster another serve owns: its metric collection
+// stops here (the owner's runners take it over) and its watchers are told.
+func (d *Daemon) release(ctx context.Context, cs *clusterState) {
+	if d.mon != nil {
+		d.mon.reconcile(ctx, cs.cfg.Name, nil, nil)
+	}
+	owner, _ := d.coord.Owner(cs.cfg.Name)
+	d.log.Info("coordination: another serve observes the cluster; its servers are not queried here", "cluster", cs.cfg.Name, "owner", owner)
+	cs.notify()
+}
 
 // fencedCtl is a ReplicationController that checks, before every mutating
 // call, that the fence still holds; reads pass through.
@@ -127,6 +152,10 @@ func (d *Daemon) controller(fence *dbpilot.Fence) dbpilot.ReplicationController 
 	return fc
 }
 
+// notLeaderText is in the refusal of a forwarded request by a serve that
+// does not lead the cluster (notLeader).
+const notLeaderText = "does not lead cluster"
+
 // leadership decides how a requested change of cs proceeds: under this
 // serve's fence (leader), forwarded to the leader (fwd), or refused. A
 // serve alone gets (nil, nil, nil).
@@ -145,7 +174,7 @@ func (d *Daemon) leadership(ctx context.Context, cs *clusterState, what string, 
 	case dbpilot.ECONFLICT:
 		member, api := d.coord.LeaderOf(cs.cfg.Name)
 		if opt.Forwarded || api == "" || d.forward == nil {
-			return nil, nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "%s: this serve (%s) does not lead cluster %s and cannot forward the request (leader %q, api %q); retry in a few seconds", what, d.coord.Member(), cs.cfg.Name, member, api)
+			return nil, nil, dbpilot.WrapError(dbpilot.ECONFLICT, err, "%s: this serve (%s) "+notLeaderText+" %s and cannot forward the request (leader %q, api %q); retry in a few seconds", what, d.coord.Member(), cs.cfg.Name, member, api)
 		}
 		return nil, d.forward(api), nil
 	default:
@@ -239,7 +268,7 @@ func (d *Daemon) adopt(cs *clusterState, sr *dbpilot.SharedRecovery) bool {
 		return false
 	}
 	cs.adopted = sr.ID
-	cs.setPrimary(sr.Candidate)
+	cs.promoted(sr.Candidate)
 	cs.known = appendKey(cs.known, sr.Candidate)
 	if failover {
 		cs.eng.MarkFenced(sr.OldPrimary)
@@ -276,5 +305,128 @@ func (d *Daemon) CoordinationStatus(ctx context.Context) *dbpilot.CoordinationSt
 	if d.coord == nil {
 		return &dbpilot.CoordinationStatus{State: dbpilot.CoordinationSingle, Members: []dbpilot.CoordMember{}, Leaders: []dbpilot.ClusterLeader{}}
 	}
-	return d.coord.Status(ctx)
+	st := d.coord.Status(ctx)
+	st.Collecting = d.Monitored()
+	return st
 }
+
+// handover ends this serve's leadership of cluster (give) when no
+// recovery or operation runs on it: the operation lock is held meanwhile,
+// so none starts under a leadership being given up.
+func (d *Daemon) handover(cluster string, give func()) bool {
+	cs := d.clusters[cluster]
+	if cs == nil {
+		give()
+		return true
+	}
+	// Only a healthy cluster is handed over: the primary answers, no
+	// recovery is blocked or running, so the new leader's first
+	// observation finds the cluster as this serve knows it.
+	cs.mu.Lock()
+	healthy := cs.status.State == dbpilot.ClusterOK
+	cs.mu.Unlock()
+	if !healthy || cs.eng.Failing() || cs.eng.BlockedUntil(context.Background()).After(d.now()) {
+		return false
+	}
+	if !cs.eng.TryLock() {
+		return false
+	}
+	defer cs.eng.Unlock()
+	give()
+	return true
+}
+
+// shadowEvery is how often a serve reads, from their owners, the status
+// of the clusters it does not observe (shadowLoop).
+const shadowEvery = 5 * time.Second
+
+// shadowLoop keeps, until ctx ends, what this serve knows of the clusters
+// another serve observes: every shadowEvery (or poll interval, when
+// longer) it asks each owner for the status of its clusters (one request
+// per owner) and takes their members, primary and status (shadow). A serve
+// that becomes a cluster's owner (its owner killed) then starts from the
+// members the owner knew, a dead primary's replicas included, not from
+// the seeds of its configuration; and its API answers with that status
+// while the dead owner's lease runs.
+func (d *Daemon) shadowLoop(ctx context.Context) {
+	every := max(shadowEvery, d.cfg.PollInterval.D())
+	t := time.NewTimer(2 * d.cfg.PollInterval.D()) // the owners known by then
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			t.Reset(every)
+		}
+		asked := map[string][]*dbpilot.ClusterStatus{}
+		for _, name := range d.order {
+			if d.observes(name) {
+				continue
+			}
+			_, api := d.coord.Owner(name)
+			if api == "" {
+				continue
+			}
+			got, ok := asked[api]
+			if !ok {
+				rctx, cancel := context.WithTimeout(ctx, shadowEvery)
+				got, _ = d.forward(api).Clusters(dbpilot.WithPeerRead(rctx))
+				cancel()
+				asked[api] = got
+			}
+			if st := pick(got, name); st != nil && !d.observes(name) {
+				d.clusters[name].shadow(st)
+			}
+		}
+	}
+}
+
+// shadow takes the owner's status of a cluster this serve does not
+// observe: its members become known (the crawl seeds, and the places of
+// members that do not answer at this serve's first observation), its
+// primary this serve's.
+func (cs *clusterState) shadow(st *dbpilot.ClusterStatus) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.placed == nil {
+		cs.placed = map[dbpilot.InstanceKey]*dbpilot.Instance{}
+	}
+	for _, i := range st.Instances {
+		cs.known = appendKey(cs.known, i.Key)
+		switch {
+		case !i.Reachable:
+		case len(i.Channels) > 0:
+			cs.placed[i.Key.Normalized()] = i
+		default:
+			delete(cs.placed, i.Key.Normalized())
+		}
+	}
+	if !st.Primary.IsZero() {
+		cs.known = appendKey(cs.known, st.Primary)
+		cs.setPrimary(st.Primary)
+	}
+	cs.instances, cs.detached = st.Instances, st.Detached
+	cs.status.State, cs.status.Primary = st.State, st.Primary
+	cs.status.Instances, cs.status.Detached, cs.status.Fenced = st.Instances, st.Detached, st.Fenced
+	cs.status.Problems, cs.status.ObservedAt = st.Problems, st.ObservedAt
+	cs.touch()
+}
+
+// PeerAPIs are the API addresses of the other live serves, for the
+// fleet-wide metric queries (httpapi.FleetMetrics); nil for a serve alone.
+func (d *Daemon) PeerAPIs() []string {
+	if d.coord == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range d.coord.Peers() {
+		if m.API != "" {
+			out = append(out, m.API)
+		}
+	}
+	return out
+}
+
+// Coordinated reports whether this serve is one of several (coordination).
+func (d *Daemon) Coordinated() bool { return d.coord != nil }

@@ -19,8 +19,9 @@ type CoordinationConfig struct {
 	// ID is this serve's member id, unique among the serves (serve --id
 	// overrides it); default: the host name and the listen port.
 	ID string `yaml:"id"`
-	// Advertise is the API address other serves forward writes to
-	// (default http://LISTEN).
+	// Advertise is the API address other serves forward writes to and
+	// ask for the status and metrics of what this serve observes (default
+	// http://LISTEN).
 	Advertise string `yaml:"advertise"`
 }
 

@@ -133,6 +133,26 @@ func (cs *clusterState) setPrimary(k dbpilot.InstanceKey) {
 	cs.primaryChanged = make(chan struct{})
 }
 
+// promoted records that k was promoted (replication removed) by a
+// recovery, of this serve or another's: until the next observation reaches
+// it, the place it had as a replica is not given back to it. Without it, a
+// new primary that died before this serve observed it (killed right after
+// its promotion, or a serve that does not observe the cluster) was taken
+// for a replica of its dead predecessor, and the cluster for one whose
+// primary nobody can confirm dead. The caller holds cs.mu.
+func (cs *clusterState) promoted(k dbpilot.InstanceKey) {
+	cs.setPrimary(k)
+	delete(cs.placed, k.Normalized())
+	for i, in := range cs.instances {
+		if in.Key.Equal(k) && len(in.Channels) > 0 {
+			cp := *in
+			cp.Channels = nil
+			cs.instances = slices.Clone(cs.instances)
+			cs.instances[i] = &cp
+		}
+	}
+}
+
 // Options are the daemon's collaborators. Inspector and Controller are
 // required; Wire (wire.go) builds every adapter from the configuration,
 // and unit tests pass mocks.
@@ -274,6 +294,12 @@ func New(cfg *Config, opt Options) *Daemon {
 		// Recoveries other serves record are copied into our state store.
 		m.OnRecovery(d.mirror)
 	}
+	if h, ok := d.coord.(interface {
+		OnHandover(func(cluster string, give func()) bool)
+	}); ok {
+		// A leader hands a cluster over only between topology changes.
+		h.OnHandover(d.handover)
+	}
 	if opt.Metrics != nil && opt.Collectors != nil && !cfg.Metrics.Disabled {
 		d.metrics = opt.Metrics
 		d.mon = &monitor{d: d, start: opt.Collectors, forget: opt.Metrics.Forget, runners: map[dbpilot.InstanceKey]*runnerEntry{}}
@@ -372,6 +398,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.pruneLoop(ctx)
 		}()
 	}
+	if d.coord != nil && d.forward != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.shadowLoop(ctx)
+		}()
+	}
 	for _, name := range d.order {
 		cs := d.clusters[name]
 		wg.Add(1)
@@ -428,19 +461,32 @@ func (d *Daemon) prune(ctx context.Context) {
 	}
 }
 
-// watch ticks one cluster. A tick that overruns the interval delays the
+// watch ticks one cluster. With coordination it observes the cluster only
+// while this serve owns it (observes); otherwise it queries none of its
+// servers. A tick that overruns the interval delays the
 // next one (time.Ticker drops ticks): probes never pile up. A failed
 // liveness ping of the primary starts a tick at once.
 func (d *Daemon) watch(ctx context.Context, cs *clusterState) {
 	t := time.NewTicker(d.cfg.PollInterval.D())
 	defer t.Stop()
 	confirm := false
+	observing := true
 	for {
-		if confirm {
+		owned := d.observes(cs.cfg.Name)
+		switch {
+		case !owned:
+			if observing {
+				d.release(ctx, cs)
+			}
+		case confirm:
 			d.confirmTick(ctx, cs)
-		} else {
+		default:
+			if !observing {
+				d.log.Info("coordination: observing the cluster and collecting its metrics", "cluster", cs.cfg.Name, "member", d.coord.Member())
+			}
 			d.tick(ctx, cs, true)
 		}
+		observing = owned
 		confirm = false
 		// While the primary fails to answer and is not yet confirmed dead
 		// (a hung primary: its replicas have not all lost it yet), confirm
@@ -485,6 +531,11 @@ func (d *Daemon) liveness(ctx context.Context, cs *clusterState) {
 		}
 	}
 	for ctx.Err() == nil {
+		if !d.observes(cs.cfg.Name) {
+			// Another serve owns the cluster: its liveness is the owner's.
+			sleepCtx(ctx, d.cfg.PollInterval.D())
+			continue
+		}
 		cs.mu.Lock()
 		key, changed := cs.primary, cs.primaryChanged
 		cs.mu.Unlock()
@@ -492,18 +543,35 @@ func (d *Daemon) liveness(ctx context.Context, cs *clusterState) {
 			select {
 			case <-ctx.Done():
 			case <-changed:
+			case <-time.After(d.cfg.PollInterval.D()):
 			}
 			continue
 		}
 		hctx, cancel := context.WithCancel(ctx)
 		moved := make(chan bool, 1)
 		go func() {
-			select {
-			case <-changed:
-				cancel()
-				moved <- true
-			case <-hctx.Done():
-				moved <- false
+			var owner <-chan time.Time
+			if d.coord != nil {
+				tk := time.NewTicker(d.cfg.PollInterval.D())
+				defer tk.Stop()
+				owner = tk.C
+			}
+			for {
+				select {
+				case <-changed:
+					cancel()
+					moved <- true
+					return
+				case <-owner:
+					if !d.observes(cs.cfg.Name) {
+						cancel()
+						moved <- true
+						return
+					}
+				case <-hctx.Done():
+					moved <- false
+					return
+				}
 			}
 		}()
 		err := d.live.Hold(hctx, key, func() { healthy = true })

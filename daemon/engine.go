@@ -140,7 +140,7 @@ func (e engineEnv) SetState(state string) {
 func (e engineEnv) SetPrimary(k dbpilot.InstanceKey) {
 	e.cs.mu.Lock()
 	defer e.cs.mu.Unlock()
-	e.cs.setPrimary(k)
+	e.cs.promoted(k)
 }
 
 func (e engineEnv) AddKnown(k dbpilot.InstanceKey) {
@@ -152,7 +152,7 @@ func (e engineEnv) AddKnown(k dbpilot.InstanceKey) {
 func (e engineEnv) Recovered(k dbpilot.InstanceKey) {
 	e.cs.mu.Lock()
 	defer e.cs.mu.Unlock()
-	e.cs.setPrimary(k)
+	e.cs.promoted(k)
 	e.cs.known = appendKey(e.cs.known, k)
 	e.cs.status.State = dbpilot.ClusterOK
 	e.cs.status.Primary = k

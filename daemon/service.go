@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -56,6 +57,9 @@ func (d *Daemon) snapshot(ctx context.Context, cs *clusterState) *dbpilot.Cluste
 		st.Problems = []dbpilot.Problem{}
 	}
 	st.BlockedUntil = cs.eng.BlockedUntil(ctx)
+	if d.coord != nil {
+		st.Owner, _ = d.coord.Owner(cs.cfg.Name)
+	}
 	if len(cs.cfg.rules) > 0 {
 		st.PromotionRules = make(map[string]dbpilot.PromotionRule, len(cs.cfg.rules))
 		for k, r := range cs.cfg.rules {
@@ -90,6 +94,13 @@ func (d *Daemon) ClusterChanged(ctx context.Context, name string) (<-chan struct
 	if err != nil {
 		return nil, err
 	}
+	if d.fromOwner(ctx, name) != nil {
+		// Observed by another serve: its status is asked of it again
+		// after a poll interval.
+		ch := make(chan struct{})
+		time.AfterFunc(max(d.cfg.PollInterval.D(), time.Second), func() { close(ch) })
+		return ch, nil
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	return cs.changed, nil
@@ -98,12 +109,51 @@ func (d *Daemon) ClusterChanged(ctx context.Context, name string) (<-chan struct
 // Clusters returns every cluster's status.
 func (d *Daemon) Clusters(ctx context.Context) ([]*dbpilot.ClusterStatus, error) {
 	out := make([]*dbpilot.ClusterStatus, 0, len(d.order))
+	asked := map[string][]*dbpilot.ClusterStatus{} // by owner's API
 	for _, name := range d.order {
 		cs := d.clusters[name]
+		if dbpilot.IsPeerRead(ctx) && !d.observes(name) {
+			continue // a peer asks for what this serve observes
+		}
+		if fwd := d.fromOwner(ctx, name); fwd != nil {
+			_, api := d.coord.Owner(name)
+			got, ok := asked[api]
+			if !ok {
+				got, _ = fwd.Clusters(dbpilot.WithPeerRead(ctx))
+				asked[api] = got
+			}
+			if st := pick(got, name); st != nil {
+				out = append(out, st)
+				continue
+			}
+		}
 		d.refresh(ctx, cs)
 		out = append(out, d.snapshot(ctx, cs))
 	}
 	return out, nil
+}
+
+// fromOwner returns a client of the serve that observes the cluster when
+// it is not this one (coordination): the status is asked of it. nil: this
+// serve answers itself (alone, the owner, a peer's read, no owner known).
+func (d *Daemon) fromOwner(ctx context.Context, name string) dbpilot.ClusterService {
+	if d.coord == nil || d.forward == nil || !d.running.Load() || dbpilot.IsPeerRead(ctx) || d.observes(name) {
+		return nil
+	}
+	if _, api := d.coord.Owner(name); api != "" {
+		return d.forward(api)
+	}
+	return nil
+}
+
+// pick returns the status of cluster name in sts, nil when absent.
+func pick(sts []*dbpilot.ClusterStatus, name string) *dbpilot.ClusterStatus {
+	for _, st := range sts {
+		if st.Name == name {
+			return st
+		}
+	}
+	return nil
 }
 
 // ClusterStatus returns one cluster's status.
@@ -111,6 +161,13 @@ func (d *Daemon) ClusterStatus(ctx context.Context, name string) (*dbpilot.Clust
 	cs, err := d.cluster(name)
 	if err != nil {
 		return nil, err
+	}
+	if fwd := d.fromOwner(ctx, name); fwd != nil {
+		if st, err := fwd.ClusterStatus(dbpilot.WithPeerRead(ctx), name); err == nil {
+			return st, nil
+		}
+		// The owner does not answer (killed: its lease not yet expired):
+		// this serve's last view, with the owner named.
 	}
 	d.refresh(ctx, cs)
 	return d.snapshot(ctx, cs), nil
@@ -161,11 +218,19 @@ type opening struct {
 // observed. run then does the operation with the lock held.
 func (d *Daemon) operate(ctx context.Context, cs *clusterState, o opening, run func(*operation) (*dbpilot.Recovery, error)) (*dbpilot.Recovery, error) {
 	fence, fwd, err := d.leadership(ctx, cs, o.what, o.lead)
+	// A leader that has just handed the cluster over (or lost it) refuses
+	// the forwarded request as not its leader: it is forwarded again to
+	// the new leader, for up to about 3 s.
+	for try := 0; err == nil && fwd != nil; try++ {
+		rec, ferr := o.forward(fwd)
+		if try == 10 || !notLeader(ferr) || ctx.Err() != nil {
+			return rec, ferr
+		}
+		sleepCtx(ctx, 300*time.Millisecond)
+		fence, fwd, err = d.leadership(ctx, cs, o.what, o.lead)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if fwd != nil {
-		return o.forward(fwd)
 	}
 	if o.prepare != nil {
 		o.prepare(ctx)
@@ -179,6 +244,12 @@ func (d *Daemon) operate(ctx context.Context, cs *clusterState, o opening, run f
 		return nil, err
 	}
 	return run(&operation{cs: cs, fence: fence, members: members, primary: primary})
+}
+
+// notLeader reports whether err is a serve's refusal of a forwarded
+// request because it does not lead the cluster (any more).
+func notLeader(err error) bool {
+	return dbpilot.ErrorCode(err) == dbpilot.ECONFLICT && strings.Contains(err.Error(), notLeaderText)
 }
 
 func lockOp(cs *clusterState) error {
@@ -339,13 +410,21 @@ func (d *Daemon) Relocate(ctx context.Context, replica dbpilot.InstanceKey, opt 
 		c := d.clusters[name]
 		d.refresh(ctx, c)
 		c.mu.Lock()
-		for _, i := range c.instances {
+		instances := c.instances
+		c.mu.Unlock()
+		if fwd := d.fromOwner(ctx, name); fwd != nil {
+			// Observed by another serve: its members as the owner sees them
+			// (the operation itself is forwarded to the leader).
+			if st, err := fwd.ClusterStatus(dbpilot.WithPeerRead(ctx), name); err == nil {
+				instances = st.Instances
+			}
+		}
+		for _, i := range instances {
 			if i.Key.Equal(replica) {
 				cs = c
 			}
 		}
-		down := noServerAnswers(c.cfg.Name, nil, c.instances)
-		c.mu.Unlock()
+		down := noServerAnswers(c.cfg.Name, nil, instances)
 		if cs != nil {
 			if down != nil && !d.running.Load() {
 				// Acting directly, the crawl just now reached nothing.

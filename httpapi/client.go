@@ -354,6 +354,9 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 	if a := dbpilot.ActorOf(ctx); a != "" {
 		req.Header.Set(ActorHeader, a) // a request serve forwards: who asked it
 	}
+	if dbpilot.IsPeerRead(ctx) {
+		req.Header.Set(PeerHeader, "1") // answer from your own observations only
+	}
 
 	resp, err := c.HTTP.Do(req)
 	if err != nil {

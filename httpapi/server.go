@@ -188,8 +188,17 @@ func withSource(r *http.Request) *http.Request {
 	if !validSource(src) {
 		src = dbpilot.SourceAPI
 	}
-	return r.WithContext(dbpilot.WithSource(r.Context(), src))
+	ctx := dbpilot.WithSource(r.Context(), src)
+	if r.Header.Get(PeerHeader) != "" {
+		ctx = dbpilot.WithPeerRead(ctx)
+	}
+	return r.WithContext(ctx)
 }
+
+// PeerHeader marks a read one serve asks of another (dbpilot.WithPeerRead):
+// the serve answers from its own observations and metrics, without asking
+// its peers in turn.
+const PeerHeader = "X-Dbpilot-Peer"
 
 // validSource accepts a short lower-case word: it goes into the audit log.
 func validSource(s string) bool {

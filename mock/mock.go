@@ -209,6 +209,8 @@ type Coordinator struct {
 	LeadFn           func(cluster string) (dbpilot.Fence, error)
 	CheckFn          func(ctx context.Context, f dbpilot.Fence) error
 	LeaderOfFn       func(cluster string) (member, api string)
+	OwnerFn          func(cluster string) (member, api string)
+	PeersFn          func() []dbpilot.CoordMember
 	BeginRecoveryFn  func(ctx context.Context, f dbpilot.Fence, rec *dbpilot.SharedRecovery) error
 	UpdateRecoveryFn func(ctx context.Context, f dbpilot.Fence, rec *dbpilot.SharedRecovery) error
 	RecoveryFn       func(ctx context.Context, cluster string) (*dbpilot.SharedRecovery, error)
@@ -239,6 +241,22 @@ func (m *Coordinator) LeaderOf(cluster string) (string, string) {
 		return "", ""
 	}
 	return m.LeaderOfFn(cluster)
+}
+
+// Owner answers this serve (Member) when OwnerFn is nil: it observes
+// every cluster, as before collection was shared.
+func (m *Coordinator) Owner(cluster string) (string, string) {
+	if m.OwnerFn == nil {
+		return m.Member(), ""
+	}
+	return m.OwnerFn(cluster)
+}
+
+func (m *Coordinator) Peers() []dbpilot.CoordMember {
+	if m.PeersFn == nil {
+		return nil
+	}
+	return m.PeersFn()
 }
 
 func (m *Coordinator) BeginRecovery(ctx context.Context, f dbpilot.Fence, rec *dbpilot.SharedRecovery) error {

@@ -69,14 +69,18 @@ fails over and rejoins (token/token_file is an admin token named "admin").
 Only one serve may use a state file: a second one is refused. Several
 serves (each with its own state file) may watch the same clusters only with
 coordination through etcd (coordination.etcd in the config, a distinct
---id per serve): all of them watch, collect and alert; the leader of each
-cluster (an etcd election per cluster) alone fails over, switches over,
-relocates and fences, and checks its fencing token with etcd before every
-statement that changes a server. Requests for a cluster another serve leads
-are forwarded to it. With etcd unreachable every serve keeps monitoring and
-none recovers automatically (failover --force-without-coordination acts
-anyway, audited); the primary is never demoted because etcd is gone.
-GET /api/coordination shows members, leaders and leases.
+--id per serve): they share the fleet. The leader of each cluster (an etcd
+election per cluster, handed to the serve rendezvous hashing ranks first)
+alone observes it and collects its instances' metrics, fails over, switches
+over, relocates and fences, and checks its fencing token with etcd before
+every statement that changes a server; the other serves send its servers
+nothing. Every serve's API and console show the whole fleet: cluster status
+is asked of the cluster's owner, metric queries of every serve, merged.
+Requests for a cluster another serve leads are forwarded to it. With etcd
+unreachable every serve observes and collects everything and none recovers
+automatically (failover --force-without-coordination acts anyway,
+audited); the primary is never demoted because etcd is gone.
+GET /api/coordination shows members, leaders, owners and leases.
 
 TLS to the servers: tls (mode disabled|preferred|required|verify-ca|
 verify-identity, ca, cert, key, server_name; verify-identity by default with
@@ -436,7 +440,15 @@ func serveHandler(cfg *daemon.Config, d *daemon.Wired, log *slog.Logger) (http.H
 		mux.Handle("/metrics", api.Protect(d.Exposition))
 	}
 	if d.QueryAPI != nil {
-		mux.Handle("/api/metrics/", gz(api.Protect(d.QueryAPI)))
+		q := d.QueryAPI
+		if d.Coordinated() && d.TSDB != nil {
+			// Several serves share the fleet, each storing what it
+			// collects: queries ask every serve and merge the answers.
+			// (With metrics.local false, query_url is the shared store,
+			// fleet-wide already.)
+			q = &httpapi.FleetMetrics{Local: q, Peers: d.PeerAPIs, Token: cfg.ForwardToken(), Logger: log}
+		}
+		mux.Handle("/api/metrics/", gz(api.Protect(q)))
 	}
 	mux.Handle("/", ui)
 	return mux, api, nil

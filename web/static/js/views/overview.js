@@ -73,6 +73,7 @@ export function Overview() {
             <dt>instances</dt><dd>${insts.length}${down ? html` <span class="warn-text">(${down} unreachable)</span>` : ''}</dd>
             <dt>worst problem</dt><dd>${w ? html`<${ProblemBadge} p=${w} withInstance=${true} />` : html`<span class="muted">none</span>`}${(c.problems || []).length > 1 ? html` <span class="muted">+${c.problems.length - 1}</span>` : ''}</dd>
             <dt>firing alerts</dt><dd>${f ? html`<span class="badge state-firing">🔥 ${f} firing</span>` : html`<span class="muted">0</span>`}</dd>
+            ${c.owner && html`<dt>owner</dt><dd class="card-owner mono" title="the serve that observes this cluster and collects its metrics">${c.owner}</dd>`}
             <dt>last recovery</dt><dd>${r ? html`${r.success ? '✔' : '✖'} ${r.kind} ${ago(r.started, now)}${r.acked ? '' : html` <span class="warn-text">(not acked)</span>`}` : html`<span class="muted">none</span>`}</dd>
           </dl>
         </${Link}>`;
