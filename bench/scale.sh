@@ -325,4 +325,13 @@ PY
 done
 
 report
+if [ "$SHARE" = 1 ]; then
+	if command -v etcd >/dev/null; then
+		echo
+		echo "== several serves sharing the fleet (bench/share.sh: 1 serve vs 3 through etcd)"
+		bash bench/share.sh || echo "bench/share.sh failed (exit $?)"
+	else
+		echo "(3-serve figures skipped: etcd is not installed; scripts/install-deps.sh --test installs etcd-server)"
+	fi
+fi
 exit 0
