@@ -78,6 +78,14 @@ func (c *conn) query(q string, r *response) bool {
 		r.eof()
 	case strings.Contains(u, "INFORMATION_SCHEMA.GLOBAL_STATUS") && strings.Contains(u, "UNION ALL"):
 		in.semiSync(q, r, now)
+	case strings.Contains(u, "PERFORMANCE_SCHEMA.EVENTS_STATEMENTS_SUMMARY_BY_DIGEST"):
+		in.digests(r, now)
+	case strings.Contains(u, "PERFORMANCE_SCHEMA.SETUP_CONSUMERS"):
+		in.consumers(r)
+	case strings.HasPrefix(u, "SELECT DISTINCT USER FROM MYSQL.USER"): // the liveness standby's fence
+		r.columns("User")
+		r.row("repl")
+		r.eof()
 	case strings.Contains(u, "INFORMATION_SCHEMA.PROCESSLIST"):
 		c.processlist(u, r, now)
 	case strings.HasPrefix(u, "SHOW PROCESSLIST"), strings.HasPrefix(u, "SHOW FULL PROCESSLIST"):

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/collector"
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mysql"
@@ -309,8 +310,28 @@ func TestCollectors(t *testing.T) {
 		defer db.Close()
 		target := dbpilot.MonitorTarget{Key: key, Flavor: dbpilot.FlavorMariaDB, Version: version, Role: role,
 			ServerID: m.ServerID, PrimaryServerID: c.Members[0].ServerID}
-		for _, col := range daemon.Collectors() {
+		// The statements collector (performance_schema on) runs twice: its
+		// series come from what ran between two reads.
+		cols := append(daemon.Collectors(), collector.NewStatements(collector.StatementsOptions{}))
+		for _, col := range cols {
 			samples, err := col.Collect(ctx, db, target)
+			if col.Name() == "statements" {
+				time.Sleep(1100 * time.Millisecond)
+				samples, err = col.Collect(ctx, db, target)
+				src := ""
+				calls := 0
+				for _, s := range samples {
+					if s.Name == collector.MetricQuerySource && s.Value == 1 {
+						src = s.Labels[0].Value
+					}
+					if s.Name == collector.MetricQueryCalls {
+						calls++
+					}
+				}
+				if src != string(dbpilot.QuerySourcePerformanceSchema) || calls == 0 {
+					t.Errorf("statements on the %s: source %q, %d digests with calls: %v", role, src, calls, samples)
+				}
+			}
 			if err != nil {
 				t.Errorf("%s on the %s: %v", col.Name(), role, err)
 			}
