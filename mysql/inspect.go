@@ -47,11 +47,49 @@ type querier interface {
 	Query(ctx context.Context, query string, args ...any) (*Rows, error)
 }
 
+// multiQuerier runs several statements in one round trip (DB.QueryMulti on
+// a pool opened with Options.MultiStatements, as an Inspector's is).
+type multiQuerier interface {
+	QueryMulti(ctx context.Context, stmts ...string) ([]*Rows, error)
+	// MultiStatements reports whether QueryMulti can be used.
+	MultiStatements() bool
+}
+
 // session is one inspection of one server.
 type session struct {
 	q    querier
 	key  dbpilot.InstanceKey
 	user string
+	// pre holds results read ahead in one round trip (prefetch), by
+	// statement; query takes a statement's result from it once.
+	pre map[string]*Rows
+}
+
+// prefetch reads the results of stmts in one round trip when the querier
+// can, for the queries that follow to take. A server error (a statement
+// the server no longer takes: another server behind the address) leaves
+// nothing read ahead: the statements then run one by one and each error
+// is handled where it always was. A connection failure is returned.
+func (s *session) prefetch(ctx context.Context, op string, stmts ...string) error {
+	mq, ok := s.q.(multiQuerier)
+	if !ok || !mq.MultiStatements() {
+		return nil
+	}
+	res, err := mq.QueryMulti(ctx, stmts...)
+	switch {
+	case err == nil:
+	case isServerError(err):
+		return nil
+	default:
+		return s.classify(err, op)
+	}
+	if s.pre == nil {
+		s.pre = make(map[string]*Rows, len(stmts))
+	}
+	for i, q := range stmts {
+		s.pre[q] = res[i]
+	}
+	return nil
 }
 
 // serverIdent is what the first query of an inspection learns. An Inspector
@@ -74,16 +112,25 @@ func (id serverIdent) semiSyncInSelect() bool { return id.dialect().flavor().sem
 // query runs q and, on failure, names the operation in the error instead of
 // the statement, keeping the error code.
 func (s *session) query(ctx context.Context, op, q string) (*Rows, error) {
+	if r, ok := s.pre[q]; ok {
+		delete(s.pre, q)
+		return r, nil
+	}
 	r, err := s.q.Query(ctx, q)
 	if err != nil {
-		cause := err
-		var e *dbpilot.Error
-		if errors.As(err, &e) && e.Err != nil {
-			cause = e.Err
-		}
-		return nil, Classify(cause, s.key, s.user, op)
+		return nil, s.classify(err, op)
 	}
 	return r, nil
+}
+
+// classify names op in err, keeping its code.
+func (s *session) classify(err error, op string) error {
+	cause := err
+	var e *dbpilot.Error
+	if errors.As(err, &e) && e.Err != nil {
+		cause = e.Err
+	}
+	return Classify(cause, s.key, s.user, op)
 }
 
 // isServerError reports whether the server answered err (a privilege, a
@@ -100,6 +147,13 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 		vars map[string]string
 	)
 	if known != nil {
+		// What every inspection reads, in one round trip: the variables,
+		// the status and the replica status (3 round trips to 1 at every
+		// poll of every instance).
+		if err := s.prefetch(ctx, "read variables", inspectSQL(*known)...); err != nil {
+			return nil, nil, err
+		}
+		defer clear(s.pre) // what the inspection did not take (the server changed)
 		v, err := s.readVariables(ctx, *known)
 		switch {
 		case err == nil && v["version"] == known.Version.Raw && v["version_comment"] == known.Comment:
@@ -168,6 +222,16 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 	}
 	inst.ObservedAt = time.Now()
 	return inst, &id, nil
+}
+
+// inspectSQL is what every inspection of the server id reads, in order:
+// the statements prefetch sends together.
+func inspectSQL(id serverIdent) []string {
+	stmts := []string{variablesSQL(variableNames(id)), statusSQL(id)}
+	if !id.semiSyncInSelect() {
+		stmts = append(stmts, semiSyncVariablesSQL)
+	}
+	return append(stmts, id.dialect().ShowReplicaStatusSQL())
 }
 
 func (s *session) detect(ctx context.Context) (serverIdent, error) {
@@ -460,6 +524,9 @@ type inspectorConn struct {
 
 // NewInspector returns an Inspector that connects with opts.
 func NewInspector(opts Options) *Inspector {
+	// Its statements are its own (no user input): several go in one round
+	// trip (session.prefetch).
+	opts.MultiStatements = true
 	return &Inspector{opts: opts.withDefaults(), conns: make(map[dbpilot.InstanceKey]*inspectorConn)}
 }
 

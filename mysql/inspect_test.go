@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -719,4 +720,118 @@ func TestInspectorSerializesPerKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-c.sem
+}
+
+// recordedMulti answers like recorded, and several statements in one round
+// trip (QueryMulti) too: from the same recordings, each as its own result,
+// stopping at the first that fails, as a server does.
+type recordedMulti struct {
+	recorded
+	multi [][]string // the statements of each QueryMulti
+}
+
+func (r *recordedMulti) MultiStatements() bool { return true }
+
+func (r *recordedMulti) QueryMulti(ctx context.Context, stmts ...string) ([]*Rows, error) {
+	r.multi = append(r.multi, stmts)
+	out := make([]*Rows, 0, len(stmts))
+	for _, q := range stmts {
+		res, err := r.recorded.Query(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// TestInspectPrefetch: an inspection of a known server reads its variables,
+// status, (MySQL) semi-sync variables and replica status in one round
+// trip, and finds what the statements one by one found.
+func TestInspectPrefetch(t *testing.T) {
+	for _, dir := range recordedDirs {
+		t.Run(dir, func(t *testing.T) {
+			one := session{q: &recorded{dir: dir}, key: key("127.0.0.1:3306"), user: "dbpilot"}
+			want, id, err := one.inspect(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantAgain, _, err := one.inspect(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recordedMulti{recorded: recorded{dir: dir}}
+			s := session{q: rec, key: key("127.0.0.1:3306"), user: "dbpilot"}
+			got, id2, err := s.inspect(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *id2 != *id {
+				t.Errorf("identity %+v, want %+v", *id2, *id)
+			}
+			got.ObservedAt, want.ObservedAt, wantAgain.ObservedAt = time.Time{}, time.Time{}, time.Time{}
+			diff(t, "", *got, *want)
+			diff(t, "", *got, *wantAgain)
+			if len(rec.multi) != 1 || !slices.Equal(rec.multi[0], inspectSQL(*id)) {
+				t.Errorf("round trips of several statements: %q, want one of %q", rec.multi, inspectSQL(*id))
+			}
+			// Only what depends on the answers (replica lists, heartbeat
+			// periods) goes on its own; nothing read ahead is read again.
+			for _, q := range rec.queries[len(inspectSQL(*id)):] {
+				if slices.Contains(inspectSQL(*id), q) {
+					t.Errorf("%q read again after the round trip", q)
+				}
+			}
+			if len(s.pre) != 0 {
+				t.Errorf("results left read ahead: %d", len(s.pre))
+			}
+		})
+	}
+}
+
+// TestInspectPrefetchErrors: a server error in the round trip (a variable
+// the server behind the address does not know) falls back to the
+// statements one by one, which detect the server again; a broken
+// connection fails the inspection as a connection failure.
+func TestInspectPrefetchErrors(t *testing.T) {
+	const dir = "mariadb-10.11/replica"
+	one := session{q: &recorded{dir: dir}, key: key("127.0.0.1:3306"), user: "dbpilot"}
+	want, id, err := one.inspect(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.ObservedAt = time.Time{}
+
+	unknown := &driver.MySQLError{Number: 1193, Message: "Unknown system variable 'gtid_binlog_state'"}
+	rec := &unknownVarMulti{recordedMulti: recordedMulti{recorded: recorded{dir: dir}}, err: unknown}
+	s := session{q: rec, key: key("127.0.0.1:3306"), user: "dbpilot"}
+	got, _, err := s.inspect(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.ObservedAt = time.Time{}
+	diff(t, "after a server error", *got, *want)
+	if len(rec.multi) != 1 || len(rec.queries) == 0 || !strings.HasPrefix(rec.queries[0], "SELECT @@global.") {
+		t.Errorf("after a server error in the round trip: %d round trips, then %q; want the statements one by one", len(rec.multi), rec.queries)
+	}
+
+	broken := &unknownVarMulti{recordedMulti: recordedMulti{recorded: recorded{dir: dir}}, err: driver.ErrInvalidConn}
+	s = session{q: broken, key: key("127.0.0.1:3306"), user: "dbpilot"}
+	if _, _, err := s.inspect(context.Background(), id); dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL {
+		t.Errorf("broken connection: %v (code %s), want EUNAVAIL", err, dbpilot.ErrorCode(err))
+	}
+	if len(broken.queries) != 0 {
+		t.Errorf("statements sent after a broken round trip: %q", broken.queries)
+	}
+}
+
+// unknownVarMulti fails its round trips of several statements with err.
+type unknownVarMulti struct {
+	recordedMulti
+	err error
+}
+
+func (u *unknownVarMulti) QueryMulti(ctx context.Context, stmts ...string) ([]*Rows, error) {
+	u.multi = append(u.multi, stmts)
+	return nil, u.err
 }
