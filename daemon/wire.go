@@ -171,8 +171,9 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 	admin.ConnectTimeout = max(admin.ConnectTimeout, time.Second)
 	admin.QueryTimeout = 30 * time.Second
 	repl := mysql.Credentials{User: cfg.Replication.User, Password: cfg.Replication.Password}
+	inspector := mysql.NewInspector(probe)
 	opt := Options{
-		Inspector:  mysql.NewInspector(probe),
+		Inspector:  inspector,
 		Controller: mysql.NewController(admin, repl).WithReplicationTLS(replicationTLS(cfg)),
 		Recloner:   recloner{admin: admin, repl: repl, replTLS: replicationTLS(cfg), tool: strings.TrimSuffix("dbpilot "+w.Version, " ")},
 		Liveness:   &mysql.Liveness{Options: probe},
@@ -198,7 +199,12 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 		// timeout (a share of its interval), not the probe's.
 		copts.ConnectTimeout = max(probe.ConnectTimeout, collectorConnectTimeout)
 		copts.QueryTimeout = max(probe.QueryTimeout, collectorConnectTimeout)
-		opt.Collectors = newCollectorStarter(cfg, copts, w.MetricsStore, w.Logger)
+		cs := newCollectorStarter(cfg, copts, w.MetricsStore, w.Logger)
+		// Discovery takes the status the global_status collector read
+		// within the poll interval instead of reading it again.
+		cs.share = collector.NewStatusShare()
+		inspector.ShareStatus(cs.share, cfg.PollInterval.D())
+		opt.Collectors = cs
 	}
 	d := New(cfg, opt)
 	if cs, ok := opt.Collectors.(*collectorStarter); ok {
@@ -475,10 +481,11 @@ func Collectors() []collector.Collector {
 // configured collectors and intervals.
 type collectorStarter struct {
 	opts    mysql.Options
-	enabled map[string]bool // nil: all
-	full    time.Duration   // global_status's full interval
-	allVars bool            // global_variables writes every variable
-	idle    bool            // global_status writes counters that never moved
+	enabled map[string]bool        // nil: all
+	full    time.Duration          // global_status's full interval
+	allVars bool                   // global_variables writes every variable
+	share   *collector.StatusShare // global_status keeps what discovery reads of the status (nil: none)
+	idle    bool                   // global_status writes counters that never moved
 	cfg     collector.Config
 	sink    dbpilot.MetricSink
 	log     *slog.Logger
@@ -546,6 +553,9 @@ func (s *collectorStarter) collectors(gate *HeartbeatGate) []collector.Collector
 			}
 			if v, ok := c.(interface{ SetIdleCounters(bool) }); ok {
 				v.SetIdleCounters(s.idle)
+			}
+			if v, ok := c.(interface{ SetStatusShare(*collector.StatusShare) }); ok && s.share != nil {
+				v.SetStatusShare(s.share)
 			}
 			if gate != nil && c.Name() == "heartbeat" {
 				c = gatedHeartbeat{Collector: c, gate: gate}

@@ -63,6 +63,9 @@ type session struct {
 	// pre holds results read ahead in one round trip (prefetch), by
 	// statement; query takes a statement's result from it once.
 	pre map[string]*Rows
+	// shared is the status a collector read of the server, fresh enough
+	// to take instead of reading it (nil: read it).
+	shared map[string]string
 }
 
 // prefetch reads the results of stmts in one round trip when the querier
@@ -146,18 +149,20 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 		id   serverIdent
 		vars map[string]string
 	)
+	var status map[string]string // shared by a collector (s.shared), or read below
 	if known != nil {
+		shared := s.shared
 		// What every inspection reads, in one round trip: the variables,
-		// the status and the replica status (3 round trips to 1 at every
-		// poll of every instance).
-		if err := s.prefetch(ctx, "read variables", inspectSQL(*known)...); err != nil {
+		// the status (unless a collector's is shared) and the replica
+		// status (3 round trips to 1 at every poll of every instance).
+		if err := s.prefetch(ctx, "read variables", inspectSQL(*known, shared == nil)...); err != nil {
 			return nil, nil, err
 		}
 		defer clear(s.pre) // what the inspection did not take (the server changed)
 		v, err := s.readVariables(ctx, *known)
 		switch {
 		case err == nil && v["version"] == known.Version.Raw && v["version_comment"] == known.Comment:
-			id, vars = *known, v
+			id, vars, status = *known, v, shared
 		case err != nil && !isServerError(err):
 			return nil, nil, err
 		}
@@ -174,11 +179,13 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 		}
 	}
 
-	r, err := s.query(ctx, "read status", statusSQL(id))
-	if err != nil {
-		return nil, nil, err
+	if status == nil {
+		r, err := s.query(ctx, "read status", statusSQL(id))
+		if err != nil {
+			return nil, nil, err
+		}
+		status = r.NameValues()
 	}
-	status := r.NameValues()
 
 	if !id.semiSyncInSelect() {
 		r, err := s.query(ctx, "read semi-sync variables", semiSyncVariablesSQL)
@@ -225,9 +232,12 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 }
 
 // inspectSQL is what every inspection of the server id reads, in order:
-// the statements prefetch sends together.
-func inspectSQL(id serverIdent) []string {
-	stmts := []string{variablesSQL(variableNames(id)), statusSQL(id)}
+// the statements prefetch sends together; status: with the status read.
+func inspectSQL(id serverIdent, status bool) []string {
+	stmts := []string{variablesSQL(variableNames(id))}
+	if status {
+		stmts = append(stmts, statusSQL(id))
+	}
 	if !id.semiSyncInSelect() {
 		stmts = append(stmts, semiSyncVariablesSQL)
 	}
@@ -323,9 +333,10 @@ func (s *session) readVariables(ctx context.Context, id serverIdent) (map[string
 	return vars, nil
 }
 
-// statusSQL reads uptime and semi-sync status; names the server lacks (no
-// plugin, the other vocabulary) are simply not returned.
-func statusSQL(id serverIdent) string {
+// statusNames are the status variables an inspection of id reads: uptime,
+// semi-sync status, MariaDB's count of connected replicas and Galera's
+// state (MariaDB without a provider prints placeholders, MySQL nothing).
+func statusNames(id serverIdent) []string {
 	names := []string{"Uptime", "Rpl_semi_sync_master_status", "Rpl_semi_sync_master_clients", "Rpl_semi_sync_slave_status"}
 	if id.mariaDB() {
 		names = append(names, "Slaves_connected")
@@ -333,13 +344,42 @@ func statusSQL(id serverIdent) string {
 	if id.Flavor.IsMySQLFamily() {
 		names = append(names, "Rpl_semi_sync_source_status", "Rpl_semi_sync_source_clients", "Rpl_semi_sync_replica_status")
 	}
-	// Galera (MariaDB Galera Cluster, Percona XtraDB Cluster); MariaDB
-	// without a provider prints placeholders, MySQL nothing.
-	names = append(names, galeraStatusNames...)
+	return append(names, galeraStatusNames...)
+}
+
+// statusSQL reads the status variables of statusNames; names the server
+// lacks (no plugin, the other vocabulary) are simply not returned.
+func statusSQL(id serverIdent) string {
+	names := statusNames(id)
 	for i, n := range names {
 		names[i] = "'" + n + "'"
 	}
 	return "SHOW GLOBAL STATUS WHERE Variable_name IN (" + strings.Join(names, ", ") + ")"
+}
+
+// InspectStatusNames are the status variables an inspection reads, of
+// every flavor, lower-cased: what a StatusShare must hold of a server (a
+// read of SHOW GLOBAL STATUS that includes them all).
+func InspectStatusNames() []string {
+	var out []string
+	for _, f := range []dbpilot.Flavor{dbpilot.FlavorMariaDB, dbpilot.FlavorMySQL} {
+		for _, n := range statusNames(serverIdent{Flavor: f}) {
+			if n = strings.ToLower(n); !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// StatusShare gives inspections the status a collector read of a server
+// (every second, for its metrics): the variables of InspectStatusNames,
+// lower-cased, and when they were read (zero: none). An inspection takes
+// them instead of reading them again when they are fresh enough
+// (Inspector.ShareStatus): one status read per server and second instead
+// of two, on the server as in dbpilot.
+type StatusShare interface {
+	SharedStatus(key dbpilot.InstanceKey) (status map[string]string, at time.Time)
 }
 
 // semiSyncVariablesSQL returns nothing when no semi-sync plugin is loaded.
@@ -507,6 +547,9 @@ func newHosts(listed, found []dbpilot.InstanceKey) []dbpilot.InstanceKey {
 // for concurrent use; calls for one instance run one at a time.
 type Inspector struct {
 	opts Options
+	// share and shareAge: see ShareStatus.
+	share    StatusShare
+	shareAge time.Duration
 
 	mu     sync.Mutex
 	closed bool
@@ -531,6 +574,26 @@ func NewInspector(opts Options) *Inspector {
 }
 
 var _ dbpilot.Inspector = (*Inspector)(nil)
+
+// ShareStatus makes inspections of a server already inspected take its
+// status from share when it was read at most maxAge ago, instead of
+// reading it again. Call it before the first Inspect.
+func (in *Inspector) ShareStatus(share StatusShare, maxAge time.Duration) {
+	in.share, in.shareAge = share, maxAge
+}
+
+// sharedStatus is the status of key that share holds, when fresh enough;
+// nil otherwise.
+func (in *Inspector) sharedStatus(key dbpilot.InstanceKey) map[string]string {
+	if in.share == nil {
+		return nil
+	}
+	st, at := in.share.SharedStatus(key)
+	if age := time.Since(at); st == nil || age > in.shareAge || age < -time.Second {
+		return nil
+	}
+	return st
+}
 
 var errInspectorClosed = dbpilot.Errorf(dbpilot.EUNAVAIL, "mysql: inspector closed")
 
@@ -566,6 +629,9 @@ func (in *Inspector) inspectOnce(ctx context.Context, c *inspectorConn, key dbpi
 		c.db, c.id = db, nil
 	}
 	s := session{q: c.db, key: key, user: in.opts.User}
+	if c.id != nil {
+		s.shared = in.sharedStatus(key)
+	}
 	inst, id, err := s.inspect(ctx, c.id)
 	if err != nil {
 		if dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL {

@@ -772,13 +772,13 @@ func TestInspectPrefetch(t *testing.T) {
 			got.ObservedAt, want.ObservedAt, wantAgain.ObservedAt = time.Time{}, time.Time{}, time.Time{}
 			diff(t, "", *got, *want)
 			diff(t, "", *got, *wantAgain)
-			if len(rec.multi) != 1 || !slices.Equal(rec.multi[0], inspectSQL(*id)) {
-				t.Errorf("round trips of several statements: %q, want one of %q", rec.multi, inspectSQL(*id))
+			if len(rec.multi) != 1 || !slices.Equal(rec.multi[0], inspectSQL(*id, true)) {
+				t.Errorf("round trips of several statements: %q, want one of %q", rec.multi, inspectSQL(*id, true))
 			}
 			// Only what depends on the answers (replica lists, heartbeat
 			// periods) goes on its own; nothing read ahead is read again.
-			for _, q := range rec.queries[len(inspectSQL(*id)):] {
-				if slices.Contains(inspectSQL(*id), q) {
+			for _, q := range rec.queries[len(inspectSQL(*id, true)):] {
+				if slices.Contains(inspectSQL(*id, true), q) {
 					t.Errorf("%q read again after the round trip", q)
 				}
 			}
@@ -834,4 +834,76 @@ type unknownVarMulti struct {
 func (u *unknownVarMulti) QueryMulti(ctx context.Context, stmts ...string) ([]*Rows, error) {
 	u.multi = append(u.multi, stmts)
 	return nil, u.err
+}
+
+// fixedShare is a StatusShare holding one status for every key.
+type fixedShare struct {
+	status map[string]string
+	at     time.Time
+}
+
+func (f fixedShare) SharedStatus(dbpilot.InstanceKey) (map[string]string, time.Time) {
+	return f.status, f.at
+}
+
+// TestInspectSharedStatus: with a collector's status shared, an inspection
+// of a known server reads no status of its own and finds what it would
+// have read; a status older than the share's age, or none, is read again.
+func TestInspectSharedStatus(t *testing.T) {
+	for _, dir := range []string{"mariadb-10.11/primary", "mariadb-10.11/replica", "mysql-8.0/replica"} {
+		t.Run(dir, func(t *testing.T) {
+			one := session{q: &recorded{dir: dir}, key: key("127.0.0.1:3306"), user: "dbpilot"}
+			want, id, err := one.inspect(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.ObservedAt = time.Time{}
+			// What a collector's read holds: the recorded status.
+			r, err := (&recorded{dir: dir}).Query(context.Background(), statusSQL(*id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := &Inspector{}
+			in.ShareStatus(fixedShare{status: r.NameValues(), at: time.Now()}, time.Second)
+			shared := in.sharedStatus(key("127.0.0.1:3306"))
+			if shared == nil {
+				t.Fatal("a fresh shared status not taken")
+			}
+			rec := &recordedMulti{recorded: recorded{dir: dir}}
+			s := session{q: rec, key: key("127.0.0.1:3306"), user: "dbpilot", shared: shared}
+			got, _, err := s.inspect(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.ObservedAt = time.Time{}
+			diff(t, "", *got, *want)
+			for _, q := range append(slices.Concat(rec.multi...), rec.queries...) {
+				if strings.HasPrefix(q, "SHOW GLOBAL STATUS") {
+					t.Errorf("status read although shared: %q", q)
+				}
+			}
+
+			in.ShareStatus(fixedShare{status: r.NameValues(), at: time.Now().Add(-2 * time.Second)}, time.Second)
+			if in.sharedStatus(key("127.0.0.1:3306")) != nil {
+				t.Error("a shared status older than the age taken")
+			}
+			in.ShareStatus(fixedShare{}, time.Second)
+			if in.sharedStatus(key("127.0.0.1:3306")) != nil {
+				t.Error("no shared status, yet one taken")
+			}
+		})
+	}
+}
+
+// TestInspectStatusNames: a share that keeps InspectStatusNames holds
+// every status variable any inspection reads.
+func TestInspectStatusNames(t *testing.T) {
+	names := InspectStatusNames()
+	for _, f := range []dbpilot.Flavor{dbpilot.FlavorMariaDB, dbpilot.FlavorMySQL, dbpilot.FlavorPercona} {
+		for _, n := range statusNames(serverIdent{Flavor: f}) {
+			if !slices.Contains(names, strings.ToLower(n)) {
+				t.Errorf("%s: %s not in InspectStatusNames", f, n)
+			}
+		}
+	}
 }

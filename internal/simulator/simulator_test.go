@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -457,4 +458,45 @@ func TestTemplates(t *testing.T) {
 func TestMain(m *testing.M) {
 	mysql.SilenceDriverLog() // killed instances reset connections on purpose
 	os.Exit(m.Run())
+}
+
+// TestMultiStatements: several statements in one query (as an inspection
+// sends them) get one result each, in order; the first that fails ends
+// the query with its error.
+func TestMultiStatements(t *testing.T) {
+	f := startFleet(t, 2, 2)
+	m := f.Clusters()[0].Members[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	db, err := mysql.Open(ctx, dbpilot.InstanceKey{Host: "127.0.0.1", Port: m.Port}, mysql.Options{Credentials: mysql.Credentials{User: "x"}, MultiStatements: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.QueryMulti(ctx, "SELECT @@global.server_id, @@global.read_only", "SHOW GLOBAL STATUS WHERE Variable_name IN ('Uptime', 'Slaves_connected')", "SHOW ALL SLAVES STATUS", "SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 || *res[0].Values[0][0] != strconv.FormatUint(uint64(m.ServerID), 10) || len(res[1].NameValues()) != 2 ||
+		len(res[2].Values) != 1 || res[2].Maps()[0]["Slave_IO_Running"] != "Yes" || *res[3].Values[0][0] != "1" {
+		t.Errorf("results: %+v", res)
+	}
+	if _, err := db.QueryMulti(ctx, "SELECT 1", "SELECT @@global.no_such_variable", "SELECT 3"); mysql.ServerErrorNumber(err) != 1193 {
+		t.Errorf("an unknown variable second: %v, want error 1193", err)
+	}
+	if u := f.Stats().Unknown; len(u) != 0 {
+		t.Errorf("statements the simulator does not know: %v", u)
+	}
+	for _, tt := range []struct {
+		q    string
+		want []string
+	}{
+		{"SELECT 1", []string{"SELECT 1"}},
+		{"SELECT 1; SELECT 2;", []string{"SELECT 1", "SELECT 2"}},
+		{"SELECT 'a;b'; SHOW GLOBAL VARIABLES LIKE 'x\\';y'", []string{"SELECT 'a;b'", "SHOW GLOBAL VARIABLES LIKE 'x\\';y'"}},
+	} {
+		if got := splitStatements(tt.q); !slices.Equal(got, tt.want) {
+			t.Errorf("splitStatements(%q) = %q, want %q", tt.q, got, tt.want)
+		}
+	}
 }
