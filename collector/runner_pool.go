@@ -472,7 +472,7 @@ func (c *runnerSQLConn) Exec(ctx context.Context, stmts ...string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, q := range stmts {
-		qctx, cancel := context.WithTimeout(ctx, c.timeout)
+		qctx, cancel := mysql.WithQueryTimeout(ctx, c.timeout)
 		_, err := c.c.ExecContext(qctx, q)
 		cancel()
 		if err != nil {
