@@ -47,6 +47,20 @@ func NewSemiSync() Collector { return &semiSync{fallback: map[dbpilot.InstanceKe
 type semiSync struct {
 	mu       sync.Mutex
 	fallback map[dbpilot.InstanceKey]bool // instances read with SHOW ... LIKE
+	share    *StatusShare                 // nil: none (SetStatusShare)
+}
+
+// ssShareAge is how old a shared status (global_status's read, every
+// second) semisync takes instead of reading the status itself.
+const ssShareAge = 1500 * time.Millisecond
+
+// SetStatusShare makes runs take the status global_status read within
+// ssShareAge from share, and read only the variables
+// (SHOW GLOBAL VARIABLES LIKE: no sum of every session's counters).
+func (c *semiSync) SetStatusShare(share *StatusShare) {
+	c.mu.Lock()
+	c.share = share
+	c.mu.Unlock()
 }
 
 func (*semiSync) Name() string                   { return "semisync" }
@@ -71,8 +85,17 @@ const (
 
 func (c *semiSync) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
 	c.mu.Lock()
-	fallback := c.fallback[t.Key]
+	fallback, share := c.fallback[t.Key], c.share
 	c.mu.Unlock()
+	if share != nil {
+		if st, at := share.SharedStatus(t.Key); st != nil && time.Since(at) <= ssShareAge {
+			vr, err := q.Query(ctx, ssVariablesQuery)
+			if err != nil {
+				return nil, err
+			}
+			return ssParse(st, vr.NameValues()), nil
+		}
+	}
 	if !fallback {
 		r, err := q.Query(ctx, ssQuery(t.Flavor))
 		if err == nil {

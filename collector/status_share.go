@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -9,10 +10,11 @@ import (
 )
 
 // StatusShare keeps, per instance, the status variables of the latest
-// global_status run that discovery's inspections read too
-// (mysql.InspectStatusNames), and when they were read: serve's inspector
-// takes them (mysql.Inspector.ShareStatus) instead of reading SHOW GLOBAL
-// STATUS a second time every second on every server. It implements
+// global_status run that discovery's inspections (mysql.InspectStatusNames)
+// and the semisync collector read too, and when they were read: serve's
+// inspector (mysql.Inspector.ShareStatus) and semisync take them instead of
+// reading the server's status again every second (the server sums every
+// session's counters for each read). It implements
 // mysql.StatusShare; its methods are safe for concurrent use.
 type StatusShare struct {
 	m sync.Map // normalized InstanceKey → *sharedStatus
@@ -28,11 +30,23 @@ func NewStatusShare() *StatusShare { return &StatusShare{} }
 
 var _ mysql.StatusShare = (*StatusShare)(nil)
 
-// statusShareNames are the variables kept, lower-cased.
+// statusShareNames are the variables kept, lower-cased: what inspections
+// read, and the semisync collector's status variables (ssStatusMetrics,
+// in both vocabularies).
 var statusShareNames = func() map[string]bool {
 	m := map[string]bool{}
 	for _, n := range mysql.InspectStatusNames() {
 		m[n] = true
+	}
+	for key := range ssStatusMetrics {
+		side, rest, _ := strings.Cut(key, "/")
+		prefixes := []string{"master_", "source_"}
+		if side == "replica" {
+			prefixes = []string{"slave_", "replica_"}
+		}
+		for _, p := range prefixes {
+			m["rpl_semi_sync_"+p+rest] = true
+		}
 	}
 	return m
 }()

@@ -11,15 +11,21 @@ import (
 )
 
 // TestStatusShare: every global_status run, the every-second one too,
-// keeps in the share what inspections read of the status (lower-cased
+// keeps in the share what inspections and semisync read of the status
+// (mysql.InspectStatusNames and the semi-sync variables; lower-cased
 // names, from the recorded SHOW GLOBAL STATUS) and when it was read, by
 // normalized instance key; the every-second statement reads those
 // variables without writing the ones outside its set.
 func TestStatusShare(t *testing.T) {
 	rows := gsFixture(t, "status/mariadb-10.11.txt")
-	for _, n := range mysql.InspectStatusNames() {
+	for n := range statusShareNames {
 		if !strings.Contains(gsHotQuery, "'"+n+"'") {
 			t.Errorf("the every-second statement does not read %s", n)
+		}
+	}
+	for _, n := range mysql.InspectStatusNames() {
+		if !statusShareNames[n] {
+			t.Errorf("the share does not keep %s, which inspections read", n)
 		}
 	}
 	q := &gsFakeQuerier{results: map[string]*mysql.Rows{gsQuery: rows, gsHotQuery: rows}}
@@ -46,7 +52,7 @@ func TestStatusShare(t *testing.T) {
 			t.Errorf("run %d: shared %v", run, st)
 		}
 		for n := range st {
-			if want[n] != st[n] || !strings.Contains(strings.Join(mysql.InspectStatusNames(), " "), n) {
+			if want[n] != st[n] || !statusShareNames[n] {
 				t.Errorf("run %d: shared %s=%q (recorded %q)", run, n, st[n], want[n])
 			}
 		}
@@ -62,5 +68,71 @@ func TestStatusShare(t *testing.T) {
 	share.Forget(key)
 	if st, _ := share.SharedStatus(key); st != nil {
 		t.Errorf("forgotten, still shared: %v", st)
+	}
+}
+
+// TestSemiSyncSharedStatus: with global_status's read in the share,
+// semisync reads only the variables (SHOW GLOBAL VARIABLES LIKE) and
+// writes what its own status and variables read wrote; a share too old,
+// or empty, sends it back to its own read.
+func TestSemiSyncSharedStatus(t *testing.T) {
+	for _, tc := range []struct {
+		file   string
+		flavor dbpilot.Flavor
+	}{
+		{"semisync/mariadb-10.11-primary.txt", dbpilot.FlavorMariaDB},
+		{"semisync/mariadb-10.11-replica.txt", dbpilot.FlavorMariaDB},
+		{"semisync/mariadb-10.11-fell-back.txt", dbpilot.FlavorMariaDB},
+		{"semisync/mysql-8.4-primary.txt", dbpilot.FlavorMySQL},
+		{"semisync/mysql-8.0-fell-back.txt", dbpilot.FlavorMySQL},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			union := gsFixture(t, tc.file)
+			key := dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}
+			target := Target{Key: key, Flavor: tc.flavor}
+			want, err := NewSemiSync().Collect(context.Background(), &gsFakeQuerier{results: map[string]*mysql.Rows{ssQuery(tc.flavor): union}}, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The same values as global_status and SHOW VARIABLES read them:
+			// name, value; status names in the server's case.
+			status := gsRows([]string{"Variable_name", "Value"}, []string{"Uptime", "1000"})
+			vars := gsRows([]string{"Variable_name", "Value"})
+			for _, row := range union.Values {
+				kind, name, value := *row[0], *row[1], *row[2]
+				if kind == "status" {
+					status.Values = append(status.Values, gsRows(nil, []string{"R" + strings.ToLower(name[1:]), value}).Values[0])
+				} else {
+					vars.Values = append(vars.Values, gsRows(nil, []string{strings.ToLower(name), value}).Values[0])
+				}
+			}
+			share := NewStatusShare()
+			share.put(key, status, time.Now())
+			c := NewSemiSync().(*semiSync)
+			c.SetStatusShare(share)
+			q := &gsFakeQuerier{results: map[string]*mysql.Rows{ssVariablesQuery: vars}}
+			got, err := c.Collect(context.Background(), q, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(q.queries) != 1 || q.queries[0] != ssVariablesQuery {
+				t.Errorf("queries with a shared status: %q", q.queries)
+			}
+			g, w := gsIndex(t, got), gsIndex(t, want)
+			if len(g) != len(w) {
+				t.Errorf("%d series from the shared status, %d from its own read", len(g), len(w))
+			}
+			for k, s := range w {
+				if g[k].Value != s.Value || g[k].Type != s.Type {
+					t.Errorf("%s: %+v from the shared status, %+v from its own read", k, g[k], s)
+				}
+			}
+
+			share.put(key, status, time.Now().Add(-2*ssShareAge))
+			q = &gsFakeQuerier{results: map[string]*mysql.Rows{ssQuery(tc.flavor): union}}
+			if _, err := c.Collect(context.Background(), q, target); err != nil || len(q.queries) != 1 || q.queries[0] != ssQuery(tc.flavor) {
+				t.Errorf("with a shared status too old: queries %q, %v; want its own read", q.queries, err)
+			}
+		})
 	}
 }
