@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -29,6 +31,15 @@ func minuteOf(t time.Time) int64 { return t.Unix() - t.Unix()%60 }
 // RecordQueries stores one interval of a statements collector: the
 // digests that ran, added to the bucket of the minute the interval ended
 // in, their text and example, and the instance's source.
+//
+// The intervals of a fleet's collectors arrive together (every instance
+// every 10 s): the first call to find no commit going writes every
+// interval waiting in one transaction, then hands the turn to the first
+// that arrived meanwhile (as the metrics store commits its batches). An
+// error of the transaction fails every interval of it. A call whose ctx
+// ends while its interval waits returns ctx's error, its interval
+// unwritten; once the interval's transaction has begun, the call waits for
+// it.
 func (d *DB) RecordQueries(ctx context.Context, iv dbpilot.QueryInterval) error {
 	const op = "record queries"
 	if err := d.writable(op); err != nil {
@@ -37,40 +48,133 @@ func (d *DB) RecordQueries(ctx context.Context, iv dbpilot.QueryInterval) error 
 	if iv.Source.Instance == "" {
 		return dbpilot.Errorf(dbpilot.EINVALID, "sqlite: %s: no instance", op)
 	}
-	end := iv.End
-	if end.IsZero() {
-		end = d.Now()
+	if iv.End.IsZero() {
+		iv.End = d.Now()
 	}
 	var ta timeArgs
-	at := ta.arg(end)
-	if ta.err != nil {
+	if ta.arg(iv.End); ta.err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, ta.err)
 	}
-	minute := minuteOf(end)
+	job := &queryJob{iv: iv, wake: make(chan bool, 1)}
+	q := &d.queries
+	q.mu.Lock()
+	q.pending = append(q.pending, job)
+	if q.committing {
+		q.mu.Unlock()
+		if turn, err := q.wait(ctx, job); !turn {
+			if err != nil {
+				return fmt.Errorf("sqlite: %s: %w", op, err)
+			}
+			return job.err
+		}
+		q.mu.Lock()
+	}
+	q.committing = true
+	n := min(len(q.pending), maxQueryGroup)
+	group := slices.Clone(q.pending[:n])
+	q.pending = append(q.pending[:0], q.pending[n:]...)
+	q.mu.Unlock()
+
+	err := d.recordQueries(context.WithoutCancel(ctx), group)
+	for _, j := range group {
+		j.err = err
+		if j != job {
+			j.wake <- false
+		}
+	}
+	q.mu.Lock()
+	if len(q.pending) > 0 {
+		q.pending[0].wake <- true // its call commits the next group
+	} else {
+		q.committing = false
+	}
+	q.mu.Unlock()
+	return job.err
+}
+
+// queryCommits holds the intervals waiting for RecordQueries' next
+// transaction.
+type queryCommits struct {
+	mu         sync.Mutex
+	pending    []*queryJob
+	committing bool // a call is committing a group
+}
+
+// wait waits for job's turn to commit (true) or for another call to have
+// committed it (false, job.err set). When ctx ends first and job is still
+// waiting in pending, job leaves it and ctx's error is returned; a job
+// already in a group being committed waits for its result.
+func (q *queryCommits) wait(ctx context.Context, job *queryJob) (turn bool, err error) {
+	select {
+	case turn = <-job.wake:
+		return turn, nil
+	case <-ctx.Done():
+	}
+	// The turn is handed, and pending changed, under q.mu only.
+	q.mu.Lock()
+	select {
+	case turn = <-job.wake:
+		q.mu.Unlock()
+		return turn, nil
+	default:
+	}
+	if i := slices.Index(q.pending, job); i >= 0 {
+		q.pending = slices.Delete(q.pending, i, i+1)
+		q.mu.Unlock()
+		return false, ctx.Err()
+	}
+	q.mu.Unlock()
+	return <-job.wake, nil // being committed: its result is coming
+}
+
+// queryJob is one interval of RecordQueries. wake receives true when its
+// call is to commit the next group, false once another call committed it
+// (err is then its result).
+type queryJob struct {
+	iv   dbpilot.QueryInterval
+	wake chan bool
+	err  error
+}
+
+// maxQueryGroup bounds the intervals of one transaction.
+const maxQueryGroup = 256
+
+// recordQueries writes the intervals of group in one transaction.
+func (d *DB) recordQueries(ctx context.Context, group []*queryJob) error {
+	const op = "record queries"
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
-	src := iv.Source
-	full := 0
-	if src.Full {
-		full = 1
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO query_sources (instance, cluster, source, detail, capacity, digests, lost_digests, full, at, error)
+	var stat, text *sql.Stmt
+	for _, j := range group {
+		iv := j.iv
+		var ta timeArgs
+		at := ta.arg(iv.End)
+		minute := minuteOf(iv.End)
+		src := iv.Source
+		full := 0
+		if src.Full {
+			full = 1
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO query_sources (instance, cluster, source, detail, capacity, digests, lost_digests, full, at, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (instance) DO UPDATE SET cluster = excluded.cluster, source = excluded.source, detail = excluded.detail,
 			capacity = excluded.capacity, digests = excluded.digests, lost_digests = excluded.lost_digests, full = excluded.full,
 			at = excluded.at, error = excluded.error`,
-		src.Instance, src.Cluster, src.Source, src.Detail, src.Capacity, src.Digests, int64(src.LostDigests), full, at, src.Error); err != nil {
-		return fmt.Errorf("sqlite: %s: source of %s: %w", op, src.Instance, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO query_source_minutes (instance, minute, lost) VALUES (?, ?, ?)
+			src.Instance, src.Cluster, src.Source, src.Detail, src.Capacity, src.Digests, int64(src.LostDigests), full, at, src.Error); err != nil {
+			return fmt.Errorf("sqlite: %s: source of %s: %w", op, src.Instance, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO query_source_minutes (instance, minute, lost) VALUES (?, ?, ?)
 		ON CONFLICT (instance, minute) DO UPDATE SET lost = lost + excluded.lost`, src.Instance, minute, int64(src.LostInSpan)); err != nil {
-		return fmt.Errorf("sqlite: %s: lost digests of %s: %w", op, src.Instance, err)
-	}
-	if len(iv.Stats) > 0 {
-		stat, err := tx.PrepareContext(ctx, `INSERT INTO query_stats (instance, minute, schema_name, digest, count, total_ps, max_ps,
+			return fmt.Errorf("sqlite: %s: lost digests of %s: %w", op, src.Instance, err)
+		}
+		if len(iv.Stats) == 0 {
+			continue
+		}
+		if stat == nil {
+			if stat, err = tx.PrepareContext(ctx, `INSERT INTO query_stats (instance, minute, schema_name, digest, count, total_ps, max_ps,
 			rows_examined, rows_sent, errors, warnings, no_index_used, tmp_disk_tables, sort_merge_passes)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (instance, minute, schema_name, digest) DO UPDATE SET count = count + excluded.count,
@@ -78,20 +182,19 @@ func (d *DB) RecordQueries(ctx context.Context, iv dbpilot.QueryInterval) error 
 				rows_examined = rows_examined + excluded.rows_examined, rows_sent = rows_sent + excluded.rows_sent,
 				errors = errors + excluded.errors, warnings = warnings + excluded.warnings,
 				no_index_used = no_index_used + excluded.no_index_used, tmp_disk_tables = tmp_disk_tables + excluded.tmp_disk_tables,
-				sort_merge_passes = sort_merge_passes + excluded.sort_merge_passes`)
-		if err != nil {
-			return fmt.Errorf("sqlite: %s: %w", op, err)
-		}
-		defer stat.Close()
-		text, err := tx.PrepareContext(ctx, `INSERT INTO query_digests (instance, schema_name, digest, digest_text, example, first_seen, last_seen)
+				sort_merge_passes = sort_merge_passes + excluded.sort_merge_passes`); err != nil {
+				return fmt.Errorf("sqlite: %s: %w", op, err)
+			}
+			defer stat.Close()
+			if text, err = tx.PrepareContext(ctx, `INSERT INTO query_digests (instance, schema_name, digest, digest_text, example, first_seen, last_seen)
 			VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (instance, schema_name, digest) DO UPDATE SET last_seen = excluded.last_seen,
 				digest_text = CASE WHEN excluded.digest_text != '' THEN excluded.digest_text ELSE digest_text END,
-				example = CASE WHEN excluded.example != '' THEN excluded.example ELSE example END`)
-		if err != nil {
-			return fmt.Errorf("sqlite: %s: %w", op, err)
+				example = CASE WHEN excluded.example != '' THEN excluded.example ELSE example END`); err != nil {
+				return fmt.Errorf("sqlite: %s: %w", op, err)
+			}
+			defer text.Close()
 		}
-		defer text.Close()
 		for _, s := range iv.Stats {
 			if s.Count == 0 {
 				continue

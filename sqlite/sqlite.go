@@ -50,6 +50,8 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	queries queryCommits // RecordQueries' group commits
 }
 
 var _ dbpilot.StateStore = (*DB)(nil)
