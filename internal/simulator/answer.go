@@ -25,6 +25,13 @@ func errUnknown() *sqlError {
 func (c *conn) query(q string, r *response) bool {
 	f := c.in.fleet
 	q = strings.TrimRight(strings.TrimSpace(q), ";")
+	// SET STATEMENT var=value[, ...] FOR stmt: the statement, under
+	// settings the simulator does not enforce (max_statement_time).
+	if len(q) > 14 && strings.EqualFold(q[:14], "SET STATEMENT ") {
+		if i := strings.Index(strings.ToUpper(q), " FOR "); i > 0 {
+			q = strings.TrimSpace(q[i+5:])
+		}
+	}
 	f.statsMu.Lock()
 	f.queries++
 	f.kinds[statementKind(q)]++

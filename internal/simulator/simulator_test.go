@@ -481,6 +481,10 @@ func TestMultiStatements(t *testing.T) {
 		len(res[2].Values) != 1 || res[2].Maps()[0]["Slave_IO_Running"] != "Yes" || *res[3].Values[0][0] != "1" {
 		t.Errorf("results: %+v", res)
 	}
+	// A statement under SET STATEMENT ... FOR is answered as itself.
+	if r, err := db.Query(ctx, "SET STATEMENT max_statement_time=0.800 FOR SHOW GLOBAL STATUS WHERE Variable_name IN ('Uptime')"); err != nil || len(r.NameValues()) != 1 {
+		t.Errorf("SET STATEMENT ... FOR: %v %v", r, err)
+	}
 	if _, err := db.QueryMulti(ctx, "SELECT 1", "SELECT @@global.no_such_variable", "SELECT 3"); mysql.ServerErrorNumber(err) != 1193 {
 		t.Errorf("an unknown variable second: %v, want error 1193", err)
 	}
