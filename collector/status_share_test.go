@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,96 @@ func TestSemiSyncSharedStatus(t *testing.T) {
 				t.Errorf("with a shared status too old: queries %q, %v; want its own read", q.queries, err)
 			}
 		})
+	}
+}
+
+// TestSemiSyncFromObservation: on MariaDB, with global_status's read
+// shared and discovery's observation, semisync writes what its own read
+// wrote, reading its other variables once a minute only; elsewhere, or
+// with the share too old, it reads as always.
+func TestSemiSyncFromObservation(t *testing.T) {
+	version := dbpilot.Version{Major: 10, Minor: 11, Patch: 19}
+	for _, file := range []string{"semisync/mariadb-10.11-primary.txt", "semisync/mariadb-10.11-replica.txt", "semisync/mariadb-10.11-fell-back.txt"} {
+		t.Run(file, func(t *testing.T) {
+			union := gsFixture(t, file)
+			key := dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}
+			target := Target{Key: key, Flavor: dbpilot.FlavorMariaDB}
+			want, err := NewSemiSync().Collect(context.Background(), &gsFakeQuerier{results: map[string]*mysql.Rows{ssQuery(dbpilot.FlavorMariaDB): union}}, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			status := gsRows([]string{"Variable_name", "Value"})
+			vars := gsRows([]string{"Variable_name", "Value"})
+			kv := map[string]string{}
+			for _, row := range union.Values {
+				kind, name, value := *row[0], strings.ToLower(*row[1]), *row[2]
+				if kind == "status" {
+					status.Values = append(status.Values, gsRows(nil, []string{name, value}).Values[0])
+				} else {
+					vars.Values = append(vars.Values, gsRows(nil, []string{name, value}).Values[0])
+					kv[name] = value
+				}
+			}
+			timeout, _ := strconv.Atoi(kv["rpl_semi_sync_master_timeout"])
+			obs := &dbpilot.Instance{Key: key, Reachable: true, Flavor: dbpilot.FlavorMariaDB, Version: version, SemiSync: dbpilot.SemiSyncState{
+				PrimaryEnabled: kv["rpl_semi_sync_master_enabled"] == "ON", ReplicaEnabled: kv["rpl_semi_sync_slave_enabled"] == "ON",
+				PrimaryTimeout: time.Duration(timeout) * time.Millisecond}}
+			share := NewStatusShare()
+			share.put(key, status, time.Now())
+			c := NewSemiSync().(*semiSync)
+			c.SetStatusShare(share)
+			q := &gsFakeQuerier{results: map[string]*mysql.Rows{ssVariablesQuery: vars}}
+			for run := range 3 {
+				got, err := c.FromObservation(context.Background(), q, target, obs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, w := gsIndex(t, got), gsIndex(t, want)
+				if len(g) != len(w) {
+					t.Errorf("run %d: %d series from the observation, %d from its own read", run, len(g), len(w))
+				}
+				for k, s := range w {
+					if g[k].Value != s.Value || g[k].Type != s.Type {
+						t.Errorf("run %d: %s: %+v from the observation, %+v from its own read", run, k, g[k], s)
+					}
+				}
+			}
+			if len(q.queries) != 1 || q.queries[0] != ssVariablesQuery {
+				t.Errorf("queries over 3 runs: %q, want the variables once", q.queries)
+			}
+			// The observation's flags win over the variables read a minute ago.
+			off := *obs
+			off.SemiSync.PrimaryEnabled = false
+			got, err := c.FromObservation(context.Background(), q, target, &off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, ok := gsIndex(t, got)["dbpilot_semisync_primary_enabled"]; !ok || s.Value != 0 {
+				t.Errorf("primary disabled since the variables were read: %+v", s)
+			}
+
+			share.put(key, status, time.Now().Add(-2*ssShareAge))
+			q = &gsFakeQuerier{results: map[string]*mysql.Rows{ssQuery(dbpilot.FlavorMariaDB): union}}
+			if _, err := c.FromObservation(context.Background(), q, target, obs); err != nil || len(q.queries) != 1 || q.queries[0] != ssQuery(dbpilot.FlavorMariaDB) {
+				t.Errorf("with the shared status too old: queries %q, %v; want its own read", q.queries, err)
+			}
+		})
+	}
+	// MySQL (semi-sync a plugin that may be absent): as Collect, the
+	// variables read every run.
+	share := NewStatusShare()
+	key := dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}
+	share.put(key, gsRows([]string{"Variable_name", "Value"}, []string{"Uptime", "1"}), time.Now())
+	c := NewSemiSync().(*semiSync)
+	c.SetStatusShare(share)
+	q := &gsFakeQuerier{results: map[string]*mysql.Rows{ssVariablesQuery: gsRows([]string{"Variable_name", "Value"})}}
+	obs := &dbpilot.Instance{Key: key, Reachable: true, Flavor: dbpilot.FlavorMySQL, Version: dbpilot.Version{Major: 8, Minor: 4}}
+	for range 2 {
+		if _, err := c.FromObservation(context.Background(), q, Target{Key: key, Flavor: dbpilot.FlavorMySQL}, obs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(q.queries) != 2 {
+		t.Errorf("MySQL: queries %q; want the variables every run", q.queries)
 	}
 }
