@@ -40,9 +40,16 @@ const innoErrBadField = 1054
 // innodb reads InnoDB's redo, purge, I/O and buffer pool state. It keeps the
 // buffer pool counters of the previous run per instance for the hit ratio.
 type innodb struct {
-	mu   sync.Mutex
-	prev map[dbpilot.InstanceKey]innoPrev
+	statusShared // global_status's read of innoStatusNames, when fresh
+	mu           sync.Mutex
+	prev         map[dbpilot.InstanceKey]innoPrev
 }
+
+// innoStatusNames are the variables of innoGlobalStatusSQL.
+var innoStatusNames = []string{"Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_total",
+	"Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_ahead",
+	"Innodb_checkpoint_max_age", "Innodb_redo_log_capacity_resized",
+	"Innodb_data_pending_reads", "Innodb_data_pending_writes", "Innodb_data_pending_fsyncs"}
 
 type innoPrev struct{ requests, reads, readAhead uint64 }
 
@@ -131,9 +138,11 @@ func (c *innodb) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sa
 	if r != nil {
 		st = ParseInnoDBStatus(InnoDBStatusText(r))
 	}
-	r, err = run(innoGlobalStatusSQL)
-	if err != nil {
-		return nil, err
+	r = c.sharedRows(t.Key, innoStatusNames)
+	if r == nil {
+		if r, err = run(innoGlobalStatusSQL); err != nil {
+			return nil, err
+		}
 	}
 	status := r.NameValues()
 	r, err = run(RedoLogVariablesSQL)

@@ -44,7 +44,7 @@ import (
 // (global_status) and mysql_global_variables_rpl_semi_sync_*. A MySQL
 // server without the plugins gives nothing.
 func NewSemiSync() Collector {
-	return &semiSync{fallback: map[dbpilot.InstanceKey]bool{}, vars: map[dbpilot.InstanceKey]ssVars{}}
+	return &semiSync{fallback: map[dbpilot.InstanceKey]bool{}, vars: map[dbpilot.InstanceKey]ssVars{}, obs: map[dbpilot.InstanceKey]*dbpilot.Instance{}}
 }
 
 type semiSync struct {
@@ -52,8 +52,11 @@ type semiSync struct {
 	fallback map[dbpilot.InstanceKey]bool // instances read with SHOW ... LIKE
 	share    *StatusShare                 // nil: none (SetStatusShare)
 	// vars holds, per MariaDB instance, its semi-sync variables as last
-	// read (FromObservation), and when.
+	// read (FromObservation), and when; obs its last observation, which
+	// runs between two observations take while it is at most ssShareAge
+	// old.
 	vars map[dbpilot.InstanceKey]ssVars
+	obs  map[dbpilot.InstanceKey]*dbpilot.Instance
 }
 
 type ssVars struct {
@@ -101,6 +104,20 @@ const (
 
 func (c *semiSync) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
 	c.mu.Lock()
+	share, obs := c.share, c.obs[t.Key]
+	c.mu.Unlock()
+	if obs != nil && share != nil && time.Since(obs.ObservedAt) <= ssShareAge {
+		// A run between two observations: the last one is fresh enough.
+		return c.fromObservation(ctx, q, t, obs)
+	}
+	return c.read(ctx, q, t)
+}
+
+// read reads what the collector writes: the status from the share when
+// fresh, else with the variables in one statement (or two, SHOW ... LIKE,
+// where the schema tables cannot be read).
+func (c *semiSync) read(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
+	c.mu.Lock()
 	fallback, share := c.fallback[t.Key], c.share
 	c.mu.Unlock()
 	if share != nil {
@@ -140,18 +157,27 @@ func (c *semiSync) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.
 // the status from global_status's read (StatusShare), the enabled flags
 // and timeout from discovery's observation (read moments ago), the other
 // variables (wait point, wait without replicas) read every ssVarsEvery.
-// Elsewhere, or without a fresh shared status, it is Collect.
+// Elsewhere, or without a fresh shared status, it reads as Collect does.
+// Collect takes the last observation too while it is at most ssShareAge
+// old (a run between two observations).
 func (c *semiSync) FromObservation(ctx context.Context, q Querier, t Target, obs *dbpilot.Instance) ([]dbpilot.Sample, error) {
+	c.mu.Lock()
+	c.obs[t.Key] = obs
+	c.mu.Unlock()
+	return c.fromObservation(ctx, q, t, obs)
+}
+
+func (c *semiSync) fromObservation(ctx context.Context, q Querier, t Target, obs *dbpilot.Instance) ([]dbpilot.Sample, error) {
 	c.mu.Lock()
 	share, cached := c.share, c.vars[t.Key]
 	c.mu.Unlock()
 	maria := obs.Flavor == dbpilot.FlavorMariaDB && obs.Version.AtLeast(10, 3, 0)
 	if !maria || share == nil {
-		return c.Collect(ctx, q, t)
+		return c.read(ctx, q, t)
 	}
 	st, at := share.SharedStatus(t.Key)
 	if st == nil || time.Since(at) > ssShareAge {
-		return c.Collect(ctx, q, t)
+		return c.read(ctx, q, t)
 	}
 	if cached.kv == nil || time.Since(cached.at) >= ssVarsEvery {
 		vr, err := q.Query(ctx, ssVariablesQuery)

@@ -3,6 +3,7 @@ package collector
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -31,12 +32,18 @@ func NewStatusShare() *StatusShare { return &StatusShare{} }
 var _ mysql.StatusShare = (*StatusShare)(nil)
 
 // statusShareNames are the variables kept, lower-cased: what inspections
-// read, and the semisync collector's status variables (ssStatusMetrics,
-// in both vocabularies).
+// read, and the status variables of the innodb, binlog and semisync
+// collectors (ssStatusMetrics in both vocabularies).
 var statusShareNames = func() map[string]bool {
 	m := map[string]bool{}
 	for _, n := range mysql.InspectStatusNames() {
 		m[n] = true
+	}
+	for _, n := range innoStatusNames {
+		m[strings.ToLower(n)] = true
+	}
+	for _, n := range blStatusNames {
+		m[strings.ToLower(n)] = true
 	}
 	for key := range ssStatusMetrics {
 		side, rest, _ := strings.Cut(key, "/")
@@ -81,3 +88,39 @@ func (s *StatusShare) put(key dbpilot.InstanceKey, r *mysql.Rows, at time.Time) 
 
 // Forget drops what is kept of key (an instance no longer monitored).
 func (s *StatusShare) Forget(key dbpilot.InstanceKey) { s.m.Delete(key.Normalized()) }
+
+// statusShared is embedded by the collectors that take status variables
+// from a StatusShare (SetStatusShare) instead of reading them.
+type statusShared struct {
+	share atomic.Pointer[StatusShare]
+}
+
+// SetStatusShare makes runs take their status variables from share when
+// global_status read them at most sharedStatusAge ago.
+func (c *statusShared) SetStatusShare(share *StatusShare) { c.share.Store(share) }
+
+// sharedStatusAge is how old a shared status the innodb and binlog
+// collectors take (global_status reads it every second).
+const sharedStatusAge = 1500 * time.Millisecond
+
+// sharedRows returns the variables of names (as the server spells them)
+// that the share holds of key, as rows of name and value like SHOW GLOBAL
+// STATUS's; nil when there is no share or its status is older than
+// sharedStatusAge.
+func (c *statusShared) sharedRows(key dbpilot.InstanceKey, names []string) *mysql.Rows {
+	share := c.share.Load()
+	if share == nil {
+		return nil
+	}
+	st, at := share.SharedStatus(key)
+	if st == nil || time.Since(at) > sharedStatusAge {
+		return nil
+	}
+	r := &mysql.Rows{Columns: []string{"Variable_name", "Value"}}
+	for _, n := range names {
+		if v, ok := st[strings.ToLower(n)]; ok {
+			r.Values = append(r.Values, []*string{&n, &v})
+		}
+	}
+	return r
+}

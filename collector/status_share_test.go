@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -226,5 +227,99 @@ func TestSemiSyncFromObservation(t *testing.T) {
 	}
 	if len(q.queries) != 2 {
 		t.Errorf("MySQL: queries %q; want the variables every run", q.queries)
+	}
+}
+
+// TestInnoDBAndBinlogSharedStatus: with global_status's read in the share,
+// innodb and binlog write what their own status reads wrote without
+// sending them; a share too old sends them back to their reads.
+func TestInnoDBAndBinlogSharedStatus(t *testing.T) {
+	key := dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}
+	target := Target{Key: key, Flavor: dbpilot.FlavorMariaDB}
+	status := gsRows([]string{"Variable_name", "Value"},
+		[]string{"Innodb_buffer_pool_pages_dirty", "5"}, []string{"Innodb_buffer_pool_pages_total", "10"},
+		[]string{"Innodb_buffer_pool_read_requests", "1000"}, []string{"Innodb_buffer_pool_reads", "10"},
+		[]string{"Binlog_commits", "34"}, []string{"Binlog_group_commits", "14"})
+	own := func() map[string]*mysql.Rows {
+		return map[string]*mysql.Rows{innoGlobalStatusSQL: status, blCommitsQuery: status, blLogsQuery: gsFixture(t, "binlog/mariadb-10.11-binary-logs.txt")}
+	}
+	share := NewStatusShare()
+	share.put(key, status, time.Now())
+	for _, mk := range []func() Collector{NewInnoDB, NewBinlog} {
+		want, shared := mk(), mk()
+		shared.(interface{ SetStatusShare(*StatusShare) }).SetStatusShare(share)
+		for run := range 2 { // binlog's ratio needs a previous reading
+			q := &rhiStubQuerier{rows: own()}
+			w, err := want.Collect(context.Background(), q, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sq := &recordingQuerier{q: &rhiStubQuerier{rows: own()}}
+			g, err := shared.Collect(context.Background(), sq, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := rhiFormat(g), rhiFormat(w); got != want || got == "" {
+				t.Errorf("%s run %d: from the share\n%s\nfrom its own read\n%s", want, run, got, want)
+			}
+			for _, q := range sq.queries {
+				if strings.HasPrefix(q, "SHOW GLOBAL STATUS") {
+					t.Errorf("%s: status read although shared: %q", shared.Name(), q)
+				}
+			}
+		}
+	}
+	share.put(key, status, time.Now().Add(-2*sharedStatusAge))
+	c := NewBinlog()
+	c.(interface{ SetStatusShare(*StatusShare) }).SetStatusShare(share)
+	sq := &recordingQuerier{q: &rhiStubQuerier{rows: own()}}
+	if _, err := c.Collect(context.Background(), sq, target); err != nil || !slices.Contains(sq.queries, blCommitsQuery) {
+		t.Errorf("with the share too old: queries %q, %v; want its own status read", sq.queries, err)
+	}
+}
+
+// recordingQuerier records the queries it passes on.
+type recordingQuerier struct {
+	q       Querier
+	queries []string
+}
+
+func (r *recordingQuerier) Query(ctx context.Context, q string, args ...any) (*mysql.Rows, error) {
+	r.queries = append(r.queries, q)
+	return r.q.Query(ctx, q, args...)
+}
+
+func (r *recordingQuerier) Exec(ctx context.Context, stmts ...string) error {
+	return r.q.Exec(ctx, stmts...)
+}
+
+// TestSemiSyncBetweenObservations: a run with no new observation takes the
+// last one while it is at most ssShareAge old (no statement once the
+// variables are read); with the shared status too old it reads its own.
+func TestSemiSyncBetweenObservations(t *testing.T) {
+	key := dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}
+	target := Target{Key: key, Flavor: dbpilot.FlavorMariaDB}
+	union := gsFixture(t, "semisync/mariadb-10.11-primary.txt")
+	status := gsRows([]string{"Variable_name", "Value"}, []string{"Rpl_semi_sync_master_status", "ON"}, []string{"Rpl_semi_sync_master_clients", "2"})
+	share := NewStatusShare()
+	share.put(key, status, time.Now())
+	c := NewSemiSync().(*semiSync)
+	c.SetStatusShare(share)
+	obs := &dbpilot.Instance{Key: key, Reachable: true, Flavor: dbpilot.FlavorMariaDB, Version: dbpilot.Version{Major: 10, Minor: 11},
+		ObservedAt: time.Now(), SemiSync: dbpilot.SemiSyncState{PrimaryEnabled: true, PrimaryTimeout: 10 * time.Second}}
+	q := &gsFakeQuerier{results: map[string]*mysql.Rows{ssVariablesQuery: gsRows([]string{"Variable_name", "Value"}), ssQuery(dbpilot.FlavorMariaDB): union}}
+	if _, err := c.FromObservation(context.Background(), q, target, obs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Collect(context.Background(), q, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := gsIndex(t, got)["dbpilot_semisync_primary_clients"]; !ok || s.Value != 2 || len(q.queries) != 1 {
+		t.Errorf("between observations: clients %+v, queries %q; want 2 from the share and the variables read once", s, q.queries)
+	}
+	share.put(key, status, time.Now().Add(-2*ssShareAge))
+	if _, err := c.Collect(context.Background(), q, target); err != nil || q.queries[len(q.queries)-1] != ssQuery(dbpilot.FlavorMariaDB) {
+		t.Errorf("shared status too old: queries %q, %v; want its own read", q.queries, err)
 	}
 }
