@@ -15,7 +15,9 @@ import (
 // and the semisync collector read too, and when they were read: serve's
 // inspector (mysql.Inspector.ShareStatus) and semisync take them instead of
 // reading the server's status again every second (the server sums every
-// session's counters for each read). It implements
+// session's counters for each read). An instance's entry stays after it
+// leaves the fleet (a few hundred bytes), unused once older than the
+// readers' ages. It implements
 // mysql.StatusShare; its methods are safe for concurrent use.
 type StatusShare struct {
 	m sync.Map // normalized InstanceKey → *sharedStatus
@@ -86,8 +88,6 @@ func (s *StatusShare) put(key dbpilot.InstanceKey, r *mysql.Rows, at time.Time) 
 	s.m.Store(key.Normalized(), &sharedStatus{status: st, at: at})
 }
 
-// Forget drops what is kept of key (an instance no longer monitored).
-func (s *StatusShare) Forget(key dbpilot.InstanceKey) { s.m.Delete(key.Normalized()) }
 
 // statusShared is embedded by the collectors that take status variables
 // from a StatusShare (SetStatusShare) instead of reading them.
