@@ -88,7 +88,6 @@ func (s *StatusShare) put(key dbpilot.InstanceKey, r *mysql.Rows, at time.Time) 
 	s.m.Store(key.Normalized(), &sharedStatus{status: st, at: at})
 }
 
-
 // statusShared is embedded by the collectors that take status variables
 // from a StatusShare (SetStatusShare) instead of reading them.
 type statusShared struct {
