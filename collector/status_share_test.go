@@ -319,3 +319,39 @@ func TestSemiSyncBetweenObservations(t *testing.T) {
 		t.Errorf("shared status too old: queries %q, %v; want its own read", q.queries, err)
 	}
 }
+
+// TestInnoDBRedoVariablesCached: the redo log size variables are read on
+// the first run and again after innoRedoEvery, not every run.
+func TestInnoDBRedoVariablesCached(t *testing.T) {
+	c := NewInnoDB().(*innodb)
+	key := dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}
+	q := &recordingQuerier{q: &rhiStubQuerier{rows: map[string]*mysql.Rows{}}}
+	count := func() int {
+		n := 0
+		for _, s := range q.queries {
+			if s == RedoLogVariablesSQL {
+				n++
+			}
+		}
+		return n
+	}
+	for range 3 {
+		if _, err := c.Collect(context.Background(), q, Target{Key: key, Flavor: dbpilot.FlavorMariaDB}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n != 1 {
+		t.Errorf("redo variables read %d times in 3 runs, want 1", n)
+	}
+	c.mu.Lock()
+	r := c.redo[key.Normalized()]
+	r.at = r.at.Add(-innoRedoEvery)
+	c.redo[key.Normalized()] = r
+	c.mu.Unlock()
+	if _, err := c.Collect(context.Background(), q, Target{Key: key, Flavor: dbpilot.FlavorMariaDB}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 2 {
+		t.Errorf("redo variables read %d times after a minute, want 2", n)
+	}
+}
