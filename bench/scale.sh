@@ -53,6 +53,9 @@
 #   SCALE_KEEP=1                keep the work directory (logs, profiles)
 #   SCALE_PROFILE=1             build serve with -tags pprof and print its top
 #                               CPU and heap costs (a 20 s profile after each window)
+#   SCALE_SERVE=PATH            the serve binary measured (default: this tree's), e.g.
+#                               an older commit's for a before/after in the same
+#                               conditions; built with -tags pprof for SCALE_PROFILE=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES="${SCALE_SIZES:-100 500 1000}"
@@ -70,7 +73,9 @@ make build >/dev/null
 go build -trimpath -o bin/dbpilot-sim ./cmd/dbpilot-sim
 DBP="$PWD/bin/dbpilot"
 SERVE_BIN="$DBP"
-if [ "$PROFILE" = 1 ]; then
+if [ -n "${SCALE_SERVE:-}" ]; then
+	SERVE_BIN="$(realpath "$SCALE_SERVE")"
+elif [ "$PROFILE" = 1 ]; then
 	go build -trimpath -tags pprof -o bin/dbpilot-pprof ./cmd/dbpilot
 	SERVE_BIN="$PWD/bin/dbpilot-pprof"
 fi
@@ -103,7 +108,7 @@ cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 status_kb() { awk -v k="$2:" '$1==k{print $2}' "/proc/$1/status"; }
 HZ=$(getconf CLK_TCK)
 
-echo "dbpilot scale benchmark — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores (load average $(cut -d" " -f1-3 /proc/loadavg) at start), $(awk '/MemTotal/{printf "%.0f GB", $2/1048576}' /proc/meminfo), $("$DBP" --version)"
+echo "dbpilot scale benchmark — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores (load average $(cut -d" " -f1-3 /proc/loadavg) at start), $(awk '/MemTotal/{printf "%.0f GB", $2/1048576}' /proc/meminfo), serve $("$SERVE_BIN" --version)"
 echo "simulated MariaDB 10.11 fleets (bin/dbpilot-sim), clusters of 5, $([ "$COLLECT" = 1 ] && echo 'every collector at its default interval' || echo 'no collection'), window ${WINDOW}s, ${KILLS} primary kills per size, serve GOMEMLIMIT=$MEMLIMIT$([ "$PROFILE" = 1 ] && echo ', profiled (-tags pprof)')"
 RESULTS="$WORK/results.tsv"
 : >"$RESULTS"

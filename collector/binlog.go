@@ -28,9 +28,13 @@ import (
 func NewBinlog() Collector { return &binlogCollector{prev: map[dbpilot.InstanceKey]blCommits{}} }
 
 type binlogCollector struct {
-	mu   sync.Mutex
-	prev map[dbpilot.InstanceKey]blCommits
+	statusShared // global_status's read of blStatusNames, when fresh
+	mu           sync.Mutex
+	prev         map[dbpilot.InstanceKey]blCommits
 }
+
+// blStatusNames are the variables of blCommitsQuery.
+var blStatusNames = []string{"Binlog_commits", "Binlog_group_commits"}
 
 // blCommits is a reading of MariaDB's group commit counters.
 type blCommits struct{ commits, groups float64 }
@@ -58,9 +62,11 @@ func (c *binlogCollector) Collect(ctx context.Context, q Querier, t Target) ([]d
 	if t.Flavor != dbpilot.FlavorMariaDB {
 		return out, nil
 	}
-	s, err := q.Query(ctx, blCommitsQuery)
-	if err != nil {
-		return out, err
+	s := c.sharedRows(t.Key, blStatusNames)
+	if s == nil {
+		if s, err = q.Query(ctx, blCommitsQuery); err != nil {
+			return out, err
+		}
 	}
 	cur, ok := blParseCommits(s)
 	if !ok {

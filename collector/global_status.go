@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -77,6 +78,16 @@ type globalStatus struct {
 	partial   bool // the last run wrote the every-second set only
 	skipIdle  bool // counters that never left 0 are not written
 	now       func() time.Time
+	share     *StatusShare // nil: none (SetStatusShare)
+}
+
+// SetStatusShare makes every run keep in share what inspections read of
+// the status (every run reads it: the every-second statement includes
+// those variables).
+func (c *globalStatus) SetStatusShare(share *StatusShare) {
+	c.mu.Lock()
+	c.share = share
+	c.mu.Unlock()
 }
 
 // LastPartial implements PartialCollector.
@@ -108,9 +119,10 @@ func (*globalStatus) DefaultInterval() time.Duration { return time.Second }
 
 const gsQuery = "SHOW GLOBAL STATUS"
 
-func (c *globalStatus) Collect(ctx context.Context, q Querier, _ Target) ([]dbpilot.Sample, error) {
+func (c *globalStatus) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
 	c.mu.Lock()
 	now := c.now()
+	share := c.share
 	// A tenth of slack: a run a little early still writes everything.
 	full := c.fullEvery <= 0 || c.lastFull.IsZero() || now.Sub(c.lastFull) >= c.fullEvery-c.fullEvery/10
 	c.mu.Unlock()
@@ -121,6 +133,9 @@ func (c *globalStatus) Collect(ctx context.Context, q Querier, _ Target) ([]dbpi
 	r, err := q.Query(ctx, query)
 	if err != nil {
 		return nil, err
+	}
+	if share != nil {
+		share.put(t.Key, r, now) // now: before the statement was sent
 	}
 	c.mu.Lock()
 	if full {
@@ -147,6 +162,9 @@ type gsDesc struct {
 	labels []dbpilot.Label
 	typ    dbpilot.MetricType
 	always bool // Uptime: 0 in a server's first second is news too
+	// share is the lower-cased name when inspections read the variable
+	// too (StatusShare), else empty.
+	share string
 }
 
 // gsDescs are the descriptions of every status variable name seen, for
@@ -163,6 +181,9 @@ func gsDescFor(raw string) *gsDesc {
 	}
 	d := gsDescribe(raw)
 	d.id = int(gsDescID.Add(1) - 1)
+	if n := strings.ToLower(raw); statusShareNames[n] {
+		d.share = n
+	}
 	got, _ := gsDescs.LoadOrStore(strings.Clone(raw), d) // raw shares its result's memory
 	return got.(*gsDesc)
 }
@@ -426,7 +447,9 @@ var gsHotGroups = []string{
 }
 
 // gsHot is the every-second set, and gsHotQuery the statement that reads
-// only it: the server sends 150 rows instead of 530.
+// only it, and what inspections read of the status (StatusShare; those
+// outside gsHot are read, not written): the server sends 160 rows instead
+// of 530.
 var gsHot, gsHotQuery = func() (map[string]bool, string) {
 	set := map[string]bool{}
 	for n := range gsHotNames {
@@ -438,8 +461,12 @@ var gsHot, gsHotQuery = func() (map[string]bool, string) {
 	for _, n := range gsHotGroups {
 		set[n] = true
 	}
-	names := make([]string, 0, len(set))
-	for n := range set {
+	read := maps.Clone(set)
+	for n := range statusShareNames {
+		read[n] = true
+	}
+	names := make([]string, 0, len(read))
+	for n := range read {
 		names = append(names, "'"+n+"'")
 	}
 	sort.Strings(names)

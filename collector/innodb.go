@@ -40,9 +40,28 @@ const innoErrBadField = 1054
 // innodb reads InnoDB's redo, purge, I/O and buffer pool state. It keeps the
 // buffer pool counters of the previous run per instance for the hit ratio.
 type innodb struct {
-	mu   sync.Mutex
-	prev map[dbpilot.InstanceKey]innoPrev
+	statusShared // global_status's read of innoStatusNames, when fresh
+	mu           sync.Mutex
+	prev         map[dbpilot.InstanceKey]innoPrev
+	redo         map[dbpilot.InstanceKey]innoRedo // RedoLogVariablesSQL's last answer
 }
+
+// innoRedo is an instance's redo log size variables, read at at.
+type innoRedo struct {
+	vars map[string]string
+	at   time.Time
+}
+
+// innoRedoEvery is how often the redo log size variables are read again:
+// they change with a restart (MariaDB, MySQL before 8.0.30) or by hand
+// (innodb_redo_log_capacity), as global_variables reads them every 60 s.
+const innoRedoEvery = time.Minute
+
+// innoStatusNames are the variables of innoGlobalStatusSQL.
+var innoStatusNames = []string{"Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_total",
+	"Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_ahead",
+	"Innodb_checkpoint_max_age", "Innodb_redo_log_capacity_resized",
+	"Innodb_data_pending_reads", "Innodb_data_pending_writes", "Innodb_data_pending_fsyncs"}
 
 type innoPrev struct{ requests, reads, readAhead uint64 }
 
@@ -94,7 +113,9 @@ type innoPrev struct{ requests, reads, readAhead uint64 }
 //
 // SHOW ENGINE INNODB STATUS and INNODB_METRICS need the PROCESS privilege;
 // a refusal is returned as the run's error along with the other samples.
-func NewInnoDB() Collector { return &innodb{prev: map[dbpilot.InstanceKey]innoPrev{}} }
+func NewInnoDB() Collector {
+	return &innodb{prev: map[dbpilot.InstanceKey]innoPrev{}, redo: map[dbpilot.InstanceKey]innoRedo{}}
+}
 
 func (*innodb) Name() string                   { return "innodb" }
 func (*innodb) DefaultInterval() time.Duration { return 5 * time.Second }
@@ -104,6 +125,7 @@ func (*innodb) DefaultInterval() time.Duration { return 5 * time.Second }
 func (c *innodb) Forget(key dbpilot.InstanceKey) {
 	c.mu.Lock()
 	delete(c.prev, key.Normalized())
+	delete(c.redo, key.Normalized())
 	c.mu.Unlock()
 }
 
@@ -131,16 +153,29 @@ func (c *innodb) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sa
 	if r != nil {
 		st = ParseInnoDBStatus(InnoDBStatusText(r))
 	}
-	r, err = run(innoGlobalStatusSQL)
-	if err != nil {
-		return nil, err
+	r = c.sharedRows(t.Key, innoStatusNames)
+	if r == nil {
+		if r, err = run(innoGlobalStatusSQL); err != nil {
+			return nil, err
+		}
 	}
 	status := r.NameValues()
-	r, err = run(RedoLogVariablesSQL)
-	if err != nil {
-		return nil, err
+	c.mu.Lock()
+	nk := t.Key.Normalized()
+	redo, ok := c.redo[nk]
+	c.mu.Unlock()
+	if !ok || time.Since(redo.at) >= innoRedoEvery {
+		if r, err = run(RedoLogVariablesSQL); err != nil {
+			return nil, err
+		}
+		redo = innoRedo{vars: r.NameValues(), at: time.Now()}
+		if r != nil { // refused: asked again next run
+			c.mu.Lock()
+			c.redo[nk] = redo
+			c.mu.Unlock()
+		}
 	}
-	vars := r.NameValues()
+	vars := redo.vars
 
 	out = append(out, innoStatusSamples(st, status, vars, t)...)
 	out = append(out, c.bufferPoolSamples(t, status)...)

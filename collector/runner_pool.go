@@ -335,6 +335,37 @@ type runnerSession struct {
 	fail    error
 	stmtMax time.Duration // the server-side limit now set; 0 none
 	noLimit bool          // the server has no statement time limit
+	// MariaDB 10.1.2+: the limit goes with each query
+	// (SET STATEMENT max_statement_time=... FOR), not in a SET of its own
+	// whenever a run's timeout differs from the last one's (two sessions
+	// shared by collectors of 1, 5, 10 and 60 s intervals: most of a
+	// server's SETs). prefix is it for stmtMax; prefixed caches queries
+	// with it (a session runs a few dozen distinct ones).
+	prefix   string
+	prefixed map[string]string
+}
+
+// statementPrefix reports whether the server takes SET STATEMENT ... FOR
+// (MariaDB 10.1.2 and later).
+func (s *runnerSession) statementPrefix() bool {
+	return s.ident.Flavor == dbpilot.FlavorMariaDB && s.ident.Version.AtLeast(10, 1, 2)
+}
+
+// withLimit returns q with the statement limit's prefix, if any.
+func (s *runnerSession) withLimit(q string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prefix == "" {
+		return q
+	}
+	if p, ok := s.prefixed[q]; ok {
+		return p
+	}
+	p := s.prefix + q
+	if len(s.prefixed) < 256 {
+		s.prefixed[q] = p
+	}
+	return p
 }
 
 // Session settings: a collector never waits long for a lock.
@@ -389,6 +420,12 @@ func (s *runnerSession) statementTimeout() time.Duration {
 func (s *runnerSession) setStatementTimeout(ctx context.Context, d time.Duration) error {
 	s.mu.Lock()
 	skip := s.noLimit || s.stmtMax == d
+	if !skip && s.statementPrefix() {
+		s.stmtMax = d
+		s.prefix = fmt.Sprintf("SET STATEMENT max_statement_time=%.3f FOR ", d.Seconds())
+		s.prefixed = make(map[string]string, 16)
+		skip = true
+	}
 	s.mu.Unlock()
 	if skip {
 		return nil
@@ -412,9 +449,12 @@ func (s *runnerSession) setStatementTimeout(ctx context.Context, d time.Duration
 	return err
 }
 
-// Query runs a query, recording connection-level failures.
+// Query runs a query, recording connection-level failures; on MariaDB
+// with the run's statement limit (SET STATEMENT ... FOR). Statements run
+// with Exec (the heartbeat's writes, the watchdog's kills) have none
+// there, only the run's timeout.
 func (s *runnerSession) Query(ctx context.Context, query string, args ...any) (*mysql.Rows, error) {
-	r, err := s.conn.Query(ctx, query, args...)
+	r, err := s.conn.Query(ctx, s.withLimit(query), args...)
 	s.note(err)
 	return r, err
 }
@@ -557,7 +597,7 @@ func (c *runnerSQLConn) Exec(ctx context.Context, stmts ...string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, q := range stmts {
-		qctx, cancel := context.WithTimeout(ctx, c.timeout)
+		qctx, cancel := mysql.WithQueryTimeout(ctx, c.timeout)
 		_, err := c.c.ExecContext(qctx, q)
 		cancel()
 		if err != nil {

@@ -24,10 +24,11 @@ type runnerFakeDialer struct {
 	delay   atomic.Int64 // each dial takes this long (a time.Duration) before it answers
 	version string       // @@version; MariaDB by default
 
-	mu     sync.Mutex
-	dials  int
-	execs  []string
-	closed int
+	mu      sync.Mutex
+	dials   int
+	execs   []string
+	queries []string
+	closed  int
 	// breakNext makes the next query on any connection fail as a broken
 	// connection would.
 	breakNext bool
@@ -59,6 +60,13 @@ func (d *runnerFakeDialer) statements() []string {
 	return append([]string(nil), d.execs...)
 }
 
+// queried returns the queries run (Query), in order.
+func (d *runnerFakeDialer) queried() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.queries...)
+}
+
 type runnerFakeConn struct{ d *runnerFakeDialer }
 
 func (c *runnerFakeConn) Query(ctx context.Context, q string, _ ...any) (*mysql.Rows, error) {
@@ -68,6 +76,7 @@ func (c *runnerFakeConn) Query(ctx context.Context, q string, _ ...any) (*mysql.
 		c.d.breakNext = false
 		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, errors.New("broken pipe"), "mysql: query on fake:3306")
 	}
+	c.d.queries = append(c.d.queries, q)
 	if q == runnerVersionSQL {
 		v := c.d.version
 		if v == "" {
@@ -201,14 +210,23 @@ func TestRunnerBatchesAndSelfMetrics(t *testing.T) {
 		}
 	}
 	// One dial serves both collectors (sessions are reused), with the
-	// session settings and MariaDB's statement limit at 80% of 30 ms.
+	// session settings; MariaDB's statement limit at 80% of 30 ms goes
+	// with each query, not in a SET of its own.
 	if n := r.pool.dialCount(); n > RunnerSessions {
 		t.Errorf("dials = %d, want at most %d", n, RunnerSessions)
 	}
 	stmts := strings.Join(d.statements(), "\n")
-	for _, want := range []string{"SET SESSION lock_wait_timeout = 1", "SET SESSION innodb_lock_wait_timeout = 1", "SET SESSION max_statement_time = 0.024"} {
+	for _, want := range []string{"SET SESSION lock_wait_timeout = 1", "SET SESSION innodb_lock_wait_timeout = 1"} {
 		if !strings.Contains(stmts, want) {
 			t.Errorf("statements lack %q:\n%s", want, stmts)
+		}
+	}
+	if strings.Contains(stmts, "max_statement_time") {
+		t.Errorf("a SET of the statement limit on MariaDB:\n%s", stmts)
+	}
+	for _, q := range d.queried() {
+		if q != runnerVersionSQL && !strings.HasPrefix(q, "SET STATEMENT max_statement_time=0.024 FOR ") {
+			t.Errorf("query without the run's limit: %q", q)
 		}
 	}
 	for _, st := range r.Stats() {

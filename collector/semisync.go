@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,11 +43,43 @@ import (
 // The raw variables also appear under mysql_global_status_rpl_semi_sync_*
 // (global_status) and mysql_global_variables_rpl_semi_sync_*. A MySQL
 // server without the plugins gives nothing.
-func NewSemiSync() Collector { return &semiSync{fallback: map[dbpilot.InstanceKey]bool{}} }
+func NewSemiSync() Collector {
+	return &semiSync{fallback: map[dbpilot.InstanceKey]bool{}, vars: map[dbpilot.InstanceKey]ssVars{}, obs: map[dbpilot.InstanceKey]*dbpilot.Instance{}}
+}
 
 type semiSync struct {
 	mu       sync.Mutex
 	fallback map[dbpilot.InstanceKey]bool // instances read with SHOW ... LIKE
+	share    *StatusShare                 // nil: none (SetStatusShare)
+	// vars holds, per MariaDB instance, its semi-sync variables as last
+	// read (FromObservation), and when; obs its last observation, which
+	// runs between two observations take while it is at most ssShareAge
+	// old.
+	vars map[dbpilot.InstanceKey]ssVars
+	obs  map[dbpilot.InstanceKey]*dbpilot.Instance
+}
+
+type ssVars struct {
+	kv map[string]string
+	at time.Time
+}
+
+// ssVarsEvery is how often FromObservation reads the semi-sync variables
+// an observation lacks (wait_point, wait_no_slave): settings that change
+// by hand; the enabled flags and timeout come with every observation.
+const ssVarsEvery = time.Minute
+
+// ssShareAge is how old a shared status (global_status's read, every
+// second) semisync takes instead of reading the status itself.
+const ssShareAge = 1500 * time.Millisecond
+
+// SetStatusShare makes runs take the status global_status read within
+// ssShareAge from share, and read only the variables
+// (SHOW GLOBAL VARIABLES LIKE: no sum of every session's counters).
+func (c *semiSync) SetStatusShare(share *StatusShare) {
+	c.mu.Lock()
+	c.share = share
+	c.mu.Unlock()
 }
 
 func (*semiSync) Name() string                   { return "semisync" }
@@ -71,8 +104,31 @@ const (
 
 func (c *semiSync) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
 	c.mu.Lock()
-	fallback := c.fallback[t.Key]
+	share, obs := c.share, c.obs[t.Key]
 	c.mu.Unlock()
+	if obs != nil && share != nil && time.Since(obs.ObservedAt) <= ssShareAge {
+		// A run between two observations: the last one is fresh enough.
+		return c.fromObservation(ctx, q, t, obs)
+	}
+	return c.read(ctx, q, t)
+}
+
+// read reads what the collector writes: the status from the share when
+// fresh, else with the variables in one statement (or two, SHOW ... LIKE,
+// where the schema tables cannot be read).
+func (c *semiSync) read(ctx context.Context, q Querier, t Target) ([]dbpilot.Sample, error) {
+	c.mu.Lock()
+	fallback, share := c.fallback[t.Key], c.share
+	c.mu.Unlock()
+	if share != nil {
+		if st, at := share.SharedStatus(t.Key); st != nil && time.Since(at) <= ssShareAge {
+			vr, err := q.Query(ctx, ssVariablesQuery)
+			if err != nil {
+				return nil, err
+			}
+			return ssParse(st, vr.NameValues()), nil
+		}
+	}
 	if !fallback {
 		r, err := q.Query(ctx, ssQuery(t.Flavor))
 		if err == nil {
@@ -94,6 +150,57 @@ func (c *semiSync) Collect(ctx context.Context, q Querier, t Target) ([]dbpilot.
 		return nil, err
 	}
 	return ssParse(st.NameValues(), vr.NameValues()), nil
+}
+
+// FromObservation builds the samples of a MariaDB 10.3+ server (semi-sync
+// built in: its variables always exist) without a statement most seconds:
+// the status from global_status's read (StatusShare), the enabled flags
+// and timeout from discovery's observation (read moments ago), the other
+// variables (wait point, wait without replicas) read every ssVarsEvery.
+// Elsewhere, or without a fresh shared status, it reads as Collect does.
+// Collect takes the last observation too while it is at most ssShareAge
+// old (a run between two observations).
+func (c *semiSync) FromObservation(ctx context.Context, q Querier, t Target, obs *dbpilot.Instance) ([]dbpilot.Sample, error) {
+	c.mu.Lock()
+	c.obs[t.Key] = obs
+	c.mu.Unlock()
+	return c.fromObservation(ctx, q, t, obs)
+}
+
+func (c *semiSync) fromObservation(ctx context.Context, q Querier, t Target, obs *dbpilot.Instance) ([]dbpilot.Sample, error) {
+	c.mu.Lock()
+	share, cached := c.share, c.vars[t.Key]
+	c.mu.Unlock()
+	maria := obs.Flavor == dbpilot.FlavorMariaDB && obs.Version.AtLeast(10, 3, 0)
+	if !maria || share == nil {
+		return c.read(ctx, q, t)
+	}
+	st, at := share.SharedStatus(t.Key)
+	if st == nil || time.Since(at) > ssShareAge {
+		return c.read(ctx, q, t)
+	}
+	if cached.kv == nil || time.Since(cached.at) >= ssVarsEvery {
+		vr, err := q.Query(ctx, ssVariablesQuery)
+		if err != nil {
+			return nil, err
+		}
+		cached = ssVars{kv: vr.NameValues(), at: time.Now()}
+		c.mu.Lock()
+		c.vars[t.Key] = cached
+		c.mu.Unlock()
+	}
+	onOff := func(b bool) string {
+		if b {
+			return "ON"
+		}
+		return "OFF"
+	}
+	ss := obs.SemiSync
+	vars := maps.Clone(cached.kv)
+	vars["rpl_semi_sync_master_enabled"] = onOff(ss.PrimaryEnabled)
+	vars["rpl_semi_sync_slave_enabled"] = onOff(ss.ReplicaEnabled)
+	vars["rpl_semi_sync_master_timeout"] = strconv.FormatInt(ss.PrimaryTimeout.Milliseconds(), 10)
+	return ssParse(st, vars), nil
 }
 
 // ssSplit splits the union's rows (kind, name, value) into status and

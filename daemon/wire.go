@@ -223,7 +223,12 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 		// timeout (a share of its interval), not the probe's.
 		copts.ConnectTimeout = max(probe.ConnectTimeout, collectorConnectTimeout)
 		copts.QueryTimeout = max(probe.QueryTimeout, collectorConnectTimeout)
-		opt.Collectors = newCollectorStarter(cfg, copts, w.MetricsStore, w.Logger)
+		cs := newCollectorStarter(cfg, copts, w.MetricsStore, w.Logger)
+		// Discovery takes the status the global_status collector read
+		// within the poll interval instead of reading it again.
+		cs.share = collector.NewStatusShare()
+		inspector.ShareStatus(cs.share, cfg.PollInterval.D())
+		opt.Collectors = cs
 	}
 	d := New(cfg, opt)
 	if cs, ok := opt.Collectors.(*collectorStarter); ok {
@@ -551,10 +556,11 @@ func (s *collectorStarter) Backlog() int64 { return collector.Backlog() }
 
 type collectorStarter struct {
 	opts    mysql.Options
-	enabled map[string]bool // nil: all
-	full    time.Duration   // global_status's full interval
-	allVars bool            // global_variables writes every variable
-	idle    bool            // global_status writes counters that never moved
+	enabled map[string]bool        // nil: all
+	full    time.Duration          // global_status's full interval
+	allVars bool                   // global_variables writes every variable
+	share   *collector.StatusShare // global_status keeps what discovery reads of the status (nil: none)
+	idle    bool                   // global_status writes counters that never moved
 	cfg     collector.Config
 	sink    dbpilot.MetricSink
 	log     *slog.Logger
@@ -627,6 +633,9 @@ func (s *collectorStarter) collectors(gate *HeartbeatGate) []collector.Collector
 			}
 			if v, ok := c.(interface{ SetIdleCounters(bool) }); ok {
 				v.SetIdleCounters(s.idle)
+			}
+			if v, ok := c.(interface{ SetStatusShare(*collector.StatusShare) }); ok && s.share != nil {
+				v.SetStatusShare(s.share)
 			}
 			if c.Name() == "heartbeat" {
 				s.hbOnce.Do(func() { s.heartbeat = c })

@@ -133,8 +133,10 @@ func TestExposition(t *testing.T) {
 	if v := scrapeValue(t, s, "dbpilot_tsdb_head_series"); v != 10 {
 		t.Errorf("head series %v, want 10", v)
 	}
-	if v := scrapeValue(t, s, "dbpilot_tsdb_samples_appended_total"); v != 61*7+4 {
-		t.Errorf("appended %v, want %d", v, 61*7+4)
+	// Every second: the two counters and the lag that moves; the four
+	// gauges that never change every UnchangedEvery (0, 15, 30, 45, 60 s).
+	if v := scrapeValue(t, s, "dbpilot_tsdb_samples_appended_total"); v != 61*3+4*5+4 {
+		t.Errorf("appended %v, want %d", v, 61*3+4*5+4)
 	}
 
 	// Forget removes the instance.

@@ -69,6 +69,14 @@ const (
 	chunkWriteBuffer = 1 << 20
 	// errorLogEvery limits write-error log lines.
 	errorLogEvery = time.Minute
+	// UnchangedEvery is how often a gauge whose value has not changed is
+	// written: a changed value is written at once, an unchanged one every
+	// 15 s (settings, versions, sizes, states: most of a server's gauges).
+	// Queries see no difference: an instant selector looks back 5 minutes
+	// for the last sample, and range functions over gauges (deriv,
+	// avg_over_time) have at least two samples in any window of 30 s or
+	// more. Counters are written every batch (rate over a few seconds).
+	UnchangedEvery = 15 * time.Second
 )
 
 // Options configure a Store.
@@ -158,6 +166,9 @@ type entry struct {
 	v    float64
 	typ  dbpilot.MetricType
 	gen  uint32
+	// wv and wt are the value and time (ms) last appended; wt 0: none.
+	wv float64
+	wt int64
 	// fromZero: the series' first sample is an idle counter's first move
 	// (dbpilot.Sample.FromZero), preceded by a 0.
 	fromZero bool
@@ -522,10 +533,13 @@ func (j *appendJob) append(app storage.AppenderV2) error {
 				}
 			}
 		}
+		if e.typ == dbpilot.Gauge && e.wt > 0 && j.t-e.wt < unchangedEveryMs && math.Float64bits(e.v) == math.Float64bits(e.wv) {
+			continue // unchanged: written again at UnchangedEvery
+		}
 		ref, err := app.Append(e.ref, e.lset, 0, j.t, e.v, nil, nil, storage.AppendV2Options{MetricFamilyName: e.name})
 		switch {
 		case err == nil:
-			e.ref = ref
+			e.ref, e.wv, e.wt = ref, e.v, j.t
 			j.appended++
 		case isSampleError(err):
 			j.outOfOrder++
@@ -538,6 +552,8 @@ func (j *appendJob) append(app storage.AppenderV2) error {
 	}
 	return nil
 }
+
+const unchangedEveryMs = int64(UnchangedEvery / time.Millisecond)
 
 // isSampleError reports whether err refuses one sample (the others of the
 // batch can still be stored).

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/prometheus/prometheus/model/timestamp"
+
 	"github.com/dbpilot/dbpilot"
 )
 
@@ -485,5 +487,82 @@ func TestFromZero(t *testing.T) {
 	}
 	if len(got) != 1 || len(got[0].Points) != 1 || got[0].Points[0].V != 1 {
 		t.Fatalf("points = %+v, want 1 alone", got)
+	}
+}
+
+// TestUnchangedGauges: a gauge whose value does not change is appended
+// every UnchangedEvery, a changed value at once, a counter every batch;
+// queries at every second see the gauge's value all along.
+func TestUnchangedGauges(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	for i := range 40 {
+		v := 5.0
+		if i >= 20 && i < 22 {
+			v = 6 // a change for two seconds
+		}
+		mustWrite(t, s, batch(primary, "primary", "global_variables", t0.Add(time.Duration(i)*time.Second),
+			gauge("mysql_global_variables_max_connections", v), counter("mysql_global_status_questions", float64(i))))
+	}
+	count := func(expr string) float64 {
+		t.Helper()
+		got, err := s.QueryInstant(ctx, expr, t0.Add(39*time.Second))
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%s: %v %v", expr, got, err)
+		}
+		return got[0].Points[0].V
+	}
+	// 0 and 15 s; 20 (changed), 22 (changed back), 37 (15 s after).
+	if n := count(`count_over_time(mysql_global_variables_max_connections[1m])`); n != 5 {
+		t.Errorf("gauge samples stored: %v, want 5", n)
+	}
+	if n := count(`count_over_time(mysql_global_status_questions[1m])`); n != 40 {
+		t.Errorf("counter samples stored: %v, want 40", n)
+	}
+	got, err := s.QueryRange(ctx, `mysql_global_variables_max_connections`, t0, t0.Add(39*time.Second), time.Second)
+	if err != nil || len(got) != 1 || len(got[0].Points) != 40 {
+		t.Fatalf("range: %v %v", got, err)
+	}
+	for i, p := range got[0].Points {
+		want := 5.0
+		if i >= 20 && i < 22 {
+			want = 6
+		}
+		if p.V != want {
+			t.Errorf("at +%ds: %v, want %v", i, p.V, want)
+		}
+	}
+	// Windows of 30 s hold two samples at least: deriv and delta answer.
+	if d := count(`delta(mysql_global_variables_max_connections[30s])`); d != 0 {
+		t.Errorf("delta over 30 s: %v", d)
+	}
+}
+
+// TestWriteAfterHeadGC: the store's cached series references survive the
+// head's garbage collection of their series (a head compaction past
+// samples older than the block range): the next append re-creates the
+// series from its labels instead of failing or writing to another.
+func TestWriteAfterHeadGC(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	mustWrite(t, s, batch(primary, "primary", "global_status", t0, gauge("mysql_global_status_threads_connected", 3), counter("mysql_global_status_questions", 1)))
+	// Truncate the head past every sample: its series are garbage-collected
+	// and the references the store holds point at nothing.
+	if err := s.db.Head().Truncate(timestamp.FromTime(t0.Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.db.Head().NumSeries(); n != 0 {
+		t.Fatalf("head series after truncation: %d", n)
+	}
+	at := t0.Add(time.Hour + time.Second)
+	mustWrite(t, s, batch(primary, "primary", "global_status", at, gauge("mysql_global_status_threads_connected", 3), counter("mysql_global_status_questions", 2)))
+	for _, q := range []string{`mysql_global_status_threads_connected`, `mysql_global_status_questions`} {
+		got, err := s.QueryInstant(ctx, q, at)
+		if err != nil || len(got) != 1 || got[0].Labels["instance"] != primary.String() {
+			t.Fatalf("%s after the head's GC: %v %v", q, got, err)
+		}
+	}
+	if n := s.db.Head().NumSeries(); n != 2 {
+		t.Errorf("head series: %d, want 2", n)
 	}
 }

@@ -333,6 +333,34 @@ func (d *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error
 	return res, nil
 }
 
+// MultiStatements reports whether the pool was opened with
+// Options.MultiStatements (QueryMulti works).
+func (d *DB) MultiStatements() bool { return d.opts.MultiStatements }
+
+// QueryMulti runs stmts in one round trip and returns one result per
+// statement, in order. It needs a pool opened with
+// Options.MultiStatements; the statements must not carry user input. The
+// server stops at the first statement that fails: the error is that one's,
+// and no result is returned.
+func (d *DB) QueryMulti(ctx context.Context, stmts ...string) ([]*Rows, error) {
+	if !d.opts.MultiStatements {
+		return nil, dbpilot.Errorf(dbpilot.EINTERNAL, "mysql: several statements in one round trip to %s need a connection opened for them", d.Key)
+	}
+	qctx, cancel := WithQueryTimeout(ctx, d.opts.QueryTimeout)
+	defer cancel()
+	query := strings.Join(stmts, "; ")
+	rows, err := d.db.QueryContext(qctx, query)
+	if err != nil {
+		return nil, d.classify(err, "query "+firstWords(stmts[0]))
+	}
+	defer rows.Close()
+	out, err := readResultSets(stmts, rows)
+	if err != nil {
+		return nil, d.classify(err, "query "+firstWords(stmts[min(len(out), len(stmts)-1)]))
+	}
+	return out, nil
+}
+
 // QueryValue runs a query expected to return one value; ok is false for no row or NULL.
 func (d *DB) QueryValue(ctx context.Context, query string, args ...any) (val string, ok bool, err error) {
 	r, err := d.Query(ctx, query, args...)

@@ -47,11 +47,52 @@ type querier interface {
 	Query(ctx context.Context, query string, args ...any) (*Rows, error)
 }
 
+// multiQuerier runs several statements in one round trip (DB.QueryMulti on
+// a pool opened with Options.MultiStatements, as an Inspector's is).
+type multiQuerier interface {
+	QueryMulti(ctx context.Context, stmts ...string) ([]*Rows, error)
+	// MultiStatements reports whether QueryMulti can be used.
+	MultiStatements() bool
+}
+
 // session is one inspection of one server.
 type session struct {
 	q    querier
 	key  dbpilot.InstanceKey
 	user string
+	// pre holds results read ahead in one round trip (prefetch), by
+	// statement; query takes a statement's result from it once.
+	pre map[string]*Rows
+	// shared is the status a collector read of the server, fresh enough
+	// to take instead of reading it (nil: read it).
+	shared map[string]string
+}
+
+// prefetch reads the results of stmts in one round trip when the querier
+// can, for the queries that follow to take. A server error (a statement
+// the server no longer takes: another server behind the address) leaves
+// nothing read ahead: the statements then run one by one and each error
+// is handled where it always was. A connection failure is returned.
+func (s *session) prefetch(ctx context.Context, op string, stmts ...string) error {
+	mq, ok := s.q.(multiQuerier)
+	if !ok || !mq.MultiStatements() {
+		return nil
+	}
+	res, err := mq.QueryMulti(ctx, stmts...)
+	switch {
+	case err == nil:
+	case isServerError(err):
+		return nil
+	default:
+		return s.classify(err, op)
+	}
+	if s.pre == nil {
+		s.pre = make(map[string]*Rows, len(stmts))
+	}
+	for i, q := range stmts {
+		s.pre[q] = res[i]
+	}
+	return nil
 }
 
 // serverIdent is what the first query of an inspection learns. An Inspector
@@ -74,16 +115,25 @@ func (id serverIdent) semiSyncInSelect() bool { return id.dialect().flavor().sem
 // query runs q and, on failure, names the operation in the error instead of
 // the statement, keeping the error code.
 func (s *session) query(ctx context.Context, op, q string) (*Rows, error) {
+	if r, ok := s.pre[q]; ok {
+		delete(s.pre, q)
+		return r, nil
+	}
 	r, err := s.q.Query(ctx, q)
 	if err != nil {
-		cause := err
-		var e *dbpilot.Error
-		if errors.As(err, &e) && e.Err != nil {
-			cause = e.Err
-		}
-		return nil, Classify(cause, s.key, s.user, op)
+		return nil, s.classify(err, op)
 	}
 	return r, nil
+}
+
+// classify names op in err, keeping its code.
+func (s *session) classify(err error, op string) error {
+	cause := err
+	var e *dbpilot.Error
+	if errors.As(err, &e) && e.Err != nil {
+		cause = e.Err
+	}
+	return Classify(cause, s.key, s.user, op)
 }
 
 // isServerError reports whether the server answered err (a privilege, a
@@ -99,11 +149,20 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 		id   serverIdent
 		vars map[string]string
 	)
+	var status map[string]string // shared by a collector (s.shared), or read below
 	if known != nil {
+		shared := s.shared
+		// What every inspection reads, in one round trip: the variables,
+		// the status (unless a collector's is shared) and the replica
+		// status (3 round trips to 1 at every poll of every instance).
+		if err := s.prefetch(ctx, "read variables", inspectSQL(*known, shared == nil)...); err != nil {
+			return nil, nil, err
+		}
+		defer clear(s.pre) // what the inspection did not take (the server changed)
 		v, err := s.readVariables(ctx, *known)
 		switch {
 		case err == nil && v["version"] == known.Version.Raw && v["version_comment"] == known.Comment:
-			id, vars = *known, v
+			id, vars, status = *known, v, shared
 		case err != nil && !isServerError(err):
 			return nil, nil, err
 		}
@@ -120,11 +179,13 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 		}
 	}
 
-	r, err := s.query(ctx, "read status", statusSQL(id))
-	if err != nil {
-		return nil, nil, err
+	if status == nil {
+		r, err := s.query(ctx, "read status", statusSQL(id))
+		if err != nil {
+			return nil, nil, err
+		}
+		status = r.NameValues()
 	}
-	status := r.NameValues()
 
 	if !id.semiSyncInSelect() {
 		r, err := s.query(ctx, "read semi-sync variables", semiSyncVariablesSQL)
@@ -168,6 +229,19 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 	}
 	inst.ObservedAt = time.Now()
 	return inst, &id, nil
+}
+
+// inspectSQL is what every inspection of the server id reads, in order:
+// the statements prefetch sends together; status: with the status read.
+func inspectSQL(id serverIdent, status bool) []string {
+	stmts := []string{variablesSQL(variableNames(id))}
+	if status {
+		stmts = append(stmts, statusSQL(id))
+	}
+	if !id.semiSyncInSelect() {
+		stmts = append(stmts, semiSyncVariablesSQL)
+	}
+	return append(stmts, id.dialect().ShowReplicaStatusSQL())
 }
 
 func (s *session) detect(ctx context.Context) (serverIdent, error) {
@@ -259,9 +333,10 @@ func (s *session) readVariables(ctx context.Context, id serverIdent) (map[string
 	return vars, nil
 }
 
-// statusSQL reads uptime and semi-sync status; names the server lacks (no
-// plugin, the other vocabulary) are simply not returned.
-func statusSQL(id serverIdent) string {
+// statusNames are the status variables an inspection of id reads: uptime,
+// semi-sync status, MariaDB's count of connected replicas and Galera's
+// state (MariaDB without a provider prints placeholders, MySQL nothing).
+func statusNames(id serverIdent) []string {
 	names := []string{"Uptime", "Rpl_semi_sync_master_status", "Rpl_semi_sync_master_clients", "Rpl_semi_sync_slave_status"}
 	if id.mariaDB() {
 		names = append(names, "Slaves_connected")
@@ -269,13 +344,42 @@ func statusSQL(id serverIdent) string {
 	if id.Flavor.IsMySQLFamily() {
 		names = append(names, "Rpl_semi_sync_source_status", "Rpl_semi_sync_source_clients", "Rpl_semi_sync_replica_status")
 	}
-	// Galera (MariaDB Galera Cluster, Percona XtraDB Cluster); MariaDB
-	// without a provider prints placeholders, MySQL nothing.
-	names = append(names, galeraStatusNames...)
+	return append(names, galeraStatusNames...)
+}
+
+// statusSQL reads the status variables of statusNames; names the server
+// lacks (no plugin, the other vocabulary) are simply not returned.
+func statusSQL(id serverIdent) string {
+	names := statusNames(id)
 	for i, n := range names {
 		names[i] = "'" + n + "'"
 	}
 	return "SHOW GLOBAL STATUS WHERE Variable_name IN (" + strings.Join(names, ", ") + ")"
+}
+
+// InspectStatusNames are the status variables an inspection reads, of
+// every flavor, lower-cased: what a StatusShare must hold of a server (a
+// read of SHOW GLOBAL STATUS that includes them all).
+func InspectStatusNames() []string {
+	var out []string
+	for _, f := range []dbpilot.Flavor{dbpilot.FlavorMariaDB, dbpilot.FlavorMySQL} {
+		for _, n := range statusNames(serverIdent{Flavor: f}) {
+			if n = strings.ToLower(n); !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// StatusShare gives inspections the status a collector read of a server
+// (every second, for its metrics): the variables of InspectStatusNames,
+// lower-cased, and when they were read (zero: none). An inspection takes
+// them instead of reading them again when they are fresh enough
+// (Inspector.ShareStatus): one status read per server and second instead
+// of two, on the server as in dbpilot.
+type StatusShare interface {
+	SharedStatus(key dbpilot.InstanceKey) (status map[string]string, at time.Time)
 }
 
 // semiSyncVariablesSQL returns nothing when no semi-sync plugin is loaded.
@@ -443,6 +547,9 @@ func newHosts(listed, found []dbpilot.InstanceKey) []dbpilot.InstanceKey {
 // for concurrent use; calls for one instance run one at a time.
 type Inspector struct {
 	opts Options
+	// share and shareAge: see ShareStatus.
+	share    StatusShare
+	shareAge time.Duration
 
 	mu     sync.Mutex
 	closed bool
@@ -460,10 +567,33 @@ type inspectorConn struct {
 
 // NewInspector returns an Inspector that connects with opts.
 func NewInspector(opts Options) *Inspector {
+	// Its statements are its own (no user input): several go in one round
+	// trip (session.prefetch).
+	opts.MultiStatements = true
 	return &Inspector{opts: opts.withDefaults(), conns: make(map[dbpilot.InstanceKey]*inspectorConn)}
 }
 
 var _ dbpilot.Inspector = (*Inspector)(nil)
+
+// ShareStatus makes inspections of a server already inspected take its
+// status from share when it was read at most maxAge ago, instead of
+// reading it again. Call it before the first Inspect.
+func (in *Inspector) ShareStatus(share StatusShare, maxAge time.Duration) {
+	in.share, in.shareAge = share, maxAge
+}
+
+// sharedStatus is the status of key that share holds, when fresh enough;
+// nil otherwise.
+func (in *Inspector) sharedStatus(key dbpilot.InstanceKey) map[string]string {
+	if in.share == nil {
+		return nil
+	}
+	st, at := in.share.SharedStatus(key)
+	if age := time.Since(at); st == nil || age > in.shareAge || age < -time.Second {
+		return nil
+	}
+	return st
+}
 
 var errInspectorClosed = dbpilot.Errorf(dbpilot.EUNAVAIL, "mysql: inspector closed")
 
@@ -576,6 +706,9 @@ func (in *Inspector) inspectOnce(ctx context.Context, c *inspectorConn, key dbpi
 		c.db, c.id = db, nil
 	}
 	s := session{q: c.db, key: key, user: in.opts.User}
+	if c.id != nil {
+		s.shared = in.sharedStatus(key)
+	}
 	inst, id, err := s.inspect(ctx, c.id)
 	if err != nil {
 		if dbpilot.ErrorCode(err) == dbpilot.EUNAVAIL {

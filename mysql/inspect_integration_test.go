@@ -171,6 +171,30 @@ func TestInspectErrors(t *testing.T) {
 	if strings.Join(r.Columns, ",") != "x,y,z" || strings.Join(got, " ") != "'a' NULL '' 'bç' 'd' NULL '' '' 'end'" {
 		t.Errorf("rows %v of %v", got, r.Columns)
 	}
+	// Several statements in one round trip: one result each, in order; the
+	// first that fails is the error (the server runs none after it).
+	multi := d.AdminOptions()
+	multi.MultiStatements = true
+	mdb, err := mysql.Open(ctx, d.Nodes[0].Key(), multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mdb.Close()
+	res, err := mdb.QueryMulti(ctx, "SELECT @@global.server_id AS id", "SHOW GLOBAL STATUS WHERE Variable_name IN ('Uptime', 'Questions')", "SHOW ALL SLAVES STATUS", "SELECT 'last' AS x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 || res[0].Columns[0] != "id" || *res[0].Values[0][0] != fmt.Sprint(d.Nodes[0].ServerID) ||
+		len(res[1].NameValues()) != 2 || res[1].NameValues()["uptime"] == "" || len(res[2].Values) != 0 || len(res[2].Columns) < 40 ||
+		*res[3].Values[0][0] != "last" {
+		t.Errorf("QueryMulti results: %d %+v", len(res), res)
+	}
+	if _, err := mdb.QueryMulti(ctx, "SELECT 1", "SELECT @@global.no_such_variable", "SELECT 3"); mysql.ServerErrorNumber(err) != 1193 {
+		t.Errorf("QueryMulti with an unknown variable second: %v, want error 1193", err)
+	}
+	if _, err := db.QueryMulti(ctx, "SELECT 1", "SELECT 2"); err == nil {
+		t.Error("QueryMulti on a pool opened without MultiStatements: no error")
+	}
 	// The server goes away: the next inspect, although it holds a pooled
 	// connection, reports the connect error, without the password.
 	if err := sandbox.Kill(d, "node1"); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -719,4 +720,190 @@ func TestInspectorSerializesPerKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-c.sem
+}
+
+// recordedMulti answers like recorded, and several statements in one round
+// trip (QueryMulti) too: from the same recordings, each as its own result,
+// stopping at the first that fails, as a server does.
+type recordedMulti struct {
+	recorded
+	multi [][]string // the statements of each QueryMulti
+}
+
+func (r *recordedMulti) MultiStatements() bool { return true }
+
+func (r *recordedMulti) QueryMulti(ctx context.Context, stmts ...string) ([]*Rows, error) {
+	r.multi = append(r.multi, stmts)
+	out := make([]*Rows, 0, len(stmts))
+	for _, q := range stmts {
+		res, err := r.recorded.Query(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// TestInspectPrefetch: an inspection of a known server reads its variables,
+// status, (MySQL) semi-sync variables and replica status in one round
+// trip, and finds what the statements one by one found.
+func TestInspectPrefetch(t *testing.T) {
+	for _, dir := range recordedDirs {
+		t.Run(dir, func(t *testing.T) {
+			one := session{q: &recorded{dir: dir}, key: key("127.0.0.1:3306"), user: "dbpilot"}
+			want, id, err := one.inspect(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantAgain, _, err := one.inspect(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recordedMulti{recorded: recorded{dir: dir}}
+			s := session{q: rec, key: key("127.0.0.1:3306"), user: "dbpilot"}
+			got, id2, err := s.inspect(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *id2 != *id {
+				t.Errorf("identity %+v, want %+v", *id2, *id)
+			}
+			got.ObservedAt, want.ObservedAt, wantAgain.ObservedAt = time.Time{}, time.Time{}, time.Time{}
+			diff(t, "", *got, *want)
+			diff(t, "", *got, *wantAgain)
+			if len(rec.multi) != 1 || !slices.Equal(rec.multi[0], inspectSQL(*id, true)) {
+				t.Errorf("round trips of several statements: %q, want one of %q", rec.multi, inspectSQL(*id, true))
+			}
+			// Only what depends on the answers (replica lists, heartbeat
+			// periods) goes on its own; nothing read ahead is read again.
+			for _, q := range rec.queries[len(inspectSQL(*id, true)):] {
+				if slices.Contains(inspectSQL(*id, true), q) {
+					t.Errorf("%q read again after the round trip", q)
+				}
+			}
+			if len(s.pre) != 0 {
+				t.Errorf("results left read ahead: %d", len(s.pre))
+			}
+		})
+	}
+}
+
+// TestInspectPrefetchErrors: a server error in the round trip (a variable
+// the server behind the address does not know) falls back to the
+// statements one by one, which detect the server again; a broken
+// connection fails the inspection as a connection failure.
+func TestInspectPrefetchErrors(t *testing.T) {
+	const dir = "mariadb-10.11/replica"
+	one := session{q: &recorded{dir: dir}, key: key("127.0.0.1:3306"), user: "dbpilot"}
+	want, id, err := one.inspect(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.ObservedAt = time.Time{}
+
+	unknown := &driver.MySQLError{Number: 1193, Message: "Unknown system variable 'gtid_binlog_state'"}
+	rec := &unknownVarMulti{recordedMulti: recordedMulti{recorded: recorded{dir: dir}}, err: unknown}
+	s := session{q: rec, key: key("127.0.0.1:3306"), user: "dbpilot"}
+	got, _, err := s.inspect(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.ObservedAt = time.Time{}
+	diff(t, "after a server error", *got, *want)
+	if len(rec.multi) != 1 || len(rec.queries) == 0 || !strings.HasPrefix(rec.queries[0], "SELECT @@global.") {
+		t.Errorf("after a server error in the round trip: %d round trips, then %q; want the statements one by one", len(rec.multi), rec.queries)
+	}
+
+	broken := &unknownVarMulti{recordedMulti: recordedMulti{recorded: recorded{dir: dir}}, err: driver.ErrInvalidConn}
+	s = session{q: broken, key: key("127.0.0.1:3306"), user: "dbpilot"}
+	if _, _, err := s.inspect(context.Background(), id); dbpilot.ErrorCode(err) != dbpilot.EUNAVAIL {
+		t.Errorf("broken connection: %v (code %s), want EUNAVAIL", err, dbpilot.ErrorCode(err))
+	}
+	if len(broken.queries) != 0 {
+		t.Errorf("statements sent after a broken round trip: %q", broken.queries)
+	}
+}
+
+// unknownVarMulti fails its round trips of several statements with err.
+type unknownVarMulti struct {
+	recordedMulti
+	err error
+}
+
+func (u *unknownVarMulti) QueryMulti(ctx context.Context, stmts ...string) ([]*Rows, error) {
+	u.multi = append(u.multi, stmts)
+	return nil, u.err
+}
+
+// fixedShare is a StatusShare holding one status for every key.
+type fixedShare struct {
+	status map[string]string
+	at     time.Time
+}
+
+func (f fixedShare) SharedStatus(dbpilot.InstanceKey) (map[string]string, time.Time) {
+	return f.status, f.at
+}
+
+// TestInspectSharedStatus: with a collector's status shared, an inspection
+// of a known server reads no status of its own and finds what it would
+// have read; a status older than the share's age, or none, is read again.
+func TestInspectSharedStatus(t *testing.T) {
+	for _, dir := range []string{"mariadb-10.11/primary", "mariadb-10.11/replica", "mysql-8.0/replica"} {
+		t.Run(dir, func(t *testing.T) {
+			one := session{q: &recorded{dir: dir}, key: key("127.0.0.1:3306"), user: "dbpilot"}
+			want, id, err := one.inspect(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.ObservedAt = time.Time{}
+			// What a collector's read holds: the recorded status.
+			r, err := (&recorded{dir: dir}).Query(context.Background(), statusSQL(*id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := &Inspector{}
+			in.ShareStatus(fixedShare{status: r.NameValues(), at: time.Now()}, time.Second)
+			shared := in.sharedStatus(key("127.0.0.1:3306"))
+			if shared == nil {
+				t.Fatal("a fresh shared status not taken")
+			}
+			rec := &recordedMulti{recorded: recorded{dir: dir}}
+			s := session{q: rec, key: key("127.0.0.1:3306"), user: "dbpilot", shared: shared}
+			got, _, err := s.inspect(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.ObservedAt = time.Time{}
+			diff(t, "", *got, *want)
+			for _, q := range append(slices.Concat(rec.multi...), rec.queries...) {
+				if strings.HasPrefix(q, "SHOW GLOBAL STATUS") {
+					t.Errorf("status read although shared: %q", q)
+				}
+			}
+
+			in.ShareStatus(fixedShare{status: r.NameValues(), at: time.Now().Add(-2 * time.Second)}, time.Second)
+			if in.sharedStatus(key("127.0.0.1:3306")) != nil {
+				t.Error("a shared status older than the age taken")
+			}
+			in.ShareStatus(fixedShare{}, time.Second)
+			if in.sharedStatus(key("127.0.0.1:3306")) != nil {
+				t.Error("no shared status, yet one taken")
+			}
+		})
+	}
+}
+
+// TestInspectStatusNames: a share that keeps InspectStatusNames holds
+// every status variable any inspection reads.
+func TestInspectStatusNames(t *testing.T) {
+	names := InspectStatusNames()
+	for _, f := range []dbpilot.Flavor{dbpilot.FlavorMariaDB, dbpilot.FlavorMySQL, dbpilot.FlavorPercona} {
+		for _, n := range statusNames(serverIdent{Flavor: f}) {
+			if !slices.Contains(names, strings.ToLower(n)) {
+				t.Errorf("%s: %s not in InspectStatusNames", f, n)
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,27 @@ const (
 	maxRowHints  = 1024
 	maxHintQuery = 4096
 )
+
+// readResultSets reads the result of each of stmts, sent together in one
+// query, from rows: one result set per statement. On an error it returns
+// the results read before it.
+func readResultSets(stmts []string, rows *sql.Rows) ([]*Rows, error) {
+	out := make([]*Rows, 0, len(stmts))
+	for i, q := range stmts {
+		if i > 0 && !rows.NextResultSet() {
+			if err := rows.Err(); err != nil {
+				return out, err
+			}
+			return out, fmt.Errorf("%d results for %d statements", len(out), len(stmts))
+		}
+		r, err := ReadQueryRows(q, rows)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
 
 func readRows(rows *sql.Rows, hint int) (*Rows, error) {
 	cols, err := rows.Columns()

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -93,5 +95,62 @@ func TestRecordQueries(t *testing.T) {
 	}
 	if len(rep.Queries) != 1 || rep.Queries[0].Count != 10 || rep.Queries[0].Instance != "h:1" {
 		t.Fatalf("after prune: %+v", rep.Queries)
+	}
+}
+
+// TestRecordQueriesConcurrent: the intervals of many instances recorded at
+// once are all stored, and a call whose
+// context ended while it waited leaves the others going.
+func TestRecordQueriesConcurrent(t *testing.T) {
+	d, _ := openTest(t)
+	base := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	d.Now = func() time.Time { return base.Add(time.Minute) }
+	const n = 64
+	errs := make(chan error, n+1)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range n {
+		go func() {
+			iv := dbpilot.QueryInterval{End: base.Add(10 * time.Second), Source: dbpilot.QuerySource{Instance: fmt.Sprintf("h:%d", i), Cluster: "c"},
+				Stats: []dbpilot.QueryStat{{Schema: "app", Digest: "d", DigestText: "SELECT ?", Count: 1, TotalMS: 1, MaxMS: 1}}}
+			errs <- d.RecordQueries(context.Background(), iv)
+		}()
+	}
+	go func() { // ends at once unless its own commit ran
+		err := d.RecordQueries(cancelled, dbpilot.QueryInterval{End: base, Source: dbpilot.QuerySource{Instance: "gone:1", Cluster: "c"}})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			errs <- err
+			return
+		}
+		errs <- nil
+	}()
+	for range n + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := d.Queries(context.Background(), dbpilot.QueryFilter{Cluster: "c", Since: base, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := uint64(0)
+	for _, q := range rep.Queries {
+		runs += q.Count
+	}
+	if len(rep.Queries) != n || runs != n {
+		t.Fatalf("%d digests run %d times, want %d instances' once each", len(rep.Queries), runs, n)
+	}
+	// Later calls commit: nothing was left holding the turn.
+	done := make(chan error, 1)
+	go func() {
+		done <- d.RecordQueries(context.Background(), dbpilot.QueryInterval{End: base, Source: dbpilot.QuerySource{Instance: "h:last", Cluster: "c"}})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a later interval waits for ever: the turn to commit was lost")
 	}
 }

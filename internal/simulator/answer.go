@@ -25,6 +25,13 @@ func errUnknown() *sqlError {
 func (c *conn) query(q string, r *response) bool {
 	f := c.in.fleet
 	q = strings.TrimRight(strings.TrimSpace(q), ";")
+	// SET STATEMENT var=value[, ...] FOR stmt: the statement, under
+	// settings the simulator does not enforce (max_statement_time).
+	if len(q) > 14 && strings.EqualFold(q[:14], "SET STATEMENT ") {
+		if i := strings.Index(strings.ToUpper(q), " FOR "); i > 0 {
+			q = strings.TrimSpace(q[i+5:])
+		}
+	}
 	f.statsMu.Lock()
 	f.queries++
 	f.kinds[statementKind(q)]++
@@ -78,6 +85,14 @@ func (c *conn) query(q string, r *response) bool {
 		r.eof()
 	case strings.Contains(u, "INFORMATION_SCHEMA.GLOBAL_STATUS") && strings.Contains(u, "UNION ALL"):
 		in.semiSync(q, r, now)
+	case strings.Contains(u, "PERFORMANCE_SCHEMA.EVENTS_STATEMENTS_SUMMARY_BY_DIGEST"):
+		in.digests(r, now)
+	case strings.Contains(u, "PERFORMANCE_SCHEMA.SETUP_CONSUMERS"):
+		in.consumers(r)
+	case strings.HasPrefix(u, "SELECT DISTINCT USER FROM MYSQL.USER"): // the liveness standby's fence
+		r.columns("User")
+		r.row("repl")
+		r.eof()
 	case strings.Contains(u, "INFORMATION_SCHEMA.PROCESSLIST"):
 		c.processlist(u, r, now)
 	case strings.HasPrefix(u, "SHOW PROCESSLIST"), strings.HasPrefix(u, "SHOW FULL PROCESSLIST"):

@@ -25,8 +25,9 @@ const (
 	comResetConn      = 0x1f
 	maxPacket         = 1<<24 - 1
 	serverStatusAutoc = 0x0002
-	charsetUTF8MB4    = 45  // utf8mb4_general_ci
-	typeVarString     = 253 // MYSQL_TYPE_VAR_STRING
+	serverMoreResults = 0x0008 // SERVER_MORE_RESULTS_EXISTS
+	charsetUTF8MB4    = 45     // utf8mb4_general_ci
+	typeVarString     = 253    // MYSQL_TYPE_VAR_STRING
 )
 
 // Capabilities offered: protocol 4.1 with secure (20-byte scramble)
@@ -91,13 +92,17 @@ func (p *packetReader) next() ([]byte, error) {
 type response struct {
 	buf []byte
 	seq byte
+	// more: another result follows this statement's (several statements
+	// in one query); its last EOF or OK says so. failed: it ended in an
+	// error (the statements after it are not run).
+	more, failed bool
 }
 
 var responsePool = sync.Pool{New: func() any { return &response{buf: make([]byte, 0, 4096)} }}
 
 func newResponse(seq byte) *response {
 	r := responsePool.Get().(*response)
-	r.buf, r.seq = r.buf[:0], seq
+	r.buf, r.seq, r.more, r.failed = r.buf[:0], seq, false, false
 	return r
 }
 
@@ -129,16 +134,28 @@ func (r *response) ok(affected uint64) {
 	r.buf = append(r.buf, 0x00)
 	r.buf = appendLenInt(r.buf, affected)
 	r.buf = appendLenInt(r.buf, 0) // last insert id
-	r.buf = binary.LittleEndian.AppendUint16(r.buf, serverStatusAutoc)
+	r.buf = binary.LittleEndian.AppendUint16(r.buf, r.status())
 	r.buf = binary.LittleEndian.AppendUint16(r.buf, 0) // warnings
 	r.end(at)
 }
 
-func (r *response) eof() {
+// eof ends a result set.
+func (r *response) eof() { r.eofStatus(r.status()) }
+
+// eofStatus writes an EOF packet with the server status flags st.
+func (r *response) eofStatus(st uint16) {
 	at := r.begin()
 	r.buf = append(r.buf, 0xfe, 0, 0)
-	r.buf = binary.LittleEndian.AppendUint16(r.buf, serverStatusAutoc)
+	r.buf = binary.LittleEndian.AppendUint16(r.buf, st)
 	r.end(at)
+}
+
+// status is the server status of the packet that ends a result.
+func (r *response) status() uint16 {
+	if r.more {
+		return serverStatusAutoc | serverMoreResults
+	}
+	return serverStatusAutoc
 }
 
 // sqlError is a server error: number, SQLSTATE and message.
@@ -151,6 +168,7 @@ type sqlError struct {
 func (e *sqlError) Error() string { return fmt.Sprintf("ERROR %d (%s): %s", e.Code, e.State, e.Msg) }
 
 func (r *response) err(e *sqlError) {
+	r.failed = true
 	at := r.begin()
 	r.buf = append(r.buf, 0xff)
 	r.buf = binary.LittleEndian.AppendUint16(r.buf, e.Code)
@@ -179,7 +197,7 @@ func (r *response) columns(names ...string) {
 		r.buf = append(r.buf, typeVarString, 0, 0, 0, 0, 0) // type, flags, decimals, filler
 		r.end(at)
 	}
-	r.eof()
+	r.eofStatus(serverStatusAutoc) // the column definitions' end: rows follow
 }
 
 // row writes one row of text values; Null writes NULL.

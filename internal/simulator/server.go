@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -109,7 +110,17 @@ func (c *conn) run() {
 		case comSetOption:
 			r.eof()
 		case comQuery:
-			if !c.query(string(p[1:]), r) {
+			// Several statements (CLIENT_MULTI_STATEMENTS): one result
+			// each, until one fails.
+			stmts := splitStatements(string(p[1:]))
+			alive := true
+			for i, q := range stmts {
+				r.more = i < len(stmts)-1
+				if alive = c.query(q, r); !alive || r.failed {
+					break
+				}
+			}
+			if !alive {
 				r.release()
 				return
 			}
@@ -126,4 +137,33 @@ func (c *conn) flush(r *response) bool {
 	_, err := c.nc.Write(r.buf)
 	r.release()
 	return err == nil
+}
+
+// splitStatements splits a query into its statements at the semicolons
+// outside quotes; a trailing one ends the last statement.
+func splitStatements(q string) []string {
+	var out []string
+	var quote byte
+	start := 0
+	for i := 0; i < len(q); i++ {
+		switch c := q[i]; {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+		case c == ';':
+			if s := strings.TrimSpace(q[start:i]); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(q[start:]); s != "" || len(out) == 0 {
+		out = append(out, s)
+	}
+	return out
 }

@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/collector"
 	"github.com/dbpilot/dbpilot/daemon"
 	"github.com/dbpilot/dbpilot/internal/testutil"
 	"github.com/dbpilot/dbpilot/mysql"
@@ -309,8 +311,28 @@ func TestCollectors(t *testing.T) {
 		defer db.Close()
 		target := dbpilot.MonitorTarget{Key: key, Flavor: dbpilot.FlavorMariaDB, Version: version, Role: role,
 			ServerID: m.ServerID, PrimaryServerID: c.Members[0].ServerID}
-		for _, col := range daemon.Collectors() {
+		// The statements collector (performance_schema on) runs twice: its
+		// series come from what ran between two reads.
+		cols := append(daemon.Collectors(), collector.NewStatements(collector.StatementsOptions{}))
+		for _, col := range cols {
 			samples, err := col.Collect(ctx, db, target)
+			if col.Name() == "statements" {
+				time.Sleep(1100 * time.Millisecond)
+				samples, err = col.Collect(ctx, db, target)
+				src := ""
+				calls := 0
+				for _, s := range samples {
+					if s.Name == collector.MetricQuerySource && s.Value == 1 {
+						src = s.Labels[0].Value
+					}
+					if s.Name == collector.MetricQueryCalls {
+						calls++
+					}
+				}
+				if src != string(dbpilot.QuerySourcePerformanceSchema) || calls == 0 {
+					t.Errorf("statements on the %s: source %q, %d digests with calls: %v", role, src, calls, samples)
+				}
+			}
 			if err != nil {
 				t.Errorf("%s on the %s: %v", col.Name(), role, err)
 			}
@@ -436,4 +458,49 @@ func TestTemplates(t *testing.T) {
 func TestMain(m *testing.M) {
 	mysql.SilenceDriverLog() // killed instances reset connections on purpose
 	os.Exit(m.Run())
+}
+
+// TestMultiStatements: several statements in one query (as an inspection
+// sends them) get one result each, in order; the first that fails ends
+// the query with its error.
+func TestMultiStatements(t *testing.T) {
+	f := startFleet(t, 2, 2)
+	m := f.Clusters()[0].Members[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	db, err := mysql.Open(ctx, dbpilot.InstanceKey{Host: "127.0.0.1", Port: m.Port}, mysql.Options{Credentials: mysql.Credentials{User: "x"}, MultiStatements: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.QueryMulti(ctx, "SELECT @@global.server_id, @@global.read_only", "SHOW GLOBAL STATUS WHERE Variable_name IN ('Uptime', 'Slaves_connected')", "SHOW ALL SLAVES STATUS", "SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 || *res[0].Values[0][0] != strconv.FormatUint(uint64(m.ServerID), 10) || len(res[1].NameValues()) != 2 ||
+		len(res[2].Values) != 1 || res[2].Maps()[0]["Slave_IO_Running"] != "Yes" || *res[3].Values[0][0] != "1" {
+		t.Errorf("results: %+v", res)
+	}
+	// A statement under SET STATEMENT ... FOR is answered as itself.
+	if r, err := db.Query(ctx, "SET STATEMENT max_statement_time=0.800 FOR SHOW GLOBAL STATUS WHERE Variable_name IN ('Uptime')"); err != nil || len(r.NameValues()) != 1 {
+		t.Errorf("SET STATEMENT ... FOR: %v %v", r, err)
+	}
+	if _, err := db.QueryMulti(ctx, "SELECT 1", "SELECT @@global.no_such_variable", "SELECT 3"); mysql.ServerErrorNumber(err) != 1193 {
+		t.Errorf("an unknown variable second: %v, want error 1193", err)
+	}
+	if u := f.Stats().Unknown; len(u) != 0 {
+		t.Errorf("statements the simulator does not know: %v", u)
+	}
+	for _, tt := range []struct {
+		q    string
+		want []string
+	}{
+		{"SELECT 1", []string{"SELECT 1"}},
+		{"SELECT 1; SELECT 2;", []string{"SELECT 1", "SELECT 2"}},
+		{"SELECT 'a;b'; SHOW GLOBAL VARIABLES LIKE 'x\\';y'", []string{"SELECT 'a;b'", "SHOW GLOBAL VARIABLES LIKE 'x\\';y'"}},
+	} {
+		if got := splitStatements(tt.q); !slices.Equal(got, tt.want) {
+			t.Errorf("splitStatements(%q) = %q, want %q", tt.q, got, tt.want)
+		}
+	}
 }

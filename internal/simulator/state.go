@@ -134,6 +134,9 @@ var variableOverrides = map[string]string{
 	"log_bin":                      "ON",
 	"log_slave_updates":            "ON",
 	"binlog_format":                "ROW",
+	// performance_schema on, as the statements collector reads it.
+	"performance_schema":              "ON",
+	"performance_schema_digests_size": "5000",
 }
 
 // instanceVariables are the variables each instance answers itself

@@ -104,6 +104,8 @@ type templates struct {
 	innodbStatus      string
 	innodbMetrics     *table
 	metricsPayloads   [][]byte
+	digests           *table // performance_schema's digest table
+	consumers         *table // performance_schema.setup_consumers
 }
 
 var (
@@ -150,6 +152,8 @@ func loadTemplates() *templates {
 			}
 			t.metricsPayloads = append(t.metricsPayloads, p)
 		}
+		t.digests = mustTable("digests.txt")
+		t.consumers = mustTable("consumers.txt")
 		tmpl = t
 	})
 	return tmpl
