@@ -75,7 +75,8 @@ const (
 	// Queries see no difference: an instant selector looks back 5 minutes
 	// for the last sample, and range functions over gauges (deriv,
 	// avg_over_time) have at least two samples in any window of 30 s or
-	// more. Counters are written every batch (rate over a few seconds).
+	// more. Counters are written every batch (rate over a few seconds), and
+	// so is mysql_up (everySample).
 	UnchangedEvery = 15 * time.Second
 )
 
@@ -533,7 +534,7 @@ func (j *appendJob) append(app storage.AppenderV2) error {
 				}
 			}
 		}
-		if e.typ == dbpilot.Gauge && e.wt > 0 && j.t-e.wt < unchangedEveryMs && math.Float64bits(e.v) == math.Float64bits(e.wv) {
+		if e.typ == dbpilot.Gauge && e.wt > 0 && j.t-e.wt < unchangedEveryMs && math.Float64bits(e.v) == math.Float64bits(e.wv) && !everySample[e.name] {
 			continue // unchanged: written again at UnchangedEvery
 		}
 		ref, err := app.Append(e.ref, e.lset, 0, j.t, e.v, nil, nil, storage.AppendV2Options{MetricFamilyName: e.name})
@@ -554,6 +555,12 @@ func (j *appendJob) append(app storage.AppenderV2) error {
 }
 
 const unchangedEveryMs = int64(UnchangedEvery / time.Millisecond)
+
+// everySample are the gauges written at every batch though unchanged:
+// mysql_up says that the server was read at that second, and a gap in it
+// (count_over_time over a few seconds, a chart of availability) must mean
+// that it was not.
+var everySample = map[string]bool{"mysql_up": true}
 
 // isSampleError reports whether err refuses one sample (the others of the
 // batch can still be stored).

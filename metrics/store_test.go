@@ -502,7 +502,7 @@ func TestUnchangedGauges(t *testing.T) {
 			v = 6 // a change for two seconds
 		}
 		mustWrite(t, s, batch(primary, "primary", "global_variables", t0.Add(time.Duration(i)*time.Second),
-			gauge("mysql_global_variables_max_connections", v), counter("mysql_global_status_questions", float64(i))))
+			gauge("mysql_global_variables_max_connections", v), counter("mysql_global_status_questions", float64(i)), gauge("mysql_up", 1)))
 	}
 	count := func(expr string) float64 {
 		t.Helper()
@@ -518,6 +518,11 @@ func TestUnchangedGauges(t *testing.T) {
 	}
 	if n := count(`count_over_time(mysql_global_status_questions[1m])`); n != 40 {
 		t.Errorf("counter samples stored: %v, want 40", n)
+	}
+	// mysql_up is written every second, unchanged or not: a gap in it means
+	// the server was not read.
+	if n := count(`count_over_time(mysql_up[1m])`); n != 40 {
+		t.Errorf("mysql_up samples stored: %v, want 40", n)
 	}
 	got, err := s.QueryRange(ctx, `mysql_global_variables_max_connections`, t0, t0.Add(39*time.Second), time.Second)
 	if err != nil || len(got) != 1 || len(got[0].Points) != 40 {
