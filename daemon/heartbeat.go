@@ -24,8 +24,10 @@ import (
 //     preceded by the same fencing check as every mutating step of a
 //     recovery (fencedCtl), so no write is issued once leadership is lost.
 //     While coordination is unavailable nobody leads and nobody writes: the
-//     lag is then left out of the samples (it would only measure the time
-//     since the last write and fire ReplicationLagHigh on every replica);
+//     lag is then left out of the samples. Where the primary is read, the
+//     lag compares heartbeats and would read 0, saying nothing; where it is
+//     not, it falls back to the age of the last heartbeat, which grows with
+//     nobody writing and would fire ReplicationLagHigh on every replica.
 //     Seconds_Behind_Master remains.
 
 // roleWriter is the MonitorTarget.Role on which the heartbeat collector
