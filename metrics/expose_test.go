@@ -133,10 +133,12 @@ func TestExposition(t *testing.T) {
 	if v := scrapeValue(t, s, "dbpilot_tsdb_head_series"); v != 10 {
 		t.Errorf("head series %v, want 10", v)
 	}
-	// Every second: the two counters and the lag that moves; the four
-	// gauges that never change every UnchangedEvery (0, 15, 30, 45, 60 s).
-	if v := scrapeValue(t, s, "dbpilot_tsdb_samples_appended_total"); v != 61*3+4*5+4 {
-		t.Errorf("appended %v, want %d", v, 61*3+4*5+4)
+	// Every second: the two counters, the lag that moves and the two
+	// instances' mysql_up (written every second, unchanged or not); the two
+	// other gauges that never change every UnchangedEvery (0, 15, 30, 45,
+	// 60 s).
+	if v := scrapeValue(t, s, "dbpilot_tsdb_samples_appended_total"); v != 61*5+2*5+4 {
+		t.Errorf("appended %v, want %d", v, 61*5+2*5+4)
 	}
 
 	// Forget removes the instance.

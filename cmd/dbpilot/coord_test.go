@@ -175,6 +175,25 @@ clusters:
 			return st.State == dbpilot.CoordinationOK && len(st.Members) == 3 && len(st.Leaders) == 1 && st.Leaders[0].Member != "", fmt.Sprintf("%+v", st)
 		})
 	}
+	// The cluster's owner has observed all five servers (with ownership,
+	// only it does, from when it leads): a primary killed before any
+	// observation leaves no serve knowing its replicas from a seed that is
+	// the dead primary alone.
+	for _, s := range r.serves {
+		testutil.WaitFor(t, 30*time.Second, "serve "+s.id+" lists the 5 servers of c, reachable", func() (bool, string) {
+			var st dbpilot.ClusterStatus
+			if err := s.get(t, "/api/clusters/c", &st); err != nil {
+				return false, err.Error()
+			}
+			n := 0
+			for _, i := range st.Instances {
+				if i.Reachable {
+					n++
+				}
+			}
+			return n == 5, fmt.Sprintf("%d reachable: %+v", n, st.State)
+		})
+	}
 	return r
 }
 
