@@ -25,9 +25,11 @@ const alertColumns = `id, rule, severity, state, cluster, labels, summary, value
 // finite (the API's JSON cannot carry NaN or infinities).
 func (d *DB) SaveAlert(ctx context.Context, a *dbpilot.Alert) error {
 	const op = "save alert"
-	if err := d.writable(op); err != nil {
-		return err
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return werr
 	}
+	defer release()
 	if a == nil {
 		return dbpilot.Errorf(dbpilot.EINTERNAL, "sqlite: %s: nil alert", op)
 	}

@@ -18,9 +18,11 @@ const DefaultAuditLimit = 1000
 // assigned by the store and ignored here.
 func (d *DB) Audit(ctx context.Context, e dbpilot.AuditEvent) error {
 	const op = "audit"
-	if err := d.writable(op); err != nil {
-		return err
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return werr
 	}
+	defer release()
 	if e.Time.IsZero() {
 		e.Time = d.Now()
 	}

@@ -16,25 +16,14 @@ import (
 // entries are skipped.
 func (d *DB) SaveInstances(ctx context.Context, cluster string, instances []*dbpilot.Instance) error {
 	const op = "save instances"
-	if err := d.writable(op); err != nil {
-		return err
+	// The rows are made before the write turn is taken: it is held only
+	// for the statements.
+	type row struct {
+		norm, key dbpilot.InstanceKey
+		at        any
+		obs       string
 	}
-	tx, err := d.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `
-		INSERT INTO instances (cluster, norm_host, host, port, first_seen, last_seen, observation)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (cluster, norm_host, port) DO UPDATE SET
-			host = excluded.host,
-			last_seen = excluded.last_seen,
-			observation = excluded.observation`)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	defer stmt.Close()
+	rows := make([]row, 0, len(instances))
 	now := d.Now()
 	for _, inst := range instances {
 		if inst == nil {
@@ -53,9 +42,32 @@ func (d *DB) SaveInstances(ctx context.Context, cluster string, instances []*dbp
 		if ta.err != nil {
 			return fmt.Errorf("sqlite: %s: %s: %w", op, inst.Key, ta.err)
 		}
-		norm := inst.Key.Normalized()
-		if _, err := stmt.ExecContext(ctx, cluster, norm.Host, inst.Key.Host, inst.Key.Port, at, at, string(obs)); err != nil {
-			return fmt.Errorf("sqlite: %s: %s: %w", op, inst.Key, err)
+		rows = append(rows, row{inst.Key.Normalized(), inst.Key, at, string(obs)})
+	}
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return werr
+	}
+	defer release()
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `
+		INSERT INTO instances (cluster, norm_host, host, port, first_seen, last_seen, observation)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (cluster, norm_host, port) DO UPDATE SET
+			host = excluded.host,
+			last_seen = excluded.last_seen,
+			observation = excluded.observation`)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	defer stmt.Close()
+	for _, r := range rows {
+		if _, err := stmt.ExecContext(ctx, cluster, r.norm.Host, r.key.Host, r.key.Port, r.at, r.at, r.obs); err != nil {
+			return fmt.Errorf("sqlite: %s: %s: %w", op, r.key, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -98,9 +110,11 @@ func (d *DB) KnownInstances(ctx context.Context, cluster string, since time.Time
 // normalized. Forgetting an unknown instance is not an error.
 func (d *DB) ForgetInstance(ctx context.Context, cluster string, key dbpilot.InstanceKey) error {
 	const op = "forget instance"
-	if err := d.writable(op); err != nil {
-		return err
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return werr
 	}
+	defer release()
 	norm := key.Normalized()
 	if _, err := d.db.ExecContext(ctx, `DELETE FROM instances WHERE cluster = ? AND norm_host = ? AND port = ?`,
 		cluster, norm.Host, norm.Port); err != nil {

@@ -40,9 +40,11 @@ func (d *DB) RecordQueries(ctx context.Context, iv dbpilot.QueryInterval) error 
 // the state saves behind it failed with SQLITE_BUSY).
 func (d *DB) RecordQueryBatch(ctx context.Context, ivs []dbpilot.QueryInterval) error {
 	const op = "record queries"
-	if err := d.writable(op); err != nil {
-		return err
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return werr
 	}
+	defer release()
 	if len(ivs) == 0 {
 		return nil
 	}
@@ -329,9 +331,11 @@ func (d *DB) queryStats(ctx context.Context, f dbpilot.QueryFilter, rep *dbpilot
 // the digests and sources not seen since then.
 func (d *DB) PruneQueries(ctx context.Context, before time.Time) (int64, error) {
 	const op = "prune queries"
-	if err := d.writable(op); err != nil {
-		return 0, err
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return 0, werr
 	}
+	defer release()
 	var n int64
 	for _, stmt := range []struct {
 		sql string

@@ -43,9 +43,11 @@ func recoveryArgs(r *dbpilot.Recovery) ([]any, error) {
 // an ID already (assigned by the serves' coordination) keeps it.
 func (d *DB) CreateRecovery(ctx context.Context, r *dbpilot.Recovery) error {
 	const op = "create recovery"
-	if err := d.writable(op); err != nil {
-		return err
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return werr
 	}
+	defer release()
 	if r == nil {
 		return dbpilot.Errorf(dbpilot.EINTERNAL, "sqlite: %s: nil recovery", op)
 	}
@@ -89,9 +91,11 @@ func (d *DB) CreateRecovery(ctx context.Context, r *dbpilot.Recovery) error {
 // recovery that finishes after a person acknowledged it stays acknowledged.
 func (d *DB) UpdateRecovery(ctx context.Context, r *dbpilot.Recovery) error {
 	const op = "update recovery"
-	if err := d.writable(op); err != nil {
-		return err
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return werr
 	}
+	defer release()
 	if r == nil {
 		return dbpilot.Errorf(dbpilot.EINTERNAL, "sqlite: %s: nil recovery", op)
 	}
@@ -197,9 +201,11 @@ func scanRecovery(rows *sql.Rows) (*dbpilot.Recovery, error) {
 // and returns how many it acknowledged.
 func (d *DB) AckRecoveries(ctx context.Context, cluster, by, comment string) (int, error) {
 	const op = "ack recoveries"
-	if err := d.writable(op); err != nil {
-		return 0, err
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return 0, werr
 	}
+	defer release()
 	if cluster == "" {
 		return 0, dbpilot.Errorf(dbpilot.EINVALID, "sqlite: %s: cluster name is empty", op)
 	}
@@ -226,9 +232,11 @@ func (d *DB) AckRecoveries(ctx context.Context, cluster, by, comment string) (in
 func (d *DB) Prune(ctx context.Context, before time.Time) (dbpilot.Pruned, error) {
 	const op = "prune"
 	var p dbpilot.Pruned
-	if err := d.writable(op); err != nil {
-		return p, err
+	release, werr := d.beginWrite(ctx, op)
+	if werr != nil {
+		return p, werr
 	}
+	defer release()
 	if before.IsZero() {
 		return p, errors.New("sqlite: prune: no time given")
 	}

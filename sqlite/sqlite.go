@@ -48,6 +48,13 @@ type DB struct {
 	// Now returns the current time; tests may replace it.
 	Now func() time.Time
 
+	// wlock serializes this process' write transactions. SQLite allows
+	// one writer at a time; without it concurrent writers queue in
+	// SQLite's busy handler, which polls with growing sleeps and starves
+	// some of them past BusyTimeout (SQLITE_BUSY) when many clusters save
+	// at once. Waiting here is first come, first served, and ends with ctx.
+	wlock chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -140,7 +147,7 @@ func open(path string, readOnly bool, lock *os.File) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	d := &DB{db: db, path: path, readOnly: readOnly, lock: lock, Now: time.Now}
+	d := &DB{db: db, path: path, readOnly: readOnly, lock: lock, Now: time.Now, wlock: make(chan struct{}, 1)}
 
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
@@ -178,6 +185,21 @@ func (d *DB) writable(op string) error {
 		return dbpilot.Errorf(dbpilot.EINTERNAL, "sqlite: %s: state file %s is open read-only", op, d.path)
 	}
 	return nil
+}
+
+// beginWrite waits for this process' turn to write (see wlock) and
+// returns the function that ends it; it fails for a read-only DB, and
+// when ctx ends first.
+func (d *DB) beginWrite(ctx context.Context, op string) (release func(), err error) {
+	if err := d.writable(op); err != nil {
+		return nil, err
+	}
+	select {
+	case d.wlock <- struct{}{}:
+		return func() { <-d.wlock }, nil
+	case <-ctx.Done():
+		return nil, dbpilot.WrapError(dbpilot.EUNAVAIL, ctx.Err(), "sqlite: %s: wait for the state file's writer", op)
+	}
 }
 
 // Times are stored as Unix nanoseconds, which cover the years 1678 to 2262.
