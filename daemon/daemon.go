@@ -733,7 +733,12 @@ func (d *Daemon) crawl(ctx context.Context, cs *clusterState) (crawled, error) {
 	}
 
 	bound := d.cfg.PollInterval.D()
-	if !d.running.Load() {
+	if !d.running.Load() || c.cur.IsZero() {
+		// At start, and until a cluster's primary is known, nothing waits
+		// on the crawl: it may take the time a serve starting on a large
+		// fleet needs for its first connections (cut at the poll interval,
+		// every crawl of 1000 instances on 2 cores started over and none
+		// finished).
 		bound = 10 * time.Second
 	}
 	all, err := topology.Discover(ctx, d.cfg.discoveryInspector(d.probe, cs.cfg), seeds, topology.Options{Concurrency: d.cfg.DiscoveryBound, Timeout: max(bound, 2*d.cfg.Detection.ProbeTimeout.D()), Now: d.now,
