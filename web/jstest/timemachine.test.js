@@ -182,4 +182,8 @@ test('timemachine: the charts move to a moment outside their window', () => {
   ok(w.from * 1000 <= now - 7200000 && now - 7200000 <= w.to * 1000, 'the moment is inside');
   eq(tm.chartWindow(now - 7200000 + 1000, 3600, now), w, 'a step keeps the window');
   ok(tm.chartWindow(now - 7200000 + 600000, 3600, now).from > w.from, 'ten minutes on: a later window');
+  eq(tm.chartWindow([now - 7200000], 3600, now), w, 'a list of one');
+  const both = tm.chartWindow([now - 7200000, now - 7200000 - 3 * 3600000], 3600, now);
+  ok(both.from * 1000 <= now - 7200000 - 3 * 3600000 && now - 7200000 <= both.to * 1000, 'two moments far apart: both inside');
+  eq(tm.chartWindow([now - 7200000, null], 3600, now), w, 'a missing moment is ignored');
 });

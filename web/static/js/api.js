@@ -218,6 +218,10 @@ export const alerts = (q, o) => get(`/api/alerts?${new URLSearchParams(q)}`, o);
 export const recoveries = (q, o) => get(`/api/recoveries?${new URLSearchParams(q)}`, o);
 export const recovery = (id, o) => get(`/api/recoveries/${enc(id)}`, o);
 export const audit = (q, o) => get(`/api/audit?${new URLSearchParams(q)}`, o);
+/** clusterAt reads the cluster as it was at t (ms): ClusterAt (GET /api/clusters/NAME/at). */
+export const clusterAt = (name, t, o) => get(`/api/clusters/${enc(name)}/at?t=${new Date(t).toISOString()}`, o);
+/** changes reads the topology changes of a cluster, oldest first: q {from, to (RFC 3339), limit}. */
+export const changes = (name, q, o) => get(`/api/clusters/${enc(name)}/changes?${new URLSearchParams(q)}`, o);
 export const relocate = (replica, below, dryRun) => post('/api/relocate', { replica, below, dry_run: dryRun });
 export const rejoin = (name, instance, reclone, dryRun) => post(`/api/clusters/${enc(name)}/rejoin`, { instance, dry_run: dryRun, reclone: !!reclone });
 export const switchover = (name, to, dryRun) => post(`/api/clusters/${enc(name)}/switchover`, to ? { dry_run: dryRun, to } : { dry_run: dryRun });

@@ -350,17 +350,20 @@ export function diff(a, b) {
 // ---- the charts around a moment ----
 
 /**
- * chartWindow is the chart range that shows moment t (ms) for a window of
- * span seconds ending now (ms): null when t is inside the live window (far
- * enough from its start that the cursor stays on it a while), else a fixed
- * window {from, to} (unix seconds) of the same span around t, its centre
- * rounded to a tenth of the span so that small steps keep the same window.
+ * chartWindow is the chart range that shows the moments ts (ms; one or a
+ * list) for a window of span seconds ending now (ms): null when they are
+ * inside the live window (far enough from its start that a cursor stays on
+ * it a while), else a fixed window {from, to} (unix seconds) around them,
+ * of the same span (wider when they are further apart), its centre rounded
+ * to a tenth of the span so that small steps keep the same window.
  */
-export function chartWindow(t, span, now) {
-  if (t == null) return null;
-  const s = t / 1000;
-  if (s >= now / 1000 - span * 0.95) return null;
-  const q = Math.max(1, Math.round(span / 10));
-  const mid = Math.round(s / q) * q;
-  return { from: Math.floor(mid - span / 2), to: Math.ceil(mid + span / 2) };
+export function chartWindow(ts, span, now) {
+  const list = (Array.isArray(ts) ? ts : [ts]).filter((t) => t != null && Number.isFinite(t));
+  if (!list.length) return null;
+  const lo = Math.min(...list) / 1000, hi = Math.max(...list) / 1000;
+  if (lo >= now / 1000 - span * 0.95) return null;
+  const width = Math.max(span, Math.ceil((hi - lo) * 1.25));
+  const q = Math.max(1, Math.round(width / 10));
+  const mid = Math.round((lo + hi) / 2 / q) * q;
+  return { from: Math.floor(mid - width / 2), to: Math.ceil(mid + width / 2) };
 }
