@@ -66,6 +66,14 @@ test('timemachine: steps to the previous and next change', () => {
   ok(bad, 'an unknown step throws');
 });
 
+test('timemachine: markers close together take other lanes', () => {
+  const at = (...fs) => fs.map((f) => ({ t: T0 + f * 1000 }));
+  eq(tm.lanes(at(0, 100, 200), T0, T0 + 1000000), [0, 0, 0], 'far apart: one lane');
+  eq(tm.lanes(at(0, 1, 2, 50, 51), T0, T0 + 1000000), [0, 1, 2, 0, 1]);
+  eq(tm.lanes(at(0, 1, 2, 3), T0, T0 + 1000000), [0, 1, 2, 0], 'all lanes taken: the one free longest');
+  eq(tm.lanes([], T0, T0 + 1), []);
+});
+
 test('timemachine: fraction and timeAt map the track', () => {
   eq(tm.fraction(T0 + 250, T0, T0 + 1000), 0.25);
   eq(tm.fraction(T0 - 5, T0, T0 + 1000), 0);

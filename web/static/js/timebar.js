@@ -3,7 +3,7 @@
 // keys to step, "Live" and "Compare". It only says where to go (onMove);
 // the cluster view fetches and draws the moment.
 import { html, useRef, useState, useEffect } from '../vendor/preact-htm/standalone.module.js';
-import { step, fraction, timeAt, formatAt } from './timemachine.js';
+import { step, fraction, timeAt, formatAt, lanes } from './timemachine.js';
 import { time as fmtTime, ago } from './format.js';
 
 const STEP_BUTTONS = [
@@ -81,6 +81,7 @@ export function TimeBar({ start, now, t, pin, markers, times, onMove, onLive, on
   }, [live, onLive]);
 
   const pct = (x) => `${(fraction(x, lo, end) * 100).toFixed(3)}%`;
+  const lane = lanes(markers || [], lo, end);
   const label = live ? 'live' : `${fmtTime(shown)}.${String(new Date(shown).getMilliseconds()).padStart(3, '0')}`;
   return html`<div id="timebar" class=${`timebar${live ? ' live' : ' past'}${dragging ? ' dragging' : ''}`} data-mode=${pin != null ? 'compare' : live ? 'live' : 'past'} data-at=${live ? '' : formatAt(shown)} data-start=${start != null ? formatAt(lo) : ''}>
     <div class="tb-controls" role="group" aria-label="time machine">
@@ -95,7 +96,7 @@ export function TimeBar({ start, now, t, pin, markers, times, onMove, onLive, on
         aria-valuemin=${lo} aria-valuemax=${end} aria-valuenow=${shown} aria-valuetext=${label}
         onPointerDown=${down} onPointerMove=${move} onPointerUp=${up} onPointerCancel=${() => setDragging(false)} onKeyDown=${key}>
       <div class="tb-rail"></div>
-      ${(markers || []).map((m) => html`<button type="button" key=${m.id} class=${`tb-marker kind-${m.kind}`} data-kind=${m.kind} data-t=${formatAt(m.t)} style=${`left: ${pct(m.t)}`}
+      ${(markers || []).map((m, i) => html`<button type="button" key=${m.id} class=${`tb-marker kind-${m.kind} lane-${lane[i]}`} data-kind=${m.kind} data-t=${formatAt(m.t)} style=${`left: ${pct(m.t)}`}
           title=${`${fmtTime(m.t)} ${m.label}`} aria-label=${`${m.label} at ${fmtTime(m.t)}`} tabindex="-1"
           onPointerDown=${(e) => e.stopPropagation()} onClick=${() => onMove(m.t, { final: true, input: performance.now() })}>${KIND_ICON[m.kind] || '•'}</button>`)}
       ${pin != null && html`<div class="tb-pin" data-pin="a" style=${`left: ${pct(pin)}`} title=${`A: ${fmtTime(pin)}`}><span>A</span></div>`}

@@ -225,6 +225,23 @@ export function markers({ changes = [], recoveries = [], alerts = [], start = nu
     .sort((a, b) => a.t - b.t || MARKER_KINDS.indexOf(a.kind) - MARKER_KINDS.indexOf(b.kind));
 }
 
+/**
+ * lanes gives each marker (oldest first) a lane 0..max-1 so that markers
+ * closer than gap (a fraction of [start, end]) do not cover each other:
+ * the first lane whose last marker is far enough, else the one whose last
+ * marker is furthest.
+ */
+export function lanes(ms, start, end, gap = 0.015, max = 3) {
+  const last = new Array(max).fill(-Infinity);
+  return ms.map((m) => {
+    const f = fraction(m.t, start, end);
+    let lane = last.findIndex((x) => f - x >= gap);
+    if (lane < 0) lane = last.indexOf(Math.min(...last));
+    last[lane] = f;
+    return lane;
+  });
+}
+
 // ---- a past cluster, drawn as the present is ----
 
 const hasProblem = (problems, code) => (problems || []).some((p) => p.code === code);
