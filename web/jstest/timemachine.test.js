@@ -131,6 +131,7 @@ test('timemachine: a past moment is drawn as the present is', () => {
   eq(before.instances.length, 3);
   eq(before.detached, []);
   eq(before.last_recovery, null);
+  eq(before.past, true, 'marked past: the tree leaves out what the history does not keep');
   const recs = [rec(7, 'failover-auto', T0 + 40000, T0 + 40500, T0 + 42000)];
   const dead = at(T0 + 40100, { instances: [inst(1, { reachable: false }), repl(2, 1), repl(3, 1)], problems: [{ code: 'DeadPrimary', severity: 'critical', instance: k(1), message: 'dead' }] });
   eq(tm.pastStatus(dead, []).state, 'dead');

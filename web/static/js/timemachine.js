@@ -251,7 +251,8 @@ const hasProblem = (problems, code) => (problems || []).some((p) => p.code === c
  * shape): the instances outside the cluster (not the primary, replicating
  * from nobody, while a primary is known) are detached; the state comes
  * from the problems then, and from the recoveries (recovering while one
- * ran); last_recovery is the newest recovery begun by then.
+ * ran); last_recovery is the newest recovery begun by then; past is true
+ * (the tree then says nothing of what the history does not keep).
  */
 export function pastStatus(at, recoveries = []) {
   const t = parseTime(at.at);
@@ -274,7 +275,7 @@ export function pastStatus(at, recoveries = []) {
   return {
     name: at.name, state, primary: at.primary || { host: '', port: 0 },
     instances: members, detached, problems: at.problems || [],
-    last_recovery: last, observed_at: at.at, fenced: [], promotion_rules: {},
+    last_recovery: last, observed_at: at.at, fenced: [], promotion_rules: {}, past: true,
   };
 }
 

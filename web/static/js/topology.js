@@ -206,7 +206,10 @@ export function Topology({ status, lag, id = 'topology', readonly = false, marks
         const state = nodeState(i, status, ps);
         const lg = lag && lag.get(k);
         const semi = SEMI(i.semi_sync || {});
-        const gtid = i.gtid && i.gtid.mode ? `GTID ${i.gtid.mode}` : 'no GTID';
+        // The history keeps no GTID state (Instance.Shape): a past box says
+        // whether the replica used GTID, not the server's mode.
+        const usingGTID = (i.channels || []).find((c) => c.using_gtid && c.using_gtid !== 'No');
+        const gtid = i.gtid && i.gtid.mode ? `GTID ${i.gtid.mode}` : status.past ? (usingGTID ? `GTID ${usingGTID.using_gtid}` : '') : 'no GTID';
         const cls = ['node', `role-${role}`, `st-${state}`];
         if (drag && drag.moved && drag.over === k && drag.src !== k) cls.push('drop-target');
         if (drag && drag.src === k) cls.push('drag-source');
@@ -226,7 +229,7 @@ export function Topology({ status, lag, id = 'topology', readonly = false, marks
             <text class="addr" x="14" y="20">${k}</text>
           </a>
           <text class="line" x="14" y="38"><tspan class="role">${role}</tspan> · ${shortVersion(i.version) || i.flavor || (i.reachable ? '?' : 'not reachable')}</text>
-          <text class="line" x="14" y="55">${i.reachable ? `${i.read_only ? 'ro' : 'RW'} · ${i.log_bin ? i.binlog_format || 'binlog' : 'no binlog'} · ${gtid}` : 'last seen state'}</text>
+          <text class="line" x="14" y="55">${i.reachable ? `${i.read_only ? 'ro' : 'RW'} · ${i.log_bin ? i.binlog_format || 'binlog' : 'no binlog'}${gtid ? ` · ${gtid}` : ''}` : 'last seen state'}</text>
           <text class="line" x="14" y="72">${semi ? `semi-sync ${semi}${i.semi_sync.primary_enabled ? (i.semi_sync.primary_active ? ' (on)' : ' (fell back)') : ''}` : 'async'}${rule ? ` · promo ${rule}` : ''}</text>
           <text class="line" x="14" y="89">${role === 'detached' ? html`<tspan class=${fenced && fenced.errant ? 'warn-text' : ''}>${what.length > 34 ? what.slice(0, 33) + '…' : what}<title>${what}</title></tspan>` : channelText(i) || (role === 'primary' ? `${kids.length} replica(s)` : '')}${i.channels && i.channels.length ? html` · lag <tspan class=${`lag lag-${lagLevel(lg)}`}>${fmtLag(lg)}</tspan>` : ''}</text>
           ${state !== 'ok' && html`<text class="statemark" x=${BOX.w - 10} y="20" text-anchor="end">${STATE_MARK[state]}</text>`}
