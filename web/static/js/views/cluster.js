@@ -197,9 +197,14 @@ function useTimeMachine(name) {
 }
 
 function TimeMachineBar({ tm, now }) {
-  const t = tm.moment.compare != null ? tm.moment.compare : tm.moment.at;
-  return html`<${TimeBar} start=${tm.hist.start} now=${now} t=${t} pin=${tm.moment.compare != null ? tm.moment.at : null}
-    markers=${tm.hist.markers} times=${tm.hist.times} onMove=${tm.move} onLive=${tm.live} onCompare=${tm.compare} />`;
+  const comparing = tm.moment.compare != null;
+  const t = comparing ? tm.moment.compare : tm.moment.at;
+  // The moment drawn knows its neighbours (ClusterAt.prev/next) even past
+  // the changes the page keeps.
+  const shown = comparing ? tm.b.data : tm.a.data;
+  const times = shown ? mergeTimes(tm.hist.times, [changeMs(shown.prev), changeMs(shown.next)].filter((x) => x != null)) : tm.hist.times;
+  return html`<${TimeBar} start=${tm.hist.start} now=${now} t=${t} pin=${comparing ? tm.moment.at : null}
+    markers=${tm.hist.markers} times=${times} onMove=${tm.move} onLive=${tm.live} onCompare=${tm.compare} />`;
 }
 
 /**
