@@ -694,7 +694,7 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	d.noteProblems(cs, pk, problems)
 	d.forget(ctx, cs, forgotten)
 	if d.store != nil && len(members) > 0 && cs.shouldSave(d.now(), members) {
-		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil {
+		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil && ctx.Err() == nil {
 			d.log.Warn("save instances", "cluster", cs.cfg.Name, "err", err)
 		}
 	}
