@@ -43,7 +43,7 @@ func newHistoryEnv(t *testing.T) (*env, *historyService) {
 	k1, k2 := dbpilot.InstanceKey{Host: "db1", Port: 3306}, dbpilot.InstanceKey{Host: "db2", Port: 3306}
 	stopped := dbpilot.Problem{Code: dbpilot.ProblemReplicationSQLStopped, Severity: dbpilot.SeverityCritical, Instance: k2, Message: "SQL thread stopped"}
 	change := dbpilot.TopologyChange{ID: 7, Time: time.Unix(1795938600, 250000000).UTC(), Cluster: "main", Kind: dbpilot.ChangeInstance, Instance: k2,
-		State: &dbpilot.Instance{Key: k2, Reachable: true, Channels: []dbpilot.ReplicationChannel{{Source: k1, IORunning: dbpilot.IORunning}}},
+		State:   &dbpilot.Instance{Key: k2, Reachable: true, Channels: []dbpilot.ReplicationChannel{{Source: k1, IORunning: dbpilot.IORunning}}},
 		Summary: "db2:3306: SQL thread stopped"}
 	h := &historyService{fakeService: e.fake,
 		at: &dbpilot.ClusterAt{Name: "main", At: time.Unix(1795938600, 250000000).UTC(), Recorded: true, Since: time.Unix(1795930000, 0).UTC(),
