@@ -216,7 +216,9 @@ func (d *Daemon) TopologyChanges(ctx context.Context, f dbpilot.ChangeFilter) ([
 // ClusterAt returns the cluster as it was at t (dbpilot.HistoryService):
 // its instances, primary and problems rebuilt from the topology history,
 // the alerts firing then from the alert store, lag and queries/s then from
-// the metrics store, and the changes around t.
+// the metrics store, and the changes around t. Outside the history (before
+// it begins, after now) only Prev and Next are set: the moments to step
+// to.
 func (d *Daemon) ClusterAt(ctx context.Context, name string, t time.Time) (*dbpilot.ClusterAt, error) {
 	if _, err := d.cluster(name); err != nil {
 		return nil, err
@@ -232,7 +234,7 @@ func (d *Daemon) ClusterAt(ctx context.Context, name string, t time.Time) (*dbpi
 	t = t.UTC()
 	now := d.now()
 	at := &dbpilot.ClusterAt{Name: name, At: t, Instances: []*dbpilot.Instance{}, Problems: []dbpilot.Problem{},
-		Alerts: []dbpilot.Alert{}, Lag: map[string]float64{}, QueriesPerSecond: map[string]float64{}}
+		Alerts: []dbpilot.Alert{}, Lag: map[string]float64{}, QueriesPerSecond: map[string]float64{}, Changes: []dbpilot.TopologyChange{}}
 	var err error
 	if at.Since, err = d.history.HistoryStart(ctx, name); err != nil {
 		return nil, err
@@ -249,32 +251,47 @@ func (d *Daemon) ClusterAt(ctx context.Context, name string, t time.Time) (*dbpi
 			at.Problems = s.Problems
 		}
 	}
-	// The changes of the second up to t, and the nearest on either side.
-	if at.Changes, err = d.history.TopologyChanges(ctx, dbpilot.ChangeFilter{Cluster: name, From: t.Add(-time.Second + 1), To: t}); err != nil {
-		return nil, err
+	// The nearest changes on either side, within the history: from before
+	// it, Next steps into it; from after now, Prev steps back.
+	if at.Since.IsZero() {
+		return at, nil
 	}
 	prev, err := d.history.TopologyChanges(ctx, dbpilot.ChangeFilter{Cluster: name, To: t.Add(-1), Limit: 1, Newest: true})
 	if err != nil {
 		return nil, err
 	}
-	if len(prev) > 0 {
+	if len(prev) > 0 && !prev[0].Time.Before(at.Since) {
 		at.Prev = prev[0].Time
 	}
-	next, err := d.history.TopologyChanges(ctx, dbpilot.ChangeFilter{Cluster: name, From: t.Add(1), Limit: 1})
+	next, err := d.history.TopologyChanges(ctx, dbpilot.ChangeFilter{Cluster: name, From: maxTime(t.Add(1), at.Since), Limit: 1})
 	if err != nil {
 		return nil, err
 	}
 	if len(next) > 0 {
 		at.Next = next[0].Time
 	}
-	if t.After(now) {
-		return at, nil // nothing fired or was measured yet
+	if !at.Recorded {
+		return at, nil // nothing is known then
+	}
+	// The changes of the second up to t.
+	if at.Changes, err = d.history.TopologyChanges(ctx, dbpilot.ChangeFilter{Cluster: name, From: t.Add(-time.Second + 1), To: t}); err != nil {
+		return nil, err
+	}
+	if at.Changes == nil {
+		at.Changes = []dbpilot.TopologyChange{}
 	}
 	if at.Alerts, err = d.alertsAt(ctx, name, t); err != nil {
 		return nil, err
 	}
 	d.metricsAt(ctx, at)
 	return at, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // alertsAt returns the alerts of cluster firing at t: fired at or before
