@@ -118,6 +118,12 @@ test('timemachine: markers of recoveries, relocations, threads and alerts', () =
   ok(m.every((x, i) => i === 0 || m[i - 1].t <= x.t), 'oldest first');
   const within = tm.markers({ changes, recoveries, alerts, start: T0 + 15000, now: T0 + 45000 });
   eq(within.map((x) => x.kind), ['thread-start', 'relocation', 'failover', 'alert'], 'only within [start, now]');
+  // The failover's trouble recorded 4 ms after its detection: the marker
+  // goes there (it shows the dead primary); recorded before: stays.
+  const trouble = (dt) => [ch(20, T0 + 40000 + dt, 'cluster', 0, null, { primary: k(1), problems: [{ code: 'DeadPrimary', severity: 'critical', instance: k(1), message: 'dead' }] })];
+  eq(tm.markers({ changes: trouble(4), recoveries }).find((x) => x.kind === 'failover').t, T0 + 40004);
+  eq(tm.markers({ changes: trouble(-300), recoveries }).find((x) => x.kind === 'failover').t, T0 + 40000);
+  eq(tm.markers({ changes: trouble(9000), recoveries }).find((x) => x.kind === 'failover').t, T0 + 40000, 'too far: not this one');
   const running = tm.markers({ recoveries: [rec(9, 'switchover', 0, T0, 0)] });
   eq([running[0].kind, running[0].t], ['switchover', T0], 'a recovery without detection: at its start');
   ok(running[0].label.endsWith('(running)'), running[0].label);

@@ -161,9 +161,28 @@ export function recoveryMoment(r) {
 }
 
 /**
+ * shownMoment is where a recovery's marker goes: its recoveryMoment, or,
+ * when the history recorded the trouble (a problem on the old primary)
+ * within 5 s after it, that record's moment: serve stamps its detection a
+ * few milliseconds before it records the observation that raised it, and
+ * the marker must show the dead primary.
+ */
+export function shownMoment(r, troubles) {
+  const t = recoveryMoment(r);
+  if (t == null || zeroTime(r.detected_at)) return t;
+  const old = fmtKey(r.old_primary);
+  let best = null;
+  for (const x of troubles) {
+    if (!x.keys.has(old) || Math.abs(x.t - t) > 5 * SECOND) continue;
+    if (best == null || Math.abs(x.t - t) < Math.abs(best - t)) best = x.t;
+  }
+  return best != null && best > t ? best : t;
+}
+
+/**
  * markers builds the time bar's markers, oldest first: {t (ms), kind,
  * label, id} for the recoveries (failover, switchover, relocation,
- * rejoin), the topology changes (a source changed: relocation; a
+ * rejoin; at shownMoment), the topology changes (a source changed: relocation; a
  * replication thread stopped or started; a primary changed without a
  * recovery), and alerts fired, within [start, now] when given. A change
  * that a recovery made (during it, up to 5 s after its end) is the
@@ -172,10 +191,13 @@ export function recoveryMoment(r) {
 export function markers({ changes = [], recoveries = [], alerts = [], start = null, now = null } = {}) {
   const out = [];
   const windows = [];
+  // The cluster's problems as recorded: a failover is shown where its
+  // trouble is on record.
+  const troubles = changes.filter((c) => c.kind === 'cluster' && (c.problems || []).length).map((c) => ({ t: changeMs(c.time), keys: new Set(c.problems.map((p) => fmtKey(p.instance))) }));
   for (const r of recoveries) {
     const kind = RECOVERY_MARK[r.kind];
     if (!kind) continue;
-    const t = recoveryMoment(r);
+    const t = shownMoment(r, troubles);
     if (t == null) continue;
     const end = zeroTime(r.ended) ? Infinity : changeMs(r.ended) + 5 * SECOND;
     windows.push([t, end]);
