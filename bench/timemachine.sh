@@ -52,6 +52,7 @@ cat >"$STATE/dbpilot.yaml" <<YAML
 listen: $LISTEN
 state: $STATE/state.db
 token: bench-tm-token
+hooks: {pre_failover: ["sleep 2"]} # the dead primary on record: a 0.3 s failover may leave none
 credentials: {user: "$ADMIN_USER", password: "$ADMIN_PW"}
 replication: {user: "$REPL_USER", password: "$REPL_PW"}
 clusters:

@@ -78,7 +78,11 @@ func TestWebConsoleTimeMachine(t *testing.T) {
 	if err := os.WriteFile(rules, []byte(tmRules), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The pre-failover hook holds the recovery 2 s: serve's history records
+	// what its observations see, and a failover done within one
+	// observation (0.3 s here) leaves no record of its dead primary.
 	s := startWebServe(t, d, fmt.Sprintf(`alerts: {rules: %s}
+hooks: {pre_failover: ["sleep 2"]}
 clusters:
   - name: %s
     seeds: [%s, %s, %s]

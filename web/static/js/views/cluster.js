@@ -1,5 +1,5 @@
 // Cluster view: state, actions, topology, problems, charts, alerts, recoveries.
-import { html, useState, useEffect, useRef, useMemo, useCallback } from '../../vendor/preact-htm/standalone.module.js';
+import { html, useState, useEffect, useLayoutEffect, useRef, useMemo, useCallback } from '../../vendor/preact-htm/standalone.module.js';
 import * as api from '../api.js';
 import * as actions from '../actions.js';
 import { usePoll, useNow, useCan, Link, NotFound, ErrorLine, StateBadge, ProblemBadge, SEV_RANK, Section, recoveryHref, instanceHref, notice } from '../ui.js';
@@ -32,7 +32,7 @@ export function ClusterView({ name }) {
   const now = useNow(1000);
   const tmv = useTimeMachine(name);
   const view = useRef(null);
-  useDrawn(view, tmv);
+  useDrawn(view, tmv, !!st.data);
 
   if (st.error && st.error.status === 404) return html`<${NotFound} what=${`cluster “${name}”`} detail=${st.error.message} />`;
   if (!st.data) return html`<div class="view">${st.error ? html`<${ErrorLine} error=${st.error} />` : html`<p class="muted">loading ${name}…</p>`}</div>`;
@@ -153,7 +153,9 @@ function usePast(name, t, delay) {
   const [st, setSt] = useState({ data: null, error: null, t: null });
   const seq = useRef(0);
   const applied = useRef(0);
-  useEffect(() => {
+  // A layout effect: the request leaves as soon as the moment is rendered,
+  // not a frame later.
+  useLayoutEffect(() => {
     if (t == null) return undefined;
     const my = ++seq.current;
     const timer = setTimeout(async () => {
@@ -208,12 +210,12 @@ function TimeMachineBar({ tm, now }) {
 }
 
 /**
- * useDrawn marks the view with the moment whose tree is on screen
+ * useDrawn marks the view (ref, once shown: the page has loaded) with the moment whose tree is on screen
  * (data-drawn) and, when a key press or click asked for it, how long from
- * that input to the frame that shows it (data-redraw-ms, data-redraw-at;
- * bench/timemachine.sh reads them).
+ * that input to the painted frame that shows it (data-redraw-ms,
+ * data-redraw-at; bench/timemachine.sh reads them).
  */
-function useDrawn(ref, tm) {
+function useDrawn(ref, tm, shown) {
   const past = tm.moment.compare != null ? tm.b : tm.a;
   useEffect(() => {
     const el = ref.current;
@@ -222,13 +224,12 @@ function useDrawn(ref, tm) {
     el.dataset.drawn = at;
     const inp = tm.input.current;
     if (inp && inp.t === past.t) {
+      // An effect runs once the frame with the new tree has been painted.
       tm.input.current = null;
-      requestAnimationFrame(() => {
-        el.dataset.redrawMs = (performance.now() - inp.ms).toFixed(1);
-        el.dataset.redrawAt = at;
-      });
+      el.dataset.redrawMs = (performance.now() - inp.ms).toFixed(1);
+      el.dataset.redrawAt = at;
     }
-  }, [past.data, past.t, tm.moment.at != null]);
+  }, [past.data, past.t, tm.moment.at != null, shown]);
 }
 
 /** ProblemList: problems, most urgent first; changed: Map problem id → "raised" | "cleared" (compare mode). */
