@@ -76,6 +76,7 @@ func main() {
 	}
 	must(t.Navigate(page + "?at=" + from.UTC().Format("2006-01-02T15:04:05.000Z")))
 	must(t.WaitJS(drawn, 30*time.Second))
+	must(t.Eval(`(window.__tmlog = [], new MutationObserver((ms) => { for (const m of ms) window.__tmlog.push(performance.now().toFixed(0) + ' ' + m.attributeName + '=' + m.target.getAttribute(m.attributeName)); }).observe(document.querySelector('.view.cluster'), {attributes: true, attributeFilter: ['data-moment', 'data-drawn', 'data-redraw-at']}), 0)`, nil))
 	fmt.Printf("history of %s since %s (%s), %d markers on the bar; from %s\n\n", *cluster, start.Format(time.RFC3339), time.Since(start).Round(time.Second), bar.Changes, from.Format("15:04:05.000"))
 	fmt.Printf("%-44s %5s %9s %9s %9s\n", "redraw of a past moment", "n", "median", "p90", "max")
 	row("→ (+1 s), key press to the tree on screen", press(t, kb.ArrowRight, "", *n))
@@ -97,7 +98,9 @@ func press(t *browser.Tab, key, alt string, n int) []float64 {
 		moved := fmt.Sprintf(`(() => { const v = document.querySelector('.view.cluster'); return v.dataset.moment !== %q && v.dataset.redrawAt === v.dataset.moment; })()`, before)
 		if err := t.WaitJS(moved, 5*time.Second); err != nil {
 			if alt == "" {
-				fail(err)
+				var st string
+				t.Eval(`JSON.stringify({href: location.href, ...document.querySelector('.view.cluster').dataset, bar: document.querySelector('#timebar').dataset.at, log: window.__tmlog})`, &st)
+				fail(fmt.Errorf("press %d: %w\n%s", i, err, st))
 			}
 			key, alt = alt, key
 			i--

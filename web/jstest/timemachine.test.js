@@ -46,6 +46,9 @@ test('timemachine: steps of a second, a minute, clamped to the history', () => {
   eq(tm.step(o.now - 10, 'sec+', o), o.now, 'not after now');
   eq(tm.step(null, 'sec-', o), o.now - 1000, 'from live: a second before now');
   eq(tm.step(null, 'min-', o), o.now - 60000);
+  const unknown = { start: null, now: o.now, times: [] };
+  eq(tm.step(T0 + 5000, 'sec+', unknown), T0 + 6000, 'history start not known yet: a step still moves by its size');
+  eq(tm.step(T0 - 5000, 'sec-', unknown), T0 - 6000);
 });
 
 test('timemachine: steps to the previous and next change', () => {

@@ -126,12 +126,36 @@ export function ChartPanel({ scope, cursors = [] }) {
   </div>`;
 }
 
+/**
+ * placeCursors puts a vertical line (div.tm-cursor in uPlot's overlay; A
+ * dashed in compare mode) at each moment (ms) of cursors: moving one costs a
+ * style change, not a redraw of the chart.
+ */
+function placeCursors(u, cursors) {
+  const over = u.over;
+  if (!over) return;
+  const lines = Array.from(over.querySelectorAll('.tm-cursor'));
+  while (lines.length < cursors.length) {
+    const d = document.createElement('div');
+    d.className = 'tm-cursor';
+    over.appendChild(d);
+    lines.push(d);
+  }
+  lines.forEach((d, i) => {
+    const x = i < cursors.length ? u.valToPos(cursors[i] / 1000, 'x') : NaN;
+    const shown = Number.isFinite(x) && x >= 0 && x <= over.clientWidth;
+    d.style.display = shown ? 'block' : 'none';
+    if (shown) d.style.left = `${x}px`;
+    d.classList.toggle('pin', cursors.length > 1 && i === 0);
+  });
+}
+
 function Chart({ spec, range, step, width, onZoom, cursors = [], cursorKey = '' }) {
   const box = useRef(null);
   const plot = useRef(null);
   const cursorRef = useRef(cursors);
   cursorRef.current = cursors;
-  useEffect(() => { if (plot.current) plot.current.redraw(false, false); }, [cursorKey]);
+  useEffect(() => { if (plot.current) placeCursors(plot.current, cursorRef.current); }, [cursorKey]);
   const cols = useRef(null);
   const [info, setInfo] = useState({ points: 0, error: '', empty: false });
   const zoomRef = useRef(onZoom);
@@ -213,26 +237,9 @@ function Chart({ spec, range, step, width, onZoom, cursors = [], cursorKey = '' 
       ],
       series: [{ value: (u2, v) => (v == null ? '—' : fmtTime(v * 1000)) }, ...names.map((n, i) => ({ label: n, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: false, points: { show: false }, value: fmtv }))],
       hooks: {
-        // The time machine's moments: a vertical line each (A dashed, B
-        // solid in compare mode).
-        draw: [(u2) => {
-          const list = cursorRef.current;
-          if (!list.length) return;
-          const { ctx, bbox } = u2;
-          ctx.save();
-          ctx.strokeStyle = css.getPropertyValue('--accent').trim() || '#2f6fd6';
-          ctx.lineWidth = 2 * devicePixelRatio;
-          list.forEach((c, i) => {
-            const x = u2.valToPos(c / 1000, 'x', true);
-            if (!(x >= bbox.left && x <= bbox.left + bbox.width)) return;
-            ctx.setLineDash(list.length > 1 && i === 0 ? [6 * devicePixelRatio, 4 * devicePixelRatio] : []);
-            ctx.beginPath();
-            ctx.moveTo(x, bbox.top);
-            ctx.lineTo(x, bbox.top + bbox.height);
-            ctx.stroke();
-          });
-          ctx.restore();
-        }],
+        // The time machine's moments: a vertical line each, placed again
+        // whenever the chart is drawn.
+        draw: [(u2) => placeCursors(u2, cursorRef.current)],
         setSelect: [(u2) => {
           if (u2.select.width > 4) {
             const from = u2.posToVal(u2.select.left, 'x'), to = u2.posToVal(u2.select.left + u2.select.width, 'x');

@@ -42,9 +42,11 @@ export function TimeBar({ start, now, t, pin, markers, times, onMove, onLive, on
   const [dragging, setDragging] = useState(false);
   const live = t == null;
   const end = Math.max(now, start ?? now);
-  const lo = start ?? end;
   const shown = live ? end : t;
-  const opts = { start: lo, now: end, times };
+  // Until the history's start is known the track begins at the moment
+  // shown, and steps are not held below anything.
+  const lo = start ?? Math.min(shown, end);
+  const opts = { start, now: end, times };
   const go = (how, input) => onMove(step(t, how, opts), { final: true, input });
 
   const atX = (clientX) => {

@@ -158,7 +158,7 @@ function usePast(name, t, delay) {
   useLayoutEffect(() => {
     if (t == null) return undefined;
     const my = ++seq.current;
-    const timer = setTimeout(async () => {
+    const load = async () => {
       try {
         const data = await api.clusterAt(name, t);
         if (my < applied.current) return; // out of order: a newer moment is drawn
@@ -169,7 +169,9 @@ function usePast(name, t, delay) {
         applied.current = my;
         setSt((s) => ({ data: s.data, error: e, t: s.t }));
       }
-    }, delay);
+    };
+    // Not even a timer when there is no delay: the request leaves now.
+    const timer = delay > 0 ? setTimeout(load, delay) : (load(), 0);
     return () => clearTimeout(timer);
   }, [name, t]);
   return st;
@@ -205,7 +207,10 @@ function TimeMachineBar({ tm, now }) {
   // the changes the page keeps.
   const shown = comparing ? tm.b.data : tm.a.data;
   const times = shown ? mergeTimes(tm.hist.times, [changeMs(shown.prev), changeMs(shown.next)].filter((x) => x != null)) : tm.hist.times;
-  return html`<${TimeBar} start=${tm.hist.start} now=${now} t=${t} pin=${comparing ? tm.moment.at : null}
+  // The history's start: from its oldest change, or the moment's answer
+  // (ClusterAt.since) until the changes are read.
+  const start = tm.hist.start ?? (shown && changeMs(shown.since));
+  return html`<${TimeBar} start=${start ?? null} now=${now} t=${t} pin=${comparing ? tm.moment.at : null}
     markers=${tm.hist.markers} times=${times} onMove=${tm.move} onLive=${tm.live} onCompare=${tm.compare} />`;
 }
 
