@@ -676,6 +676,9 @@ type benchPusher struct {
 	// run numbers no write).
 	errorsBy map[string]int64
 	ledger   *loadgen.Ledger
+	// next is the end of the interval after the last pushed: the run's
+	// series hold their last values until then.
+	next time.Time
 }
 
 func newBenchPusher(r *benchRouter, workload string, ledger *loadgen.Ledger, warn func(error)) *benchPusher {
@@ -711,7 +714,9 @@ func (p *benchPusher) push(ctx context.Context, iv loadgen.Interval) {
 	q := func(quantile string, ms float64) dbpilot.Sample {
 		return g("dbpilot_bench_latency_seconds", ms/1000, dbpilot.Label{Name: "quantile", Value: quantile})
 	}
-	b := dbpilot.Batch{Instance: p.instance, Cluster: p.cluster, Time: iv.Start.Add(time.Duration(iv.Seconds * float64(time.Second))),
+	end := iv.Start.Add(time.Duration(iv.Seconds * float64(time.Second)))
+	p.next = end.Add(end.Sub(iv.Start))
+	b := dbpilot.Batch{Instance: p.instance, Cluster: p.cluster, Time: end,
 		Samples: []dbpilot.Sample{
 			g("dbpilot_bench_rate_target", iv.RateTarget),
 			g("dbpilot_bench_rate", iv.Rate),
@@ -745,12 +750,19 @@ func (p *benchPusher) push(ctx context.Context, iv loadgen.Interval) {
 
 // pushLedger writes, at the end of a run with a ledger, the check of the
 // acknowledged writes on the new primary: acknowledged, found there and
-// lost; failed when the check could not be made (err).
+// lost; failed when the check could not be made (err). The batch ends the
+// run's other series (the store marks them stale): it is stamped no
+// earlier than an interval after the last one, so that a reader sampling
+// each second still finds the last interval's values.
 func (p *benchPusher) pushLedger(ctx context.Context, acked, lost int64, err error) {
 	if p.api == nil || p.warned || p.ledger == nil {
 		return
 	}
-	b := dbpilot.Batch{Instance: p.instance, Cluster: p.cluster, Time: time.Now(),
+	at := time.Now()
+	if at.Before(p.next) {
+		at = p.next
+	}
+	b := dbpilot.Batch{Instance: p.instance, Cluster: p.cluster, Time: at,
 		Samples: []dbpilot.Sample{p.sample(benchLedgerAcked, float64(acked))}}
 	if err != nil {
 		b.Samples = append(b.Samples, p.sample(benchLedgerFailed, 1))

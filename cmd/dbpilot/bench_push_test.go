@@ -49,7 +49,9 @@ func TestBenchPusher(t *testing.T) {
 	ledger := &loadgen.Ledger{}
 	r := &benchRouter{api: sink, cluster: "main", primary: dbpilot.InstanceKey{Host: "127.0.0.1", Port: 3306}}
 	p := newBenchPusher(r, "oltp_write_only", ledger, func(err error) { t.Errorf("warned: %v", err) })
-	start := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	// Intervals an hour ahead: the check, made now, is stamped at the end
+	// of the interval after the last one.
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
 	ledger.Ack(ledger.Next())
 	p.push(context.Background(), loadgen.Interval{Start: start, Seconds: 1, WriteStallMS: 12})
 	ledger.Ack(ledger.Next())
@@ -63,6 +65,11 @@ func TestBenchPusher(t *testing.T) {
 		t.Fatalf("%d batches, want 5", len(sink.batches))
 	}
 	b := sink.batches
+	// The check is stamped an interval after the last one at the earliest
+	// (it ends the run's series).
+	if !b[3].Time.Equal(start.Add(4 * time.Second)) {
+		t.Errorf("the ledger check is stamped %s, want the end of the interval after the last (%s)", b[3].Time, start.Add(4*time.Second))
+	}
 	if !b[1].Time.Equal(start.Add(2*time.Second)) || b[1].Cluster != "main" || b[1].Instance.Port != 3306 {
 		t.Errorf("batch 2: time %s, cluster %q, instance %s", b[1].Time, b[1].Cluster, b[1].Instance)
 	}
