@@ -175,6 +175,25 @@ func TestIncidentReport(t *testing.T) {
 	if !strings.Contains(page, `id="chosen">`+rec.NewPrimary.String()+`<`) || strings.Count(page, `<tr class="candidate`) != 2 {
 		t.Errorf("the decision does not show 2 candidates and %s chosen", rec.NewPrimary)
 	}
+	// The topology before (the old primary over both replicas) and after
+	// (the new primary over the other replica), from serve's history.
+	for _, c := range []struct {
+		id, primary string
+		replicas    []string
+	}{
+		{"before", ev.OldPrimary, otherNodes(d, ev.OldPrimary)},
+		{"after", ev.NewPrimary, otherNodes(d, ev.OldPrimary, ev.NewPrimary)},
+	} {
+		fig := regexp.MustCompile(`(?s)<figure class="topo" id="topo-` + c.id + `".*?</figure>`).FindString(page)
+		if !strings.Contains(fig, fmt.Sprintf(`data-key="%s" data-role="primary"`, c.primary)) {
+			t.Errorf("topology %s: no primary %s: %.400s", c.id, c.primary, fig)
+		}
+		for _, r := range c.replicas {
+			if !strings.Contains(fig, fmt.Sprintf(`data-from="%s" data-to="%s"`, c.primary, r)) {
+				t.Errorf("topology %s: no edge %s → %s: %.400s", c.id, c.primary, r, fig)
+			}
+		}
+	}
 	// The charts have the servers' metrics.
 	for _, c := range []string{"qps", "threads-connected"} {
 		m := regexp.MustCompile(`id="chart-` + c + `" data-points="(\d+)"`).FindStringSubmatch(page)
@@ -237,6 +256,17 @@ func TestIncidentReport(t *testing.T) {
 	}
 
 	t.Run("browser", func(t *testing.T) { checkReportInBrowser(t, api, rec.ID) })
+}
+
+// otherNodes are the sandbox's nodes other than the keys given.
+func otherNodes(d *sandbox.Descriptor, not ...string) []string {
+	var out []string
+	for _, n := range d.Nodes {
+		if !slices.Contains(not, n.Key().String()) {
+			out = append(out, n.Key().String())
+		}
+	}
+	return out
 }
 
 // checkSelfContained: the page names nothing outside itself.
