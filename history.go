@@ -48,6 +48,10 @@ type ChangeFilter struct {
 	From    time.Time // inclusive
 	To      time.Time // inclusive
 	Limit   int       // 0: DefaultChangeLimit; the oldest first
+	// Newest takes the newest Limit changes instead of the oldest, still
+	// returned oldest first (as a tail does): the change before a moment
+	// is the newest with To just before it.
+	Newest bool
 }
 
 // DefaultChangeLimit is how many changes a ChangeFilter without a Limit
@@ -71,6 +75,18 @@ type TopologyHistory interface {
 	HistoryStart(ctx context.Context, cluster string) (time.Time, error)
 }
 
+// HistoryService answers from the topology history: serve's daemon
+// implements it, and so does httpapi.Client (GET
+// /api/clusters/{name}/at and /changes).
+type HistoryService interface {
+	// ClusterAt returns cluster as it was at t; it fails with ENOTFOUND
+	// for an unknown cluster.
+	ClusterAt(ctx context.Context, cluster string, t time.Time) (*ClusterAt, error)
+	// TopologyChanges returns the changes f selects (f.Cluster is
+	// required), oldest first.
+	TopologyChanges(ctx context.Context, f ChangeFilter) ([]TopologyChange, error)
+}
+
 // ClusterAt is a cluster as it was at one instant, built from the topology
 // history (GET /api/clusters/{name}/at?t=TIME). Its instances, primary and
 // problems have the shape of ClusterStatus's, so that what draws the
@@ -90,7 +106,9 @@ type ClusterAt struct {
 	Alerts []Alert `json:"alerts"`
 	// Lag (seconds) and QueriesPerSecond of each instance at At, by
 	// HOST:PORT, from the metrics store; an instance without a sample
-	// within 5 minutes before At is absent.
+	// within 5 minutes before At is absent (queries/s is the rate over the
+	// minute up to At: absent without two samples in it). Empty without a
+	// metrics store.
 	Lag              map[string]float64 `json:"lag"`
 	QueriesPerSecond map[string]float64 `json:"queries_per_second"`
 	// Changes are the changes in the second up to At (At-1s, At]; Prev is
@@ -131,4 +149,37 @@ func (i *Instance) Shape() *Instance {
 		}
 	}
 	return s
+}
+
+// SameShape reports whether i and o are equal in what Shape keeps (keys
+// and sources compared normalized), without copying either: serve
+// compares every observation with the last one recorded.
+func (i *Instance) SameShape(o *Instance) bool {
+	if i == nil || o == nil {
+		return i == o
+	}
+	if !i.Key.Equal(o.Key) || i.Reachable != o.Reachable || i.RefusedErrno != o.RefusedErrno ||
+		i.Flavor != o.Flavor || i.Version != o.Version || i.ServerID != o.ServerID || i.ServerUUID != o.ServerUUID ||
+		i.ReadOnly != o.ReadOnly || i.SuperReadOnly != o.SuperReadOnly || i.LogBin != o.LogBin ||
+		i.LogReplicaUpdates != o.LogReplicaUpdates || i.SemiSync != o.SemiSync ||
+		len(i.Channels) != len(o.Channels) || (i.Galera == nil) != (o.Galera == nil) {
+		return false
+	}
+	for n := range i.Channels {
+		a, b := &i.Channels[n], &o.Channels[n]
+		if a.Name != b.Name || !a.Source.Equal(b.Source) || a.UsingGTID != b.UsingGTID ||
+			a.IORunning != b.IORunning || a.SQLRunning != b.SQLRunning ||
+			a.LastIOErrno != b.LastIOErrno || a.LastIOError != b.LastIOError ||
+			a.LastSQLErrno != b.LastSQLErrno || a.LastSQLError != b.LastSQLError {
+			return false
+		}
+	}
+	if g, h := i.Galera, o.Galera; g != nil {
+		if g.LocalState != h.LocalState || g.LocalStateComment != h.LocalStateComment ||
+			g.ClusterStatus != h.ClusterStatus || g.ClusterSize != h.ClusterSize ||
+			g.Ready != h.Ready || g.Connected != h.Connected || g.DesyncCount != h.DesyncCount {
+			return false
+		}
+	}
+	return true
 }

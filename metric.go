@@ -130,7 +130,10 @@ type AlertFilter struct {
 	Cluster string
 	State   string // pending, firing, resolved
 	Since   time.Time
-	Limit   int // 0: 500
+	// FiringAt selects the alerts firing at that instant: fired at or
+	// before it, and not resolved by then (zero: any).
+	FiringAt time.Time
+	Limit    int // 0: 500
 }
 
 // AlertStore keeps alert states across restarts (the sqlite package).

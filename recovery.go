@@ -141,9 +141,12 @@ type RecoveryFilter struct {
 // Pruner is a StateStore that can forget history: serve prunes by age
 // (config retention).
 type Pruner interface {
-	// Prune deletes audit events, recoveries and resolved alerts older than
-	// before; the newest recovery of each cluster is always kept (its
-	// acknowledgement and the anti-flapping block depend on it).
+	// Prune deletes audit events, recoveries, resolved alerts and
+	// topology changes older than before; the newest recovery of each
+	// cluster is always kept (its acknowledgement and the anti-flapping
+	// block depend on it), and so are the newest topology change of each
+	// instance still in its cluster and the newest cluster change before
+	// it (the cluster as it was at before can still be rebuilt).
 	Prune(ctx context.Context, before time.Time) (Pruned, error)
 }
 
@@ -152,6 +155,7 @@ type Pruned struct {
 	Audit      int `json:"audit"`
 	Recoveries int `json:"recoveries"`
 	Alerts     int `json:"alerts"`
+	Changes    int `json:"changes"` // topology changes
 }
 
 // StateStore keeps what serve knows across restarts: instances seen,

@@ -92,9 +92,11 @@ type Config struct {
 	DiscoveryBound int `yaml:"discovery_concurrency"`
 	// UI configures the web console and, with it, reading the API.
 	UI UIConfig `yaml:"ui"`
-	// Retention is how long the state file keeps the audit log, recoveries
-	// and resolved alerts (default 90 days; pruned every hour). The newest
-	// recovery of each cluster is always kept.
+	// Retention is how long the state file keeps the audit log, recoveries,
+	// resolved alerts and the topology history (default 90 days; pruned
+	// every hour). The newest recovery of each cluster is always kept, and
+	// so are the history's records that make up each cluster at the
+	// cut-off.
 	Retention Duration `yaml:"retention"`
 	// Coordination, with etcd, makes this serve one of several watching the
 	// same clusters; only each cluster's leader changes its topology.
@@ -438,7 +440,7 @@ const Example = `listen: 127.0.0.1:7070          # HTTP API; keep it on loopback
 # http_tls: {cert_file: /etc/dbpilot/serve.crt, key_file: /etc/dbpilot/serve.key}   # HTTPS for the API and console; SIGHUP reloads
 # allowed_hosts: [dbpilot.example.com]   # Host names answered besides listen and localhost (421 for others: DNS rebinding)
 state: ~/.dbpilot/state.db       # SQLite: instances, recoveries, audit log
-retention: 2160h                 # audit log, recoveries, resolved alerts kept 90 days (pruned hourly)
+retention: 2160h                 # audit log, recoveries, resolved alerts, topology history kept 90 days (pruned hourly)
 token_file: ~/.dbpilot/token     # bearer token for POST /api/... (mode 0600): an admin token named "admin"
 # tokens: [{name: grafana, role: viewer, token_file: /etc/dbpilot/grafana.token}]   # roles viewer|operator|admin (dbpilot token new)
 ui: {read_requires_token: false} # reads (API, web console data, /metrics) need the token too; default: true off-loopback

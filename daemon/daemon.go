@@ -57,6 +57,10 @@ type Daemon struct {
 	metrics    MetricsBackend
 	alertStore dbpilot.AlertStore
 	queryStore QueryStore // nil: no query analytics
+	// history keeps the topology history (nil: none); changes gathers what
+	// serve records into it (nil without it).
+	history dbpilot.TopologyHistory
+	changes *changeBatcher
 	// queries gathers the statements collectors' intervals for the
 	// queryStore (nil with it).
 	queries *queryBatcher
@@ -95,6 +99,11 @@ type clusterState struct {
 	// overlap are the ClusterOverlap problems of the last observation:
 	// while there are any, automatic recovery is suspended.
 	overlap []dbpilot.Problem
+	// hist is the cluster as the topology history last recorded it (nil
+	// until read from the store at the first observation); histMu orders
+	// the observations recording into it (recordHistory).
+	histMu sync.Mutex
+	hist   *topology.Snapshot
 	// The alerted problems as last written (noteProblems).
 	problemSig     string
 	problemAt      dbpilot.InstanceKey
@@ -182,6 +191,10 @@ type Options struct {
 	// AlertStore keeps alert states (the sqlite store implements it).
 	Metrics    MetricsBackend
 	AlertStore dbpilot.AlertStore
+	// History keeps the topology history (the sqlite store implements
+	// it): serve records every change it observes into it, and answers
+	// ClusterAt and TopologyChanges from it. Nil: no history.
+	History dbpilot.TopologyHistory
 	// QueryStore keeps query statistics (the sqlite store implements it);
 	// with Collectors and queries on, each instance gets a statements
 	// collector recording into it.
@@ -284,6 +297,10 @@ func New(cfg *Config, opt Options) *Daemon {
 		d.log = slog.New(slog.DiscardHandler)
 	}
 	d.alertStore = opt.AlertStore
+	if opt.History != nil {
+		d.history = opt.History
+		d.changes = &changeBatcher{store: opt.History, log: d.log}
+	}
 	if !cfg.Queries.Disabled && opt.Metrics != nil && opt.Collectors != nil && opt.QueryStore != nil {
 		d.queryStore = opt.QueryStore
 		d.queries = &queryBatcher{store: opt.QueryStore, log: d.log}
@@ -348,6 +365,15 @@ func (d *Daemon) Close() error {
 // it started (watch loops, liveness sessions, alert evaluation, collectors)
 // has stopped.
 func (d *Daemon) Run(ctx context.Context) error {
+	if c := d.changes; c != nil {
+		defer func() {
+			// Last, once every loop that observes has stopped: their last
+			// changes too.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			c.flush(fctx)
+			cancel()
+		}()
+	}
 	d.bgCtx = ctx
 	defer d.bg.Wait()
 	// The stall meter runs while serve does: a timeout while serve could
@@ -382,6 +408,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			q.run(ctx)
+		}()
+	}
+	if c := d.changes; c != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.run(ctx)
 		}()
 	}
 	if b := d.binlogBackup; b != nil {
@@ -457,7 +490,7 @@ func (d *Daemon) prune(ctx context.Context) {
 			d.log.Warn("prune state", "err", err)
 		}
 	case n != (dbpilot.Pruned{}):
-		d.log.Info("state pruned", "before", before.Format(time.RFC3339), "audit", n.Audit, "recoveries", n.Recoveries, "alerts", n.Alerts)
+		d.log.Info("state pruned", "before", before.Format(time.RFC3339), "audit", n.Audit, "recoveries", n.Recoveries, "alerts", n.Alerts, "changes", n.Changes)
 	}
 }
 
@@ -688,13 +721,14 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 	}
 	problems, fenced, overlap := d.problemsOf(cs, members, primary, detached, c.toFence)
 	forgotten := d.record(cs, c, comp, members, primary, detached, problems, fenced, overlap)
+	d.recordHistory(ctx, cs, c, members)
 	if d.mon != nil && d.running.Load() {
 		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
 	}
 	d.noteProblems(cs, pk, problems)
 	d.forget(ctx, cs, forgotten)
 	if d.store != nil && len(members) > 0 && cs.shouldSave(d.now(), members) {
-		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil {
+		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil && ctx.Err() == nil {
 			d.log.Warn("save instances", "cluster", cs.cfg.Name, "err", err)
 		}
 	}

@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +28,9 @@ type fixture struct {
 	cfg   *daemon.Config
 	dm    *daemon.Daemon
 	store *sqlite.DB
+	// stop stops the daemon and closes its store (at the test's end, or
+	// sooner: a test that restarts serve on the same state file).
+	stop func()
 }
 
 func startDaemon(t *testing.T, d *sandbox.Descriptor, mutate func(*daemon.Config), opt daemon.Wiring) *fixture {
@@ -58,13 +63,17 @@ func startDaemonWith(t *testing.T, d *sandbox.Descriptor, mutate func(*daemon.Co
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { dm.Run(ctx); close(done) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		dm.Close()
-		store.Close()
-	})
-	f := &fixture{t: t, d: d, cfg: cfg, dm: dm, store: store}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			dm.Close()
+			store.Close()
+		})
+	}
+	t.Cleanup(stop)
+	f := &fixture{t: t, d: d, cfg: cfg, dm: dm, store: store, stop: stop}
 	f.waitState(dbpilot.ClusterOK, 15*time.Second)
 	return f
 }
@@ -214,6 +223,22 @@ func TestAutomaticFailoverSemiSync(t *testing.T) {
 	if st.Primary != rec.NewPrimary {
 		t.Errorf("status primary %s, want %s", st.Primary, rec.NewPrimary)
 	}
+	// The failover in the topology history: the old primary at the kill,
+	// the new one after the recovery, and the change between them.
+	api, _ := f.api()
+	ctx := context.Background()
+	testutil.WaitFor(t, 5*time.Second, "the new primary recorded", func() (bool, string) {
+		at, err := api.ClusterAt(ctx, d.Name, time.Now())
+		if err != nil {
+			return false, err.Error()
+		}
+		return at.Recorded && at.Primary == rec.NewPrimary, at.Primary.String()
+	})
+	if at, err := api.ClusterAt(ctx, d.Name, killed); err != nil || !at.Recorded || at.Primary != f.key("node1") ||
+		!slices.ContainsFunc(at.Instances, func(i *dbpilot.Instance) bool { return i.Key == f.key("node1") && i.Reachable && len(i.Channels) == 0 }) {
+		t.Errorf("at the kill: %+v, %v", at, err)
+	}
+	waitChange(t, api, d.Name, "primary "+f.key("node1").String()+" → "+rec.NewPrimary.String(), 5*time.Second)
 	// The semi-sync primary side is on at the new primary.
 	f.waitValue(newP, "SELECT @@rpl_semi_sync_master_enabled", "1", 30*time.Second)
 	// The detection was recorded.

@@ -30,12 +30,6 @@ const (
 	reportChartPoints = 450
 )
 
-// clusterAtReader is the daemon's topology history (the time machine,
-// GET /api/clusters/{name}/at): the report's topology before and after.
-type clusterAtReader interface {
-	ClusterAt(ctx context.Context, cluster string, at time.Time) (*dbpilot.ClusterAt, error)
-}
-
 // RecoveryReport implements dbpilot.RecoveryReporter: what serve knows of
 // recovery id, gathered (reportInput) and rendered by package report, or
 // the data gathered as JSON.
@@ -160,9 +154,10 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // reportTopology reads the cluster just before the detection and just
-// after the end from the topology history.
+// after the end from the topology history (the time machine, GET
+// /api/clusters/{name}/at).
 func (d *Daemon) reportTopology(ctx context.Context, in *report.Input, anchor, end, now time.Time) {
-	h, ok := any(d).(clusterAtReader)
+	h, ok := any(d).(dbpilot.HistoryService)
 	if !ok {
 		in.TopologyNote = "this serve keeps no topology history: the topology before and after is not known"
 		return

@@ -204,6 +204,7 @@ func Wire(cfg *Config, w Wiring) *Daemon {
 		Store:      w.Store,
 		AlertStore: w.AlertStore,
 		QueryStore: queryStoreOf(w.Store),
+		History:    historyOf(w.Store),
 		Now:        w.Now,
 		Logger:     w.Logger,
 		Version:    w.Version,

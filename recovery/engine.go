@@ -213,9 +213,16 @@ func (e *Engine) Note(event, msg string) {
 	same := e.lastVerdict == event+msg
 	e.lastVerdict = event + msg
 	e.mu.Unlock()
-	if !same {
-		e.log().Warn(msg, "cluster", e.cluster, "event", event)
+	if same {
+		return
 	}
+	if event == dbpilot.ClusterOK {
+		// The primary answers after all (a liveness session that dropped):
+		// nothing to act on.
+		e.log().Info(msg, "cluster", e.cluster, "event", event)
+		return
+	}
+	e.log().Warn(msg, "cluster", e.cluster, "event", event)
 }
 
 // ClearNote forgets the last message noted: the next is logged even when

@@ -90,8 +90,9 @@ func (d *DB) SaveAlert(ctx context.Context, a *dbpilot.Alert) error {
 
 // Alerts returns alerts newest (latest ActiveAt) first: those of f.Cluster
 // (the cluster label), in f.State, active at some time since f.Since (still
-// unresolved, or resolved at or after it), at most f.Limit
-// (DefaultAlertLimit when 0 or less).
+// unresolved, or resolved at or after it), firing at f.FiringAt (fired at
+// or before it, not resolved by then), at most f.Limit (DefaultAlertLimit
+// when 0 or less).
 func (d *DB) Alerts(ctx context.Context, f dbpilot.AlertFilter) ([]*dbpilot.Alert, error) {
 	const op = "alerts"
 	switch f.State {
@@ -122,6 +123,11 @@ func (d *DB) Alerts(ctx context.Context, f dbpilot.AlertFilter) ([]*dbpilot.Aler
 	if !f.Since.IsZero() {
 		q += ` AND (resolved_at IS NULL OR resolved_at >= ?)`
 		args = append(args, sinceArg(f.Since))
+	}
+	if !f.FiringAt.IsZero() {
+		at := sinceArg(f.FiringAt)
+		q += ` AND fired_at IS NOT NULL AND fired_at <= ? AND (resolved_at IS NULL OR resolved_at > ?)`
+		args = append(args, at, at)
 	}
 	q += ` ORDER BY active_at DESC, id DESC LIMIT ?`
 	args = append(args, limit)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -151,7 +152,8 @@ func TestAlertMigrationFromSchema1(t *testing.T) {
 	defer d.Close()
 	// Back to schema 1, then up again.
 	if _, err := d.db.Exec(`DROP TABLE alerts; DROP TABLE query_digests; DROP TABLE query_stats; DROP TABLE query_sources;
-		DROP TABLE query_source_minutes; ALTER TABLE recoveries DROP COLUMN writes_open; DELETE FROM schema_version WHERE version > 1`); err != nil {
+		DROP TABLE query_source_minutes; ALTER TABLE recoveries DROP COLUMN writes_open; DROP TABLE topology_changes; DROP TABLE topology_history_start;
+		DELETE FROM schema_version WHERE version > 1`); err != nil {
 		t.Fatal(err)
 	}
 	if err := applyMigrations(context.Background(), d.db, d.path, ms); err != nil {
@@ -162,5 +164,46 @@ func TestAlertMigrationFromSchema1(t *testing.T) {
 	}
 	if err := d.RecordQueries(context.Background(), dbpilot.QueryInterval{Source: dbpilot.QuerySource{Instance: "h:1"}}); err != nil {
 		t.Errorf("after migrating from schema 1: %v", err)
+	}
+	if err := d.RecordChanges(context.Background(), []dbpilot.TopologyChange{{Cluster: "a", Kind: dbpilot.ChangeCluster}}); err != nil {
+		t.Errorf("after migrating from schema 1: %v", err)
+	}
+}
+
+// FiringAt selects the alerts that were firing at an instant: fired at or
+// before it and not resolved by then.
+func TestAlertsFiringAt(t *testing.T) {
+	ctx := context.Background()
+	d, _ := openTest(t)
+	for _, a := range []*dbpilot.Alert{
+		{Rule: "pending-only", State: dbpilot.AlertResolved, ActiveAt: ts(5, 0), ResolvedAt: ts(50, 0)},
+		{Rule: "fired-resolved", State: dbpilot.AlertResolved, ActiveAt: ts(5, 0), FiredAt: ts(10, 0), ResolvedAt: ts(20, 0)},
+		{Rule: "firing", State: dbpilot.AlertFiring, ActiveAt: ts(5, 0), FiredAt: ts(15, 0)},
+	} {
+		if err := d.SaveAlert(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		at   time.Time
+		want []string
+	}{
+		{ts(9, 0), nil},
+		{ts(10, 0), []string{"fired-resolved"}},
+		{ts(15, 0), []string{"fired-resolved", "firing"}},
+		{ts(20, 0), []string{"firing"}},
+	} {
+		got, err := d.Alerts(ctx, dbpilot.AlertFilter{FiringAt: c.at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rules []string
+		for _, a := range got {
+			rules = append(rules, a.Rule)
+		}
+		slices.Sort(rules)
+		if !slices.Equal(rules, c.want) {
+			t.Errorf("firing at %s: %v, want %v", c.at.Sub(ts(0, 0)), rules, c.want)
+		}
 	}
 }

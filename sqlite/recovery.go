@@ -226,9 +226,10 @@ func (d *DB) AckRecoveries(ctx context.Context, cluster, by, comment string) (in
 	return int(n), nil
 }
 
-// Prune deletes audit events, recoveries and resolved alerts older than
-// before, in one transaction; the newest recovery of each cluster stays
-// (dbpilot.Pruner).
+// Prune deletes audit events, recoveries, resolved alerts and topology
+// changes older than before, in one transaction; the newest recovery of
+// each cluster stays, and so do the topology changes that make up each
+// cluster at before (pruneChanges) (dbpilot.Pruner).
 func (d *DB) Prune(ctx context.Context, before time.Time) (dbpilot.Pruned, error) {
 	const op = "prune"
 	var p dbpilot.Pruned
@@ -264,6 +265,9 @@ func (d *DB) Prune(ctx context.Context, before time.Time) (dbpilot.Pruned, error
 			return p, fmt.Errorf("sqlite: %s: %w", op, err)
 		}
 		*s.n = int(n)
+	}
+	if p.Changes, err = pruneChanges(ctx, tx, t); err != nil {
+		return p, fmt.Errorf("sqlite: %s: topology changes: %w", op, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return p, fmt.Errorf("sqlite: %s: %w", op, err)

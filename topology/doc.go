@@ -57,4 +57,16 @@
 //
 // A multi-source replica is a replica, not a writer: its own transactions are
 // errant, and it should be read_only.
+//
+// # Topology history
+//
+// A Snapshot is a cluster as serve's topology history keeps it: primary,
+// members and problems. Diff gives the change records from one snapshot to
+// the next, each with a one-line summary (joined, left, unreachable, a
+// thread stopped with its error, read_only, semi-sync, a relocation, a new
+// primary, problems raised or cleared); members compare by their shape
+// (dbpilot.Instance.SameShape: no positions, counters or lag) and problems
+// by code, severity, instance and channel, so a busy cluster whose shape
+// holds still records nothing. Rebuild turns the records back into a
+// snapshot. All three are pure.
 package topology

@@ -57,11 +57,17 @@ reads the certificate and key again without closing open connections):
   GET  /                                                    the web console (topology, charts, alerts, recoveries)
   GET  /api/health, /api/clusters, /api/clusters/{name}, /api/recoveries[/{id}], /api/audit, /api/alerts
   GET  /api/clusters/{name}/events                          (text/event-stream: the status at each change)
+  GET  /api/clusters/{name}/at?t=TIME                       the cluster as it was at TIME (topology history)
+  GET  /api/clusters/{name}/changes?from=&to=&limit=        the changes serve recorded, oldest first
   GET  /api/metrics/query?expr=&time= | &start=&end=&step=   (PromQL), /api/metrics/series?match[]=
   GET  /metrics                                             (Prometheus exposition, mysqld_exporter names)
   GET  /api/whoami                                          the token's name, role and allowed actions
   POST /api/clusters/{name}/failover|switchover|rejoin|ack, /api/relocate   (Authorization: Bearer TOKEN)
 Reads need the token too when serve listens off-loopback (ui.read_requires_token).
+The topology history keeps, in the state file for 'retention', every change
+serve observes in a cluster (an instance joined or left, its role, source,
+thread states, read_only and semi-sync; problems raised or cleared); TIME is
+RFC 3339 or Unix seconds, fractions allowed.
 Tokens have roles (tokens: in the config; 'dbpilot token new' makes one):
 viewer reads, operator also acks, relocates and switches over, admin also
 fails over and rejoins (token/token_file is an admin token named "admin").
