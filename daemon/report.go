@@ -26,7 +26,7 @@ const (
 	ledgerWithin = time.Hour
 	// reportAuditLimit bounds each audit read of a report.
 	reportAuditLimit = 10000
-	// reportChartPoints is about how many points a chart gets.
+	// reportChartPoints is the most points a chart's series gets.
 	reportChartPoints = 450
 )
 
@@ -194,7 +194,8 @@ func promSel(name string, eq map[string]string, raw ...string) string {
 // expressions: web/static/js/promql.js).
 func (d *Daemon) reportCharts(ctx context.Context, in *report.Input) {
 	span := in.To.Sub(in.From)
-	step := max(time.Second, (span / reportChartPoints).Round(time.Second))
+	// At most reportChartPoints points: whole seconds, rounded up.
+	step := max(time.Second, time.Duration(math.Ceil(float64(span)/reportChartPoints/float64(time.Second)))*time.Second)
 	w := fmt.Sprintf("[%ds]", int64(max(2*time.Second, step)/time.Second))
 	c := map[string]string{"cluster": in.Recovery.Cluster}
 	rate := func(name string) string { return "rate(" + promSel(name, c) + w + ")" }

@@ -20,9 +20,8 @@ import (
 // loadInput reads testdata/<name>/input.json: a report's data as serve
 // gathered it (failover-bench was recorded by cmd/dbpilot's
 // TestIncidentReport with DBPILOT_REPORT_RECORD; failover-history-errant is
-// it with the topology history, an old primary that returned with an
-// errant transaction and was last read ahead of the new primary, and no
-// bench run).
+// it with an old primary that returned with an errant transaction and was
+// last read ahead of the new primary, and no bench run).
 func loadInput(t *testing.T, name string) *Input {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name, "input.json"))
@@ -167,13 +166,13 @@ func TestBuildFailoverBench(t *testing.T) {
 	if len(r.Charts) != 5 || r.Charts[0].Empty {
 		t.Errorf("%d charts, the first empty %v", len(r.Charts), r.Charts[0].Empty)
 	}
-	if r.TopologyNote == "" || len(r.Topology) != 0 {
-		t.Errorf("recorded without a topology history: note %q, %d drawings", r.TopologyNote, len(r.Topology))
+	if r.TopologyNote != "" || len(r.Topology) != 2 || r.Topology[0].Instances != 3 || r.Topology[1].Instances != 2 {
+		t.Errorf("topology: note %q, %d drawings %+v", r.TopologyNote, len(r.Topology), r.Topology)
 	}
 }
 
-// With the topology history, an old primary that returned with an errant
-// transaction, and a last read of it ahead of the new primary.
+// An old primary that returned with an errant transaction, and a last read
+// of it ahead of the new primary.
 func TestBuildHistoryErrant(t *testing.T) {
 	in := loadInput(t, "failover-history-errant")
 	r := Build(in)
@@ -184,7 +183,7 @@ func TestBuildHistoryErrant(t *testing.T) {
 	if c := checks["missing-transactions"]; c.Status != Found || !strings.Contains(strings.Join(c.Lines, "\n"), "3 transaction(s) missing") {
 		t.Errorf("missing transactions: %+v", c)
 	}
-	if c := checks["errant"]; c.Status != Found || !strings.Contains(strings.Join(c.Lines, "\n"), "-223") {
+	if c := checks["errant"]; c.Status != Found || !strings.Contains(strings.Join(c.Lines, "\n"), "-224") {
 		t.Errorf("errant: %+v", c)
 	}
 	if _, ok := checks["acknowledged-writes"]; ok || r.Impact != nil {
@@ -383,7 +382,7 @@ func TestGoldenInBrowser(t *testing.T) {
 		benchChart  bool
 		checksFound int
 	}{
-		{"failover-bench", 0, true, 0},
+		{"failover-bench", 5, true, 0},
 		{"failover-history-errant", 5, false, 2},
 	} {
 		page, err := HTML(loadInput(t, c.name))
@@ -418,5 +417,40 @@ func TestGoldenInBrowser(t *testing.T) {
 			t.Errorf("%s: %s drawings overflow the page", c.name, w)
 		}
 		p.Screenshot("incident-report-" + c.name)
+	}
+}
+
+// The size of the report of a typical recovery: the recorded failover
+// (with its bench run) made 5 minutes after its end, its charts full: 10
+// minutes of 3 instances at the step serve queries them with (2 s: 301
+// points a series). Logged, and bounded so that a change that bloats the page
+// shows here.
+func TestSizeTypical(t *testing.T) {
+	in := loadInput(t, "failover-bench")
+	in.To = in.Recovery.Ended.Add(5 * time.Minute) // made later than the recording was
+	step := 2 * time.Second
+	var instances []string
+	for _, i := range in.Before.Instances {
+		instances = append(instances, i.Key.String())
+	}
+	for ci := range in.Charts {
+		var ss []dbpilot.Series
+		for k, inst := range instances {
+			s := dbpilot.Series{Labels: map[string]string{"instance": inst}}
+			for at := in.From; !at.After(in.To); at = at.Add(step) {
+				s.Points = append(s.Points, dbpilot.Point{T: at, V: float64(100*(k+1)) + 37.25*float64(at.Unix()%7)})
+			}
+			ss = append(ss, s)
+		}
+		in.Charts[ci].Series = ss
+	}
+	page, err := HTML(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a typical report: %d bytes (%.0f KiB): %d charts of %d series of %d points", len(page), float64(len(page))/1024,
+		len(in.Charts), len(instances), len(in.Charts[0].Series[0].Points))
+	if len(page) > 400<<10 {
+		t.Errorf("the report is %d KiB", len(page)>>10)
 	}
 }
