@@ -128,6 +128,25 @@ type ClusterWatcher interface {
 	ClusterChanged(ctx context.Context, name string) (<-chan struct{}, error)
 }
 
+// RecoveryReporter is implemented by a ClusterService that writes
+// incident reports (serve's daemon, and httpapi.Client through it): GET
+// /api/recoveries/{id}/report, 'dbpilot report'.
+type RecoveryReporter interface {
+	// RecoveryReport returns the incident report of recovery id in format
+	// (ReportHTML, ReportJSON). It fails with ENOTFOUND for an unknown
+	// recovery.
+	RecoveryReport(ctx context.Context, id int64, format string) ([]byte, error)
+}
+
+// Formats of an incident report.
+const (
+	// ReportHTML is one self-contained HTML page (package report).
+	ReportHTML = "html"
+	// ReportJSON is the data the page is made from, as serve gathered it
+	// (report.Input).
+	ReportJSON = "json"
+)
+
 // ClusterService is what the CLI asks of dbpilot, whether it acts directly
 // or through a running `serve` (httpapi.Client implements it too).
 type ClusterService interface {

@@ -10,6 +10,7 @@
 //	GET  /api/clusters/{name}              ClusterStatus
 //	GET  /api/recoveries?cluster=&limit=   []Recovery, newest first
 //	GET  /api/recoveries/{id}              Recovery
+//	GET  /api/recoveries/{id}/report       the incident report: one HTML page (text/html)
 //	GET  /api/audit?cluster=&recovery=&since=RFC3339&limit=
 //	                                       []AuditEvent, oldest first
 //	GET  /api/alerts?cluster=&state=&since=&limit=

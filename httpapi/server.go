@@ -85,6 +85,7 @@ func NewServer(svc dbpilot.ClusterService, opt ServerOptions) *Server {
 	}
 	s.registerAlerts()
 	s.registerQueries()
+	s.registerReport()
 	s.registerHistory()
 	return s
 }

@@ -168,6 +168,14 @@ type Interval struct {
 	Backlog    int64            `json:"backlog"` // transactions due and not started, at the interval's end
 	BacklogMax int64            `json:"backlog_max"`
 	Reconnects int64            `json:"reconnects"`
+	// WriteStallMS is the longest time without an acknowledged write (a
+	// write transaction that committed without error) that ended in this
+	// interval or was still going at its end: from the acknowledgement
+	// before it (in this interval or an earlier one; the run's start for
+	// the first) to the one that ended it, or to the interval's end. The
+	// largest over a span of intervals is the longest stall in it. 0 while
+	// the run has attempted no write (a read-only workload).
+	WriteStallMS float64 `json:"write_stall_ms,omitempty"`
 }
 
 // OpSummary is one operation's latency over a run.
@@ -202,9 +210,12 @@ type Summary struct {
 	MaxBacklog   int64            `json:"max_backlog"`
 	MaxBusy      int              `json:"max_busy"`
 	Reconnects   int64            `json:"reconnects"`
-	Ops          []OpSummary      `json:"ops"`
-	Event        *EventReport     `json:"event,omitempty"`
-	Interrupted  bool             `json:"interrupted,omitempty"` // Ctrl-C: the summary so far
+	// WriteStallMS is the longest time without an acknowledged write
+	// (Interval.WriteStallMS's largest).
+	WriteStallMS float64      `json:"longest_write_stall_ms,omitempty"`
+	Ops          []OpSummary  `json:"ops"`
+	Event        *EventReport `json:"event,omitempty"`
+	Interrupted  bool         `json:"interrupted,omitempty"` // Ctrl-C: the summary so far
 }
 
 // EventReport is what clients saw of a topology change run mid-load

@@ -205,6 +205,9 @@ func FormatSummary(s Summary) string {
 				formatMS(e.UnavailableMS), sinceEvent(e.At, e.FirstFailed), sinceEvent(e.At, e.FirstOK))
 		}
 		fmt.Fprintf(&b, "  failed transactions %d; acknowledged writes %d, lost %d\n", e.Failed, e.AckedWrites, e.LostWrites)
+		if s.WriteStallMS > 0 {
+			fmt.Fprintf(&b, "  longest write stall %s ms (the longest time without an acknowledged write)\n", formatMS(s.WriteStallMS))
+		}
 		rows := [][]string{{"phase", "count", "errors", "p50", "p90", "p99", "p99.9", "max (ms)"}}
 		for _, p := range []struct {
 			name string

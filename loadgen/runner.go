@@ -240,6 +240,9 @@ type runner struct {
 	ivErrors   int64
 	ivErrorsBy map[string]int64
 	ivReconn   int64
+	ivStall    time.Duration // the longest stall of acknowledged writes ended in this interval
+	lastAck    time.Time     // the newest acknowledged write (the run's start before the first)
+	wrote      bool          // a write transaction completed (acknowledged or not)
 	busy       int
 	busyMax    int // this interval
 	backlog    int64
@@ -264,6 +267,7 @@ type totals struct {
 	reconnects int64
 	busyMax    int
 	backlogMax int64
+	stall      float64 // ms
 }
 
 func newRunner(opt RunOptions) (*runner, error) {
@@ -342,7 +346,7 @@ func (r *runner) newWorker(i int) *worker {
 // run runs the load until the end or ctx, then drains and summarizes.
 func (r *runner) run(ctx context.Context) *Result {
 	r.start = r.clock.Now()
-	r.ivStart = r.start
+	r.ivStart, r.lastAck = r.start, r.start
 	if r.opt.Duration > 0 {
 		r.end = r.start.Add(r.opt.Duration)
 	}
@@ -631,6 +635,15 @@ func (r *runner) record(op int, write bool, intended, done time.Time, class stri
 		}
 		r.ivErrorsBy[class]++
 	}
+	if write {
+		r.wrote = true
+		// Completions may be recorded slightly out of order: a stall is
+		// measured from the newest acknowledgement before it.
+		if !failed && done.After(r.lastAck) {
+			r.ivStall = max(r.ivStall, done.Sub(r.lastAck))
+			r.lastAck = done
+		}
+	}
 	if !r.event.IsZero() {
 		r.ev.observe(write, intended, done, lat, failed)
 	}
@@ -720,8 +733,13 @@ func (r *runner) cut(end time.Time) Interval {
 		Errors: r.ivErrors, ErrorsBy: r.ivErrorsBy, Reconnects: r.ivReconn,
 		Busy: r.busy, BusyMax: r.busyMax, Backlog: r.backlog, BacklogMax: r.backlogMax,
 	}
+	if r.wrote {
+		// The stall still going at the interval's end counts up to it.
+		stall := max(r.ivStall, end.Sub(r.lastAck))
+		iv.WriteStallMS = float64(stall) / float64(time.Millisecond)
+	}
 	r.ivStart = end
-	r.ivErrors, r.ivErrorsBy, r.ivReconn = 0, nil, 0
+	r.ivErrors, r.ivErrorsBy, r.ivReconn, r.ivStall = 0, nil, 0, 0
 	r.busyMax, r.backlogMax = r.busy, r.backlog
 	r.mu.Unlock()
 
@@ -751,6 +769,7 @@ func (r *runner) cut(end time.Time) Interval {
 		t.errorsBy[c] += n
 	}
 	t.reconnects += iv.Reconnects
+	t.stall = max(t.stall, iv.WriteStallMS)
 	t.busyMax = max(t.busyMax, iv.BusyMax)
 	t.backlogMax = max(t.backlogMax, iv.BacklogMax)
 	return iv
@@ -776,11 +795,12 @@ func (r *runner) summary(stopAt time.Time, interrupted bool) Summary {
 		Errors:       r.totals.errors,
 		ErrorsBy:     r.totals.errorsBy,
 		P50:          l.P50, P90: l.P90, P99: l.P99, P999: l.P999, Max: l.Max,
-		MaxBacklog:  r.totals.backlogMax,
-		MaxBusy:     r.totals.busyMax,
-		Reconnects:  r.totals.reconnects,
-		Ops:         r.total.summaries(r.names),
-		Interrupted: interrupted,
+		MaxBacklog:   r.totals.backlogMax,
+		MaxBusy:      r.totals.busyMax,
+		Reconnects:   r.totals.reconnects,
+		WriteStallMS: r.totals.stall,
+		Ops:          r.total.summaries(r.names),
+		Interrupted:  interrupted,
 	}
 	if r.open {
 		s.Mode, s.Arrival = "open", r.opt.Arrival

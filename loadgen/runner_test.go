@@ -583,6 +583,41 @@ func TestRunEvent(t *testing.T) {
 		if res.Summary.Reconnects != 100 {
 			t.Errorf("reconnects %d, want 100 (read-only drops the connection)", res.Summary.Reconnects)
 		}
+		// Writes are acknowledged every 20 ms (1 ms after their start at
+		// 0, 20, 40 ms, ...). The last before the failures is acknowledged
+		// at 5.181 s, the first after at 7.201 s: a stall of 2020 ms,
+		// counted up to the end of the intervals it spans and whole in
+		// the one where it ends.
+		want := []float64{20, 20, 20, 20, 20, 819, 1819, 2020, 20, 20}
+		if len(res.Intervals) != len(want) {
+			t.Fatalf("%d intervals, want %d", len(res.Intervals), len(want))
+		}
+		for i, iv := range res.Intervals {
+			if !approxEq(iv.WriteStallMS, want[i]) {
+				t.Errorf("interval %d: write stall %v ms, want %v", i, iv.WriteStallMS, want[i])
+			}
+		}
+		if res.Summary.WriteStallMS != 2020 {
+			t.Errorf("longest write stall %v ms, want 2020", res.Summary.WriteStallMS)
+		}
+	})
+}
+
+// A read-only run has no write stall: it attempted no write.
+func TestRunNoWritesNoStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := testClock{}
+		db := newFakeDB(t)
+		w := &fakeWorkload{ops: []string{"read"}, clock: clock, next: func(int) (int, bool) { return 0, false },
+			service: func(time.Time, int64, int, bool) (time.Duration, error) { return time.Millisecond, nil }}
+		s := mustRate(t, "50")
+		res, err := Run(context.Background(), RunOptions{Workload: w, Connect: db.Connect, Rate: &s, Duration: 2 * time.Second, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.Transactions != 100 || res.Summary.WriteStallMS != 0 || res.Intervals[0].WriteStallMS != 0 || res.Intervals[1].WriteStallMS != 0 {
+			t.Errorf("%d transactions, longest write stall %v ms, intervals %+v; want 100 and no stall", res.Summary.Transactions, res.Summary.WriteStallMS, res.Intervals)
+		}
 	})
 }
 

@@ -36,7 +36,10 @@ type Engine struct {
 
 	mu           sync.Mutex
 	failingSince time.Time // first failed probe of the primary in this failure
-	lastVerdict  string    // the last event and message noted (Note)
+	// deadVerdict is the verdict that confirmed the primary dead in this
+	// failure (the replicas' votes), for the detect event of its recovery.
+	deadVerdict  topology.Verdict
+	lastVerdict  string // the last event and message noted (Note)
 	reprobe      PrimaryProbe
 	fenced       map[dbpilot.InstanceKey]bool        // old primaries to fence when they return
 	fenceNoted   map[dbpilot.InstanceKey]string      // the last fencing finding audited per old primary
@@ -258,6 +261,7 @@ func (e *Engine) Assess(ctx context.Context, primary *dbpilot.Instance, members 
 		e.mu.Lock()
 		wasFailing := !e.failingSince.IsZero()
 		e.failingSince = time.Time{}
+		e.deadVerdict = topology.Verdict{}
 		e.lastVerdict = ""
 		e.mu.Unlock()
 		e.view.SetState(dbpilot.ClusterOK)
@@ -297,6 +301,11 @@ func (e *Engine) Assess(ctx context.Context, primary *dbpilot.Instance, members 
 	// The silence of each replica's source is noted before the verdict:
 	// a hung primary's replicas vote dead on it (topology.Silent).
 	v, _ := Confirm(cctx, primary, members, reprobe, readReplica, e.env.Now, e.env.NoteSilence)
+	if v.State == dbpilot.ClusterDead {
+		e.mu.Lock()
+		e.deadVerdict = v
+		e.mu.Unlock()
+	}
 	e.view.SetState(v.State)
 	e.Note(v.State, v.Reason)
 	return v

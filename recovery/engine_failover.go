@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot"
+	"github.com/dbpilot/dbpilot/topology"
 )
 
 // PreHooksStep is the step a shared recovery records before its
@@ -40,9 +41,12 @@ type failoverPlanned struct {
 	old        dbpilot.InstanceKey
 	members    []*dbpilot.Instance // as last observed (planning again reads them afresh)
 	detectedAt time.Time
-	plan       *Plan // nil when err is set
-	err        error // no plan
-	rec        *dbpilot.Recovery
+	// verdict confirmed the primary dead (zero when no confirmation
+	// round ran: a forced or resumed failover).
+	verdict topology.Verdict
+	plan    *Plan // nil when err is set
+	err     error // no plan
+	rec     *dbpilot.Recovery
 }
 
 // planFailover plans the failover of the cluster's dead primary; it
@@ -50,7 +54,7 @@ type failoverPlanned struct {
 func (e *Engine) planFailover(ctx context.Context, kind string) *failoverPlanned {
 	p := &failoverPlanned{old: e.view.Primary(), members: e.view.Members()}
 	e.mu.Lock()
-	p.detectedAt = e.failingSince
+	p.detectedAt, p.verdict = e.failingSince, e.deadVerdict
 	e.mu.Unlock()
 	fresh := e.readMembers(ctx, p.members, p.old)
 	p.plan, p.err = PlanFailover(e.cluster, p.old, fresh, e.set.Rules)
@@ -95,6 +99,13 @@ func (e *Engine) executeFailover(ctx context.Context, p *failoverPlanned, fence 
 	detail := map[string]string{"kind": rec.Kind}
 	if !p.detectedAt.IsZero() {
 		detail["detection_ms"] = fmt.Sprint(e.env.Now().Sub(p.detectedAt).Milliseconds())
+	}
+	if v := p.verdict; v.State == dbpilot.ClusterDead && resumed == nil {
+		// The evidence: the replicas' votes of the confirmation.
+		detail["evidence"] = v.Reason
+		detail["replicas_asked"] = fmt.Sprint(v.Replicas)
+		detail["replicas_answered"] = fmt.Sprint(v.Reachable)
+		detail["replicas_lost_primary"] = fmt.Sprint(v.Lost)
 	}
 	e.env.Audit(ctx, dbpilot.AuditEvent{Cluster: name, RecoveryID: rec.ID, Instance: old, Event: dbpilot.AuditDetect,
 		Message: fmt.Sprintf("primary %s is dead; starting %s", old, rec.Kind), Detail: detail})

@@ -244,6 +244,11 @@ func TestEngineRecoversADeadPrimary(t *testing.T) {
 		if a.Event == dbpilot.AuditDetect && a.Detail["detection_ms"] != "1000" {
 			t.Errorf("detection_ms %q, want 1000 (the fake clock since %s)", a.Detail["detection_ms"], detected)
 		}
+		// The replicas' votes that confirmed it dead, as the verdict said.
+		if a.Event == dbpilot.AuditDetect && (a.Detail["evidence"] != v.Reason || v.Reason == "" ||
+			a.Detail["replicas_asked"] != "2" || a.Detail["replicas_answered"] != "2" || a.Detail["replicas_lost_primary"] != "2") {
+			t.Errorf("detect detail %v; want the verdict %+v (2 replicas asked, answered and lost the primary)", a.Detail, v)
+		}
 	}
 	if !slices.Equal(w.hooksRun, []string{"post-failover"}) || w.observed != 1 {
 		t.Errorf("hooks run %v, observations %d; want post-failover once, one observation", w.hooksRun, w.observed)

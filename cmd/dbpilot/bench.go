@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -361,7 +363,7 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 	if rf.asJSON {
 		live = a.stderr
 	}
-	pusher := newBenchPusher(r, w.Name(), func(err error) {
+	pusher := newBenchPusher(r, w.Name(), opt.Ledger, func(err error) {
 		fmt.Fprintf(a.stderr, "bench: intervals not written to serve's metrics (the run goes on): %v\n", err)
 	})
 	var runStart time.Time
@@ -392,7 +394,7 @@ func (a *app) benchRun(ctx context.Context, b *benchFlags, rf *benchRunFlags, ar
 	}
 	res.Summary.Target = r.describe()
 	if rf.during != "" {
-		a.benchEventReport(ctx, rf, r, res, opt.Ledger, primary, eventErr)
+		a.benchEventReport(ctx, rf, r, res, opt.Ledger, primary, eventErr, pusher)
 	}
 	return a.benchOutput(res, rf, live)
 }
@@ -525,8 +527,9 @@ func (b *benchFlags) prepareRun(ctx context.Context, rf *benchRunFlags, r *bench
 
 // benchEventReport completes the summary of a run with --during: the
 // event's outcome as benchEvent reported it on eventErr, the new primary,
-// and the acknowledged writes (in ledger) missing on it.
-func (a *app) benchEventReport(ctx context.Context, rf *benchRunFlags, r *benchRouter, res *loadgen.Result, ledger *loadgen.Ledger, primary dbpilot.InstanceKey, eventErr <-chan error) {
+// and the acknowledged writes (in ledger) missing on it, which pusher
+// also writes to serve's metrics.
+func (a *app) benchEventReport(ctx context.Context, rf *benchRunFlags, r *benchRouter, res *loadgen.Result, ledger *loadgen.Ledger, primary dbpilot.InstanceKey, eventErr <-chan error, pusher *benchPusher) {
 	ev := res.Summary.Event
 	if ev == nil {
 		ev = &loadgen.EventReport{}
@@ -557,6 +560,7 @@ func (a *app) benchEventReport(ctx context.Context, rf *benchRunFlags, r *benchR
 	if err != nil {
 		fmt.Fprintf(a.stderr, "bench: lost-write check not done: %v\n", err)
 	}
+	pusher.pushLedger(ctx, ledger.Acked(), ev.LostWrites, err)
 }
 
 // benchOutput prints and writes the results.
@@ -655,8 +659,9 @@ func (a *app) benchEvent(ctx context.Context, b *benchFlags, r *benchRouter, rf 
 }
 
 // benchPusher writes each interval into serve's metrics (with --server),
-// so that the console shows the load beside the servers' metrics. A
-// failure is reported once and the run goes on.
+// so that the console shows the load beside the servers' metrics and the
+// incident report of a recovery what clients saw of it. A failure is
+// reported once and the run goes on.
 type benchPusher struct {
 	api interface {
 		WriteBenchMetrics(context.Context, dbpilot.Batch) error
@@ -666,10 +671,18 @@ type benchPusher struct {
 	workload string
 	warned   bool
 	warn     func(error)
+	// errorsBy counts the run's errors by class so far (a counter per
+	// class); ledger is the run's ledger of acknowledged writes (nil: the
+	// run numbers no write).
+	errorsBy map[string]int64
+	ledger   *loadgen.Ledger
+	// next is the end of the interval after the last pushed: the run's
+	// series hold their last values until then.
+	next time.Time
 }
 
-func newBenchPusher(r *benchRouter, workload string, warn func(error)) *benchPusher {
-	p := &benchPusher{cluster: r.cluster, workload: workload, warn: warn}
+func newBenchPusher(r *benchRouter, workload string, ledger *loadgen.Ledger, warn func(error)) *benchPusher {
+	p := &benchPusher{cluster: r.cluster, workload: workload, warn: warn, errorsBy: map[string]int64{}, ledger: ledger}
 	if w, ok := r.api.(interface {
 		WriteBenchMetrics(context.Context, dbpilot.Batch) error
 	}); ok {
@@ -679,18 +692,31 @@ func newBenchPusher(r *benchRouter, workload string, warn func(error)) *benchPus
 	return p
 }
 
+// Bench metrics the incident report reads (docs/bench.md lists them all).
+const (
+	benchErrorsTotal  = "dbpilot_bench_errors_total"        // counter by class: the run's errors so far
+	benchWriteStall   = "dbpilot_bench_write_stall_seconds" // loadgen.Interval.WriteStallMS
+	benchLedgerAcked  = "dbpilot_bench_ledger_acknowledged" // writes acknowledged so far (with a ledger)
+	benchLedgerFound  = "dbpilot_bench_ledger_found"        // at the end: acknowledged writes the new primary has
+	benchLedgerLost   = "dbpilot_bench_ledger_lost"         // at the end: acknowledged writes it lacks
+	benchLedgerFailed = "dbpilot_bench_ledger_check_failed" // at the end: 1 when the check could not be made
+)
+
+func (p *benchPusher) sample(name string, v float64, extra ...dbpilot.Label) dbpilot.Sample {
+	return dbpilot.Sample{Name: name, Type: dbpilot.Gauge, Value: v, Labels: append(extra, dbpilot.Label{Name: "workload", Value: p.workload})}
+}
+
 func (p *benchPusher) push(ctx context.Context, iv loadgen.Interval) {
 	if p.api == nil || p.warned {
 		return
 	}
-	wl := []dbpilot.Label{{Name: "workload", Value: p.workload}}
-	g := func(name string, v float64, extra ...dbpilot.Label) dbpilot.Sample {
-		return dbpilot.Sample{Name: name, Type: dbpilot.Gauge, Value: v, Labels: append(extra, wl...)}
-	}
+	g := p.sample
 	q := func(quantile string, ms float64) dbpilot.Sample {
 		return g("dbpilot_bench_latency_seconds", ms/1000, dbpilot.Label{Name: "quantile", Value: quantile})
 	}
-	b := dbpilot.Batch{Instance: p.instance, Cluster: p.cluster, Time: iv.Start.Add(time.Duration(iv.Seconds * float64(time.Second))),
+	end := iv.Start.Add(time.Duration(iv.Seconds * float64(time.Second)))
+	p.next = end.Add(end.Sub(iv.Start))
+	b := dbpilot.Batch{Instance: p.instance, Cluster: p.cluster, Time: end,
 		Samples: []dbpilot.Sample{
 			g("dbpilot_bench_rate_target", iv.RateTarget),
 			g("dbpilot_bench_rate", iv.Rate),
@@ -699,6 +725,54 @@ func (p *benchPusher) push(ctx context.Context, iv loadgen.Interval) {
 			g("dbpilot_bench_backlog", float64(iv.Backlog)),
 			q("0.5", iv.P50), q("0.9", iv.P90), q("0.99", iv.P99), q("0.999", iv.P999), q("1", iv.Max),
 		}}
+	if iv.WriteStallMS > 0 {
+		b.Samples = append(b.Samples, g(benchWriteStall, iv.WriteStallMS/1000))
+	}
+	// Errors by class: a counter per class from its first error on (its
+	// first sample marked FromZero, so that the store puts a 0 before it
+	// and the increase over a span counts those errors too).
+	for c, n := range iv.ErrorsBy {
+		if _, ok := p.errorsBy[c]; !ok && n > 0 {
+			p.errorsBy[c] = 0 // its first errors: FromZero below
+		}
+	}
+	for _, c := range slices.Sorted(maps.Keys(p.errorsBy)) {
+		first := p.errorsBy[c] == 0
+		p.errorsBy[c] += iv.ErrorsBy[c]
+		b.Samples = append(b.Samples, dbpilot.Sample{Name: benchErrorsTotal, Type: dbpilot.Counter, Value: float64(p.errorsBy[c]), FromZero: first,
+			Labels: []dbpilot.Label{{Name: "class", Value: c}, {Name: "workload", Value: p.workload}}})
+	}
+	if p.ledger != nil {
+		b.Samples = append(b.Samples, g(benchLedgerAcked, float64(p.ledger.Acked())))
+	}
+	p.write(ctx, b)
+}
+
+// pushLedger writes, at the end of a run with a ledger, the check of the
+// acknowledged writes on the new primary: acknowledged, found there and
+// lost; failed when the check could not be made (err). The batch ends the
+// run's other series (the store marks them stale): it is stamped no
+// earlier than an interval after the last one, so that a reader sampling
+// each second still finds the last interval's values.
+func (p *benchPusher) pushLedger(ctx context.Context, acked, lost int64, err error) {
+	if p.api == nil || p.warned || p.ledger == nil {
+		return
+	}
+	at := time.Now()
+	if at.Before(p.next) {
+		at = p.next
+	}
+	b := dbpilot.Batch{Instance: p.instance, Cluster: p.cluster, Time: at,
+		Samples: []dbpilot.Sample{p.sample(benchLedgerAcked, float64(acked))}}
+	if err != nil {
+		b.Samples = append(b.Samples, p.sample(benchLedgerFailed, 1))
+	} else {
+		b.Samples = append(b.Samples, p.sample(benchLedgerFound, float64(acked-lost)), p.sample(benchLedgerLost, float64(lost)))
+	}
+	p.write(ctx, b)
+}
+
+func (p *benchPusher) write(ctx context.Context, b dbpilot.Batch) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	if err := p.api.WriteBenchMetrics(pctx, b); err != nil {

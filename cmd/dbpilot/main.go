@@ -115,6 +115,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.rejoinCommand(),
 		a.ackCommand(),
 		a.recoveriesCommand(),
+		a.reportCommand(),
 		a.drillCommand(),
 		a.benchCommand(),
 		a.alertsCommand(),
@@ -155,8 +156,8 @@ over automatically (fencing the old one, anti-flapping, hooks, an audit of
 every step), runs the query watchdog and binary log backups, and serves the
 HTTP API and the web console (http://127.0.0.1:7070/, HTTPS with
 http_tls). Several serves coordinate through etcd. 'top', 'alerts' and
-'recoveries' read it; 'token' makes API tokens with a role (viewer,
-operator, admin).
+'recoveries' read it; 'report' writes a recovery's incident report (one
+HTML page); 'token' makes API tokens with a role (viewer, operator, admin).
 
 Topology changes: 'failover', 'switchover', 'relocate', 'relocate-replicas',
 'rejoin' and 'ack' act directly (--config FILE or --sandbox NAME) or through
@@ -194,7 +195,7 @@ var commandGroups = []struct {
 }{
 	{"sandbox", "Sandboxes:", []string{"sandbox"}},
 	{"read", "Reading servers:", []string{"inspect", "topology", "analyze", "gtid"}},
-	{"serve", "The daemon:", []string{"serve", "token", "top", "alerts", "recoveries"}},
+	{"serve", "The daemon:", []string{"serve", "token", "top", "alerts", "recoveries", "report"}},
 	{"change", "Topology changes:", []string{"failover", "switchover", "relocate", "relocate-replicas", "rejoin", "ack"}},
 	{"prove", "Proving it:", []string{"drill", "bench"}},
 	{"backup", "Backup and copy:", []string{"dump", "restore", "verify", "clone", "binlog", "copy"}},

@@ -103,12 +103,8 @@ func (s *serviceFlags) client() *httpapi.Client {
 // the --config file it was likely started with; for a sandbox without
 // that file no address is known, and none is guessed.
 func (s *serviceFlags) runningServe(cfg *daemon.Config) string {
-	if f := cfg.AddrFile(); f != "" {
-		if b, err := os.ReadFile(f); err == nil {
-			if u := strings.TrimSpace(string(b)); strings.HasPrefix(u, "http") && !strings.ContainsAny(u, " \n") {
-				return u
-			}
-		}
+	if u := servedURL(cfg); u != "" {
+		return u
 	}
 	if s.config != "" && cfg.Listen != "" {
 		scheme := "http://"
@@ -118,6 +114,23 @@ func (s *serviceFlags) runningServe(cfg *daemon.Config) string {
 		return scheme + cfg.Listen + " (the config's listen; the URL of your serve if it was started with --listen)"
 	}
 	return "URL (the address your serve listens on: it prints it at start)"
+}
+
+// servedURL is the URL the serve that owns cfg's state wrote beside it
+// (daemon.Config.AddrFile), or "".
+func servedURL(cfg *daemon.Config) string {
+	f := cfg.AddrFile()
+	if f == "" {
+		return ""
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return ""
+	}
+	if u := strings.TrimSpace(string(b)); strings.HasPrefix(u, "http") && !strings.ContainsAny(u, " \n") {
+		return u
+	}
+	return ""
 }
 
 // open returns the service and a function releasing it. readOnly opens the

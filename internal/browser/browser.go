@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -409,6 +410,45 @@ func (t *Tab) PreferDark(dark bool) error {
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
 		return err
 	}))
+}
+
+// EmulateMedia makes the page's CSS see the media type media ("print",
+// "screen"; "" ends the emulation).
+func (t *Tab) EmulateMedia(media string) error {
+	return t.do(t.Timeout, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: media})
+		return err
+	}))
+}
+
+// RecordRequests records the address of every request the tab sends from
+// now on (the network domain's requestWillBeSent events) and returns a
+// function that reports them so far, in order.
+func (t *Tab) RecordRequests() (func() []string, error) {
+	var mu sync.Mutex
+	var urls []string
+	err := chromedp.Listen(t.ctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok && e.Request != nil {
+			mu.Lock()
+			urls = append(urls, e.Request.URL)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record requests: %w", err)
+	}
+	err = t.do(t.Timeout, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{})
+		return err
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("record requests: %w", err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), urls...)
+	}, nil
 }
 
 // Hover moves the mouse, no button pressed, to half the height of the

@@ -214,6 +214,26 @@ func (p *Page) DragAcross(sel string, x1, x2 float64) {
 	}
 }
 
+// EmulateMedia makes the page's CSS see the media type media ("print";
+// "" ends the emulation).
+func (p *Page) EmulateMedia(media string) {
+	p.T.Helper()
+	if err := p.Tab.EmulateMedia(media); err != nil {
+		p.T.Fatalf("browser: %v", err)
+	}
+}
+
+// RecordRequests records every request the page sends from now on; the
+// function returned reports their addresses so far.
+func (p *Page) RecordRequests() func() []string {
+	p.T.Helper()
+	f, err := p.Tab.RecordRequests()
+	if err != nil {
+		p.T.Fatalf("browser: %v", err)
+	}
+	return f
+}
+
 // ScreenshotDir is where screenshots go: $DBPILOT_SCREENSHOTS, else
 // build/screenshots/ in the repository (the directory holding go.mod).
 func ScreenshotDir() (string, error) {

@@ -222,6 +222,44 @@ export const audit = (q, o) => get(`/api/audit?${new URLSearchParams(q)}`, o);
 export const clusterAt = (name, t, o) => get(`/api/clusters/${enc(name)}/at?t=${new Date(t).toISOString()}`, o);
 /** changes reads the topology changes of a cluster, oldest first: q {from, to (RFC 3339), limit}. */
 export const changes = (name, q, o) => get(`/api/clusters/${enc(name)}/changes?${new URLSearchParams(q)}`, o);
+
+/** reportPath is the address of a recovery's incident report (one HTML page). */
+export const reportPath = (id) => `/api/recoveries/${enc(id)}/report`;
+
+/**
+ * openReport opens a recovery's incident report in a new tab when the tab
+ * has a token, which a plain link cannot send: the page is fetched with it
+ * and opened as a blob: address (the tab is opened at once, within the
+ * click, so that no pop-up blocker stops it). Without a token the link
+ * itself opens it. Returns false when the caller should let the link do it.
+ */
+export async function openReport(id) {
+  if (!getToken()) return false;
+  const w = window.open('', '_blank');
+  try {
+    for (let attempt = 0; ; attempt++) {
+      const headers = { 'X-Dbpilot-Source': 'web', Accept: 'text/html', Authorization: `Bearer ${getToken()}` };
+      const resp = await fetch(reportPath(id), { headers, cache: 'no-store' });
+      if (resp.ok) {
+        const url = URL.createObjectURL(new Blob([await resp.blob()], { type: 'text/html' }));
+        if (w) w.location.href = url; else window.location.assign(url);
+        setTimeout(() => URL.revokeObjectURL(url), 60000);
+        return true;
+      }
+      const text = await resp.text().catch(() => '');
+      let data = null;
+      try { data = JSON.parse(text); } catch { data = null; }
+      const err = new APIError(resp.status, (data && data.error) || text.trim() || `HTTP ${resp.status}`, data && data.code, data);
+      if (resp.status !== 401 || attempt >= 1) throw err;
+      if (wrongToken(err)) setToken('');
+      if (!(await askToken('Reading this server needs the API token.'))) throw err;
+    }
+  } catch (e) {
+    if (w) w.close();
+    hooks.notice(`incident report: ${e.message}`, 'error');
+    return true;
+  }
+}
 export const relocate = (replica, below, dryRun) => post('/api/relocate', { replica, below, dry_run: dryRun });
 export const rejoin = (name, instance, reclone, dryRun) => post(`/api/clusters/${enc(name)}/rejoin`, { instance, dry_run: dryRun, reclone: !!reclone });
 export const switchover = (name, to, dryRun) => post(`/api/clusters/${enc(name)}/switchover`, to ? { dry_run: dryRun, to } : { dry_run: dryRun });

@@ -1,4 +1,5 @@
-// One recovery: its record, the plan with the candidate reasoning, its audit steps.
+// One recovery: its record, the plan with the candidate reasoning, its audit steps,
+// and a link to its incident report (GET /api/recoveries/{id}/report).
 import { html } from '../../vendor/preact-htm/standalone.module.js';
 import * as api from '../api.js';
 import { usePoll, useNow, Link, NotFound, ErrorLine, Section, clusterHref, instanceHref } from '../ui.js';
@@ -35,6 +36,9 @@ export function RecoveryView({ id }) {
       <h1>${r.kind} #${r.id}</h1>
       <span class=${`badge ${running ? 'state-recovering' : r.success ? 'state-ok' : 'state-dead'}`}>${running ? '↻ running' : r.success ? '✔ success' : '✖ failed'}</span>
       <span class="muted">cluster <${Link} href=${clusterHref(r.cluster)}>${r.cluster}</${Link}></span>
+      <a class="report-link" data-action="incident-report" href=${api.reportPath(r.id)} target="_blank" rel="noopener"
+        title="the whole incident on one printable page: timeline, decision, topology before and after, metrics, alerts, lost transactions, what clients saw"
+        onClick=${async (e) => { if (api.getToken()) { e.preventDefault(); await api.openReport(r.id); } }}>Incident report</a>
     </div>
     <${Section} title="Record">
       <dl class="kv">
