@@ -16,7 +16,7 @@ STATICCHECK_VERSION := v0.8.2
 # under 15 minutes on 2 cores.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build test unit lint package demo deps test-deps bench bench-backup bench-webui bench-faults fuzz clean web-vendor
+.PHONY: all build test unit lint package demo deps test-deps bench bench-backup bench-webui bench-timemachine bench-faults fuzz clean web-vendor
 
 all: build
 
@@ -97,6 +97,11 @@ bench-backup: deps build
 # tabs open, in headless Chromium.
 bench-webui: deps build
 	bash bench/webui.sh
+
+# bench-timemachine: the web console's redraw of a past moment (median and
+# p90 of 20 key presses on the time bar) across a real failover.
+bench-timemachine: deps build
+	bash bench/timemachine.sh
 
 # bench-faults: the fault matrix (bench/faults.sh): kill -9, SIGSTOP, locked
 # accounts, serve killed mid-recovery, etcd down... against real sandboxes

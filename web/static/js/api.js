@@ -218,6 +218,11 @@ export const alerts = (q, o) => get(`/api/alerts?${new URLSearchParams(q)}`, o);
 export const recoveries = (q, o) => get(`/api/recoveries?${new URLSearchParams(q)}`, o);
 export const recovery = (id, o) => get(`/api/recoveries/${enc(id)}`, o);
 export const audit = (q, o) => get(`/api/audit?${new URLSearchParams(q)}`, o);
+/** clusterAt reads the cluster as it was at t (ms): ClusterAt (GET /api/clusters/NAME/at). */
+export const clusterAt = (name, t, o) => get(`/api/clusters/${enc(name)}/at?t=${new Date(t).toISOString()}`, o);
+/** changes reads the topology changes of a cluster, oldest first: q {from, to (RFC 3339), limit}. */
+export const changes = (name, q, o) => get(`/api/clusters/${enc(name)}/changes?${new URLSearchParams(q)}`, o);
+
 /** reportPath is the address of a recovery's incident report (one HTML page). */
 export const reportPath = (id) => `/api/recoveries/${enc(id)}/report`;
 

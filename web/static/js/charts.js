@@ -5,6 +5,7 @@ import uPlot from '../vendor/uplot/uPlot.esm.min.js';
 import * as api from './api.js';
 import { RANGES, rangeFromQuery, rangeToQuery, chooseStep, alignRange, chartSpecs, wsrepSpec, benchSpecs, combine, toColumns, mergeColumns, refreshEvery } from './promql.js';
 import { number, time as fmtTime } from './format.js';
+import { withParams, chartWindow, formatAt } from './timemachine.js';
 
 const PALETTE = ['#4e9af1', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#edc948', '#76b7b2', '#ff9da7', '#9c755f', '#bab0ac', '#8cd17d', '#d37295'];
 const HEIGHT = 170;
@@ -21,8 +22,13 @@ function yAxisSize(u, values, axisIdx, cycleNum) {
 
 const toLocalInput = (sec) => { const d = new Date(sec * 1000); const p = (n) => String(n).padStart(2, '0'); return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`; };
 
-/** ChartPanel: the range picker and every chart of a scope ({cluster} or {cluster, instance}). */
-export function ChartPanel({ scope }) {
+/**
+ * ChartPanel: the range picker and every chart of a scope ({cluster} or
+ * {cluster, instance}). cursors: moments (ms) to mark with a vertical line
+ * (the time machine's); the charts' window moves to show them when they
+ * fall outside it.
+ */
+export function ChartPanel({ scope, cursors = [] }) {
   // {preset} or {preset:'custom', from, to, back}; read from and written to
   // the address (?range= or ?from=&to=), so that a link shows the same window.
   const [range, setRange] = useState(() => rangeFromQuery(location.search));
@@ -49,7 +55,9 @@ export function ChartPanel({ scope }) {
 
   useEffect(() => {
     const q = rangeToQuery(range);
-    if (q !== location.search) history.replaceState(history.state, '', location.pathname + q);
+    // Only the range's own parameters: the moment (?at=) and the rest stay.
+    const next = withParams(location.search, { range: null, from: null, to: null, ...Object.fromEntries(new URLSearchParams(q)) });
+    if (next !== location.search) history.replaceState(history.state, '', location.pathname + next);
   }, [range.preset, range.from, range.to]);
 
   useEffect(() => {
@@ -82,7 +90,18 @@ export function ChartPanel({ scope }) {
   };
   const reset = () => { setCustom(null); setRange({ preset: range.back || '1h' }); };
 
-  const step = width ? chooseStep(range.preset === 'custom' ? range.to - range.from : RANGES[range.preset], Math.max(60, width - 60)) : 0; // plot area ≈ width − y axis
+  // A moment outside the window: a window of the same span around it
+  // (not kept in the address: Live brings the chosen range back).
+  const span = range.preset === 'custom' ? range.to - range.from : RANGES[range.preset];
+  const marks = cursors.filter((c) => c != null);
+  let shown = range;
+  if (marks.length) {
+    const inside = range.preset === 'custom' && marks.every((c) => c / 1000 >= range.from && c / 1000 <= range.to);
+    const w = inside ? null : chartWindow(marks, span, Date.now());
+    if (w) shown = { preset: 'custom', from: w.from, to: w.to, back: range.preset === 'custom' ? range.back : range.preset };
+  }
+  const cursorKey = marks.join(',');
+  const step = width ? chooseStep(shown.preset === 'custom' ? shown.to - shown.from : span, Math.max(60, width - 60)) : 0; // plot area ≈ width − y axis
   const specs = step ? [...chartSpecs(scope, step), ...(wsrep ? [wsrepSpec(scope, step)] : []), ...(bench ? benchSpecs(scope) : [])] : [];
   const selectValue = custom ? 'custom' : range.preset;
 
@@ -102,14 +121,41 @@ export function ChartPanel({ scope }) {
     </div>
     <div class="chart-grid" ref=${grid}>
       ${specs.length === 0 && html`<div class="chart-body"></div>`}
-      ${specs.map((s) => html`<${Chart} key=${`${scopeKey}|${s.id}`} spec=${s} range=${range} step=${step} width=${width} onZoom=${zoom} />`)}
+      ${specs.map((s) => html`<${Chart} key=${`${scopeKey}|${s.id}`} spec=${s} range=${shown} step=${step} width=${width} onZoom=${zoom} cursors=${marks} cursorKey=${cursorKey} />`)}
     </div>
   </div>`;
 }
 
-function Chart({ spec, range, step, width, onZoom }) {
+/**
+ * placeCursors puts a vertical line (div.tm-cursor in uPlot's overlay; A
+ * dashed in compare mode) at each moment (ms) of cursors: moving one costs a
+ * style change, not a redraw of the chart.
+ */
+function placeCursors(u, cursors) {
+  const over = u.over;
+  if (!over) return;
+  const lines = Array.from(over.querySelectorAll('.tm-cursor'));
+  while (lines.length < cursors.length) {
+    const d = document.createElement('div');
+    d.className = 'tm-cursor';
+    over.appendChild(d);
+    lines.push(d);
+  }
+  lines.forEach((d, i) => {
+    const x = i < cursors.length ? u.valToPos(cursors[i] / 1000, 'x') : NaN;
+    const shown = Number.isFinite(x) && x >= 0 && x <= over.clientWidth;
+    d.style.display = shown ? 'block' : 'none';
+    if (shown) d.style.left = `${x}px`;
+    d.classList.toggle('pin', cursors.length > 1 && i === 0);
+  });
+}
+
+function Chart({ spec, range, step, width, onZoom, cursors = [], cursorKey = '' }) {
   const box = useRef(null);
   const plot = useRef(null);
+  const cursorRef = useRef(cursors);
+  cursorRef.current = cursors;
+  useEffect(() => { if (plot.current) placeCursors(plot.current, cursorRef.current); }, [cursorKey]);
   const cols = useRef(null);
   const [info, setInfo] = useState({ points: 0, error: '', empty: false });
   const zoomRef = useRef(onZoom);
@@ -191,6 +237,9 @@ function Chart({ spec, range, step, width, onZoom }) {
       ],
       series: [{ value: (u2, v) => (v == null ? '—' : fmtTime(v * 1000)) }, ...names.map((n, i) => ({ label: n, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: false, points: { show: false }, value: fmtv }))],
       hooks: {
+        // The time machine's moments: a vertical line each, placed again
+        // whenever the chart is drawn.
+        draw: [(u2) => placeCursors(u2, cursorRef.current)],
         setSelect: [(u2) => {
           if (u2.select.width > 4) {
             const from = u2.posToVal(u2.select.left, 'x'), to = u2.posToVal(u2.select.left + u2.select.width, 'x');
@@ -205,7 +254,8 @@ function Chart({ spec, range, step, width, onZoom }) {
     plot.current = p;
   }
 
-  return html`<div class="chart" data-chart=${spec.id} data-points=${info.points}>
+  const inRange = (c) => c / 1000 >= (range.preset === 'custom' ? range.from : Date.now() / 1000 - RANGES[range.preset]) && (range.preset !== 'custom' || c / 1000 <= range.to);
+  return html`<div class="chart" data-chart=${spec.id} data-points=${info.points} data-cursor=${cursors.length ? cursors.map(formatAt).join(' ') : undefined} data-cursor-shown=${cursors.length ? String(cursors.every(inRange)) : undefined}>
     <h3>${spec.title}${spec.unit && spec.unit !== '%' ? html` <span class="muted small">(${spec.unit})</span>` : ''}</h3>
     <div class="chart-body" ref=${box}></div>
     ${info.error && html`<p class="error-line">✖ ${info.error}</p>`}

@@ -68,8 +68,12 @@ function channelText(inst) {
 
 /**
  * Topology draws status (ClusterStatus). lag: Map instance → seconds.
+ * id: the svg's id (topology; compare mode draws topology-a and
+ * topology-b). readonly: a past moment, nothing moves. marks: what differs
+ * from the other moment in compare mode ({nodes: Set of HOST:PORT, edges:
+ * Map "SRC>REPLICA" → "added" | "removed"}).
  */
-export function Topology({ status, lag }) {
+export function Topology({ status, lag, id = 'topology', readonly = false, marks = null }) {
   // Detached instances (an old primary after a failover) are drawn apart,
   // greyed, as roots of their own.
   const members = status.instances || [];
@@ -93,7 +97,7 @@ export function Topology({ status, lag }) {
   const enterDown = useRef(null); // the box Enter went down on
   // Boxes move (drag, keyboard) only when serve says the tab's token may
   // relocate (GET /api/whoami).
-  const mayMove = useCan()('relocate');
+  const mayMove = useCan()('relocate') && !readonly;
 
   const toSvg = (cx, cy) => {
     const s = svg.current;
@@ -178,7 +182,7 @@ export function Topology({ status, lag }) {
   const center = (k) => { const p = L.pos.get(k); return p ? { x: p.x + BOX.w / 2, y: p.y + BOX.h / 2 } : null; };
 
   return html`<div class="topology-wrap">
-    <svg id="topology" ref=${svg} width=${width} height=${height} viewBox=${`0 0 ${width} ${height}`} role="group" aria-label=${`replication topology of ${status.name}`} class=${drag && drag.moved ? 'dragging' : ''}>
+    <svg id=${id} ref=${svg} width=${width} height=${height} viewBox=${`0 0 ${width} ${height}`} role="group" aria-label=${`replication topology of ${status.name}`} class=${`topology${drag && drag.moved ? ' dragging' : ''}`} data-readonly=${readonly ? 'true' : undefined}>
       <defs>
         <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead" /></marker>
       </defs>
@@ -187,7 +191,8 @@ export function Topology({ status, lag }) {
         const inst = insts.find((i) => fmtKey(i.key) === e.to);
         const ch = inst && (inst.channels || []).find((c) => fmtKey(c.source) === e.from);
         const broken = ch && (ch.io_running !== 'Yes' || !ch.sql_running);
-        return html`<path key=${`${e.from}>${e.to}`} class=${`edge edge-${e.kind}${broken ? ' broken' : ''}`} data-from=${e.from} data-to=${e.to} data-kind=${e.kind} d=${edgePath(a, b, e.kind, BOX)} marker-end="url(#arrow)"><title>${`${e.from} → ${e.to}${ch && ch.name ? ` (channel ${ch.name})` : ''}${broken ? ': replication not running' : ''}`}</title></path>`;
+        const changed = marks && marks.edges ? marks.edges.get(`${e.from}>${e.to}`) : undefined;
+        return html`<path key=${`${e.from}>${e.to}`} class=${`edge edge-${e.kind}${broken ? ' broken' : ''}${changed ? ` edge-changed edge-${changed}` : ''}`} data-from=${e.from} data-to=${e.to} data-kind=${e.kind} data-changed=${changed} d=${edgePath(a, b, e.kind, BOX)} marker-end="url(#arrow)"><title>${`${e.from} → ${e.to}${ch && ch.name ? ` (channel ${ch.name})` : ''}${broken ? ': replication not running' : ''}`}</title></path>`;
       })}
       ${insts.map((i) => {
         const k = fmtKey(i.key);
@@ -201,14 +206,19 @@ export function Topology({ status, lag }) {
         const state = nodeState(i, status, ps);
         const lg = lag && lag.get(k);
         const semi = SEMI(i.semi_sync || {});
-        const gtid = i.gtid && i.gtid.mode ? `GTID ${i.gtid.mode}` : 'no GTID';
+        // The history keeps no GTID state (Instance.Shape): a past box says
+        // whether the replica used GTID, not the server's mode.
+        const usingGTID = (i.channels || []).find((c) => c.using_gtid && c.using_gtid !== 'No');
+        const gtid = i.gtid && i.gtid.mode ? `GTID ${i.gtid.mode}` : status.past ? (usingGTID ? `GTID ${usingGTID.using_gtid}` : '') : 'no GTID';
         const cls = ['node', `role-${role}`, `st-${state}`];
         if (drag && drag.moved && drag.over === k && drag.src !== k) cls.push('drop-target');
         if (drag && drag.src === k) cls.push('drag-source');
         if (moving && moving.src === k) cls.push('moving');
         const rule = rules[k];
         if (fenced) cls.push(fenced.errant ? 'fenced errant' : 'fenced');
-        return html`<g key=${k} class=${cls.join(' ')} data-key=${k} data-role=${role} data-state=${state} data-fenced=${fenced ? 'true' : undefined} data-errant=${fenced ? fenced.errant || '' : undefined} tabindex="0"
+        const changed = !!(marks && marks.nodes && marks.nodes.has(k));
+        if (changed) cls.push('changed');
+        return html`<g key=${k} class=${cls.join(' ')} data-key=${k} data-role=${role} data-state=${state} data-fenced=${fenced ? 'true' : undefined} data-errant=${fenced ? fenced.errant || '' : undefined} data-changed=${changed ? 'true' : undefined} tabindex="0"
             style=${`transform: translate(${p.x}px, ${p.y}px)`}
             aria-label=${`${k}, ${role}, ${state}${ps.length ? `, ${ps.length} problem(s)` : ''}`}
             onPointerDown=${down(k, 'one')} onKeyDown=${keydown(k)} onKeyUp=${keyup(k)}
@@ -219,7 +229,7 @@ export function Topology({ status, lag }) {
             <text class="addr" x="14" y="20">${k}</text>
           </a>
           <text class="line" x="14" y="38"><tspan class="role">${role}</tspan> · ${shortVersion(i.version) || i.flavor || (i.reachable ? '?' : 'not reachable')}</text>
-          <text class="line" x="14" y="55">${i.reachable ? `${i.read_only ? 'ro' : 'RW'} · ${i.log_bin ? i.binlog_format || 'binlog' : 'no binlog'} · ${gtid}` : 'last seen state'}</text>
+          <text class="line" x="14" y="55">${i.reachable ? `${i.read_only ? 'ro' : 'RW'} · ${i.log_bin ? i.binlog_format || 'binlog' : 'no binlog'}${gtid ? ` · ${gtid}` : ''}` : 'last seen state'}</text>
           <text class="line" x="14" y="72">${semi ? `semi-sync ${semi}${i.semi_sync.primary_enabled ? (i.semi_sync.primary_active ? ' (on)' : ' (fell back)') : ''}` : 'async'}${rule ? ` · promo ${rule}` : ''}</text>
           <text class="line" x="14" y="89">${role === 'detached' ? html`<tspan class=${fenced && fenced.errant ? 'warn-text' : ''}>${what.length > 34 ? what.slice(0, 33) + '…' : what}<title>${what}</title></tspan>` : channelText(i) || (role === 'primary' ? `${kids.length} replica(s)` : '')}${i.channels && i.channels.length ? html` · lag <tspan class=${`lag lag-${lagLevel(lg)}`}>${fmtLag(lg)}</tspan>` : ''}</text>
           ${state !== 'ok' && html`<text class="statemark" x=${BOX.w - 10} y="20" text-anchor="end">${STATE_MARK[state]}</text>`}
