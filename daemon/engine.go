@@ -39,7 +39,12 @@ func (d *Daemon) newEngine(cs *clusterState) *recovery.Engine {
 
 func (e engineEnv) Now() time.Time                                   { return e.d.now() }
 func (e engineEnv) Logger() *slog.Logger                             { return e.d.log }
-func (e engineEnv) Audit(ctx context.Context, ev dbpilot.AuditEvent) { e.d.audit(ctx, ev) }
+func (e engineEnv) Audit(ctx context.Context, ev dbpilot.AuditEvent) {
+	e.d.audit(ctx, ev)
+	if ev.Event == dbpilot.AuditDetect {
+		e.d.recordDeadPrimary(e.cs, ev)
+	}
+}
 func (e engineEnv) Executor(fence *dbpilot.Fence) *recovery.Executor {
 	return e.d.executor(fence)
 }

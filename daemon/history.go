@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -139,6 +141,42 @@ func (d *Daemon) recordHistory(ctx context.Context, cs *clusterState, c crawled,
 	}
 	if changes := topology.Diff(cs.cfg.Name, at, prev, next); len(changes) > 0 && !d.changes.add(changes) {
 		return // prev stays what is recorded
+	}
+	cs.hist = &next
+}
+
+// recordDeadPrimary records in cs's history the primary a recovery found
+// dead (its detect event ev), at the detection: a fast failover ends
+// before the next observation, and the history then went from the
+// healthy cluster straight to the new primary, without the moment it was
+// down that the time machine and the incident report show.
+func (d *Daemon) recordDeadPrimary(cs *clusterState, ev dbpilot.AuditEvent) {
+	if d.changes == nil || !d.running.Load() || cs == nil {
+		return
+	}
+	cs.histMu.Lock()
+	defer cs.histMu.Unlock()
+	if cs.hist == nil {
+		return // nothing recorded yet to change
+	}
+	prev := *cs.hist
+	k := ev.Instance.Normalized()
+	m := prev.Members[k]
+	if m == nil || !m.Reachable {
+		return // not a member as recorded, or already recorded down
+	}
+	next := topology.Snapshot{Primary: prev.Primary, Members: maps.Clone(prev.Members), Problems: slices.Clone(prev.Problems)}
+	dead := *m
+	dead.Reachable = false
+	next.Members[k] = &dead
+	next.Problems = append(next.Problems, dbpilot.Problem{Code: dbpilot.ProblemDeadPrimary, Severity: dbpilot.SeverityCritical,
+		Instance: ev.Instance, Message: ev.Message})
+	at := ev.Time
+	if at.IsZero() {
+		at = d.now()
+	}
+	if changes := topology.Diff(cs.cfg.Name, at, prev, next); len(changes) > 0 && !d.changes.add(changes) {
+		return
 	}
 	cs.hist = &next
 }

@@ -261,3 +261,36 @@ func TestChangeBatcher(t *testing.T) {
 		t.Error("a full queue took more changes")
 	}
 }
+
+// TestHistoryRecordsDetectedDeath: a recovery's detection records its
+// dead primary at once, so that a failover that ends before the next
+// observation still has the moment the primary was down in the history.
+func TestHistoryRecordsDetectedDeath(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, 10, 2, 3)
+	h := &memHistory{}
+	d, cs := w.daemon(nil)
+	withHistory(d, h)
+	w.advance(time.Second)
+	d.tick(ctx, cs, true)
+	d.changes.flush(ctx)
+	before := len(h.summaries())
+
+	env := engineEnv{d: d, cs: cs}
+	detect := dbpilot.AuditEvent{Cluster: "c", Instance: wkey(1), Event: dbpilot.AuditDetect, Message: "primary 10.0.0.1:1 is dead; starting failover-auto"}
+	env.Audit(ctx, detect)
+	env.Audit(ctx, detect) // recorded once
+	env.Audit(ctx, dbpilot.AuditEvent{Cluster: "c", Instance: wkey(2), Event: dbpilot.AuditPlan, Message: "plan"})
+	d.changes.flush(ctx)
+	got := h.summaries()[before:]
+	if !slices.Equal(got, []string{"10.0.0.1:1: became unreachable", "problem raised: DeadPrimary on 10.0.0.1:1 (critical)"}) {
+		t.Fatalf("the detection recorded %q", got)
+	}
+	at, err := d.ClusterAt(ctx, "c", w.clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at.Instances[0].Key != wkey(1) || at.Instances[0].Reachable || len(at.Problems) != 1 || at.Problems[0].Code != dbpilot.ProblemDeadPrimary {
+		t.Errorf("at the detection: %+v, problems %+v", at.Instances[0], at.Problems)
+	}
+}
