@@ -37,8 +37,8 @@ func (d *Daemon) newEngine(cs *clusterState) *recovery.Engine {
 
 // recovery.Env
 
-func (e engineEnv) Now() time.Time                                   { return e.d.now() }
-func (e engineEnv) Logger() *slog.Logger                             { return e.d.log }
+func (e engineEnv) Now() time.Time       { return e.d.now() }
+func (e engineEnv) Logger() *slog.Logger { return e.d.log }
 func (e engineEnv) Audit(ctx context.Context, ev dbpilot.AuditEvent) {
 	e.d.audit(ctx, ev)
 	if ev.Event == dbpilot.AuditDetect {
