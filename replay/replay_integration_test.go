@@ -309,6 +309,11 @@ func TestReplay(t *testing.T) {
 				t.Errorf("JSON of a setting has no %q", k)
 			}
 		}
+		var tb strings.Builder
+		if err := res.WriteTable(&tb); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("\n%s", tb.String())
 		t.Logf("recommended: %s; source %.0f events/s, %.1fx the fastest apply", res.Reason, res.Source.EventsPerSec(), res.SourceRatio)
 	})
 

@@ -548,6 +548,7 @@ func (r *runner) apply(ctx context.Context, s Setting) (res *SettingResult, err 
 	res.Retries = after["slave_retried_transactions"] - before["slave_retried_transactions"]
 	res.Deadlocks = after["innodb_deadlocks"] - before["innodb_deadlocks"]
 	res.Transactions = r.applied(mustPos(r.position(ctx)))
+	res.Samples = thin(res.Samples, 300)
 	secs := max(res.Elapsed.Seconds(), 1e-9)
 	if res.Error == "" {
 		res.TxnsPerSec = float64(res.Transactions) / secs
