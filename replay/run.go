@@ -197,9 +197,32 @@ func (r *runner) dumpConn() mysql.Options {
 	return c
 }
 
+// CheckArchive makes the checks of Run that need no target: the archive
+// (gaps, corruption), the stretch and the dump's position.
+func CheckArchive(ctx context.Context, opt Options) error {
+	_, err := prepareOffline(ctx, dbpilot.InstanceKey{}, mysql.Options{}, opt)
+	return err
+}
+
 // prepare reads and checks the archive, the stretch, the dump and the
 // target; nothing is changed.
 func prepare(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt Options) (*runner, error) {
+	r, err := prepareOffline(ctx, key, conn, opt)
+	if err != nil {
+		return nil, err
+	}
+	conn.MaxConns = 3
+	if r.db, err = mysql.Open(ctx, key, conn); err != nil {
+		return nil, err
+	}
+	if err := r.checkTarget(ctx, r.plan.Start); err != nil {
+		r.db.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func prepareOffline(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt Options) (*runner, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
@@ -245,14 +268,6 @@ func prepare(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, o
 			return nil, dbpilot.Errorf(dbpilot.ECONFLICT, "replay: the dump %s is at %s, the stretch starts at %s (%s); give --from-gtid %s or a dump taken at the start", opt.Dump, dp, from, d, dp)
 		}
 		r.snap = opt.Dump
-	}
-	conn.MaxConns = 3
-	if r.db, err = mysql.Open(ctx, key, conn); err != nil {
-		return nil, err
-	}
-	if err := r.checkTarget(ctx, from); err != nil {
-		r.db.Close()
-		return nil, err
 	}
 	return r, nil
 }
