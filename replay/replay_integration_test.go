@@ -106,16 +106,31 @@ func record(t *testing.T) *recording {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
+				// One session each: BEGIN and COMMIT on the same connection.
+				c, err := src.db.SQL().Conn(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer c.Close()
+				exec := func(stmts ...string) error {
+					for _, s := range stmts {
+						if _, err := c.ExecContext(ctx, s); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
 				for i := 0; i < each; i++ {
 					id := 1000 + w*100000 + from + i
 					var err error
 					if i%3 == 2 {
-						err = src.db.Exec(ctx, "BEGIN",
+						err = exec("BEGIN",
 							fmt.Sprintf("INSERT INTO r.u (w, v) VALUES (%d, 'w%d-%d')", w, w, i),
 							fmt.Sprintf("UPDATE r.t SET n = n + 1 WHERE id = %d", 1+(w*10+i)%40),
 							"COMMIT")
 					} else {
-						err = src.db.Exec(ctx, fmt.Sprintf("INSERT INTO r.t VALUES (%d, 'w%d', %d)", id, w, i))
+						err = exec(fmt.Sprintf("INSERT INTO r.t VALUES (%d, 'w%d', %d)", id, w, i))
 					}
 					if err != nil {
 						errs <- err
@@ -136,6 +151,8 @@ func record(t *testing.T) *recording {
 		t.Fatalf("dump: %v", err)
 	}
 	src.exec(t, "FLUSH BINARY LOGS")
+	// A pause in the recorded pace, for --rate.
+	time.Sleep(2 * time.Second)
 	load(1000)
 	src.exec(t, "FLUSH BINARY LOGS")
 	files, _ := filepath.Glob(filepath.Join(src.d.Nodes[0].Datadir, first+".[0-9]*"))
@@ -315,6 +332,31 @@ func TestReplay(t *testing.T) {
 		}
 		t.Logf("\n%s", tb.String())
 		t.Logf("recommended: %s; source %.0f events/s, %.1fx the fastest apply", res.Reason, res.Source.EventsPerSec(), res.SourceRatio)
+	})
+
+	// --rate: the stretch at twice its recorded pace takes at least half
+	// its recorded span (whole seconds: less one second).
+	t.Run("rate", func(t *testing.T) {
+		res, err := Run(ctx, tgt.key, tgt.opts, Options{Binlogs: rec.archive, Dump: rec.dump, Settings: []Setting{{}}, Rate: 2, RestoreThreads: 2})
+		if err != nil {
+			t.Fatalf("replay --rate 2: %v", err)
+		}
+		s := res.Settings[0]
+		if s.Error != "" || s.Transactions != rec.txns {
+			t.Fatalf("error %q, %d transactions", s.Error, s.Transactions)
+		}
+		if res.RecordedSpanSec < 2 {
+			t.Fatalf("the recording spans %d s; it has a 2 s pause", res.RecordedSpanSec)
+		}
+		if min := time.Duration(res.RecordedSpanSec-1) * time.Second / 2; s.Elapsed < min {
+			t.Errorf("a stretch recorded over %d s replayed at 2x in %s, under %s", res.RecordedSpanSec, s.Elapsed, min)
+		}
+		var tb strings.Builder
+		res.WriteTable(&tb)
+		if !strings.Contains(tb.String(), "max lag") {
+			t.Errorf("no lag column with --rate:\n%s", tb.String())
+		}
+		t.Logf("recorded span %d s, at 2x: %s, max lag %.1f s at %.0f s\n%s", res.RecordedSpanSec, s.Elapsed, s.MaxLagSec, s.BehindAtSec, tb.String())
 	})
 
 	// Without --dump: the target is at the start already (restored and

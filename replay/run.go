@@ -130,13 +130,14 @@ func Run(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt O
 	}
 	// Each setting replays the same GTIDs again: a target that writes
 	// what it applies to its own binary log (log_slave_updates) has them
-	// there from the previous setting, which gtid_strict_mode refuses.
-	// It is off while replay runs, and set back at the end.
+	// there from the previous setting (or an earlier replay, when it is
+	// restored from a dump), which gtid_strict_mode refuses. It is off
+	// while replay runs, and set back at the end.
 	strict, _, err := r.db.QueryValue(ctx, "SELECT @@GLOBAL.gtid_strict_mode")
 	if err != nil {
 		return nil, fmt.Errorf("replay: read gtid_strict_mode of %s: %w", key, err)
 	}
-	if strict == "1" && len(r.opt.Settings) > 1 {
+	if strict == "1" && (len(r.opt.Settings) > 1 || !r.fresh) {
 		if err := r.db.Exec(ctx, "SET GLOBAL gtid_strict_mode = 0"); err != nil {
 			return nil, fmt.Errorf("replay: turn gtid_strict_mode off on %s for the replays of the same GTIDs: %w", key, err)
 		}
