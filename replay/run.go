@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +49,7 @@ type Options struct {
 	// RestoreThreads is the restore's connections (default 4).
 	RestoreThreads int
 	// Poll is how often the target's position is read (default 20 ms);
-	// worker states are sampled every 10 polls.
+	// worker states are sampled every 5 polls.
 	Poll time.Duration
 	// Progress receives a line per setting.
 	Progress io.Writer
@@ -115,7 +116,7 @@ func Run(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt O
 			}
 			defer os.RemoveAll(dir)
 		}
-		dir = dir + "/snapshot"
+		dir = filepath.Join(dir, "snapshot")
 		t0 := time.Now()
 		if len(r.opt.Settings) > 1 {
 			if _, err := backup.Dump(ctx, key, r.dumpConn(), backup.DumpOptions{Out: dir, Threads: r.opt.RestoreThreads}); err != nil {
@@ -382,10 +383,19 @@ func (r *runner) reset(ctx context.Context) error {
 			return fmt.Errorf("replay: reset %s: drop database %s: %w", r.key, d, err)
 		}
 	}
-	if _, err := backup.Restore(ctx, r.key, r.dumpConn(), backup.RestoreOptions{Dir: r.snap, Threads: r.opt.RestoreThreads, NoBinlog: true, DeferIndexes: true}); err != nil {
+	// The restore records its progress in the dump's directory; a record
+	// of an earlier restore (another target's) is put back afterwards.
+	progress := filepath.Join(r.snap, backup.ProgressFile)
+	old, oldErr := os.ReadFile(progress)
+	_, err = backup.Restore(ctx, r.key, r.dumpConn(), backup.RestoreOptions{Dir: r.snap, Threads: r.opt.RestoreThreads, NoBinlog: true, DeferIndexes: true})
+	if oldErr == nil {
+		_ = os.WriteFile(progress, old, 0o600)
+	} else {
+		os.Remove(progress)
+	}
+	if err != nil {
 		return fmt.Errorf("replay: restore %s into %s: %w", r.snap, r.key, err)
 	}
-	os.Remove(r.snap + "/" + backup.ProgressFile)
 	if _, err := c.ExecContext(ctx, fmt.Sprintf("SET GLOBAL gtid_slave_pos = '%s'", r.plan.Start)); err != nil {
 		return fmt.Errorf("replay: set gtid_slave_pos of %s to the start %s: %w", r.key, r.plan.Start, err)
 	}
@@ -519,7 +529,7 @@ func (r *runner) apply(ctx context.Context, s Setting) (res *SettingResult, err 
 			res.Elapsed = at
 			break
 		}
-		if polls%10 == 0 {
+		if polls%5 == 0 {
 			if err := r.sampleWorkers(ctx, res); err != nil {
 				return nil, err
 			}
