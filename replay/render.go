@@ -15,14 +15,14 @@ import (
 // preparation, the source's rate and the recommendation.
 func (res *Result) WriteTable(w io.Writer) error {
 	st := res.Stretch
-	fmt.Fprintf(w, "replay of %s into %s: %d transactions, %d events, %d row events, from %s to %s (recorded over %d s)\n",
-		res.Archive, res.Target, st.Txns, st.Events, st.RowEvents, res.From, res.Until, res.RecordedSpanSec)
+	fmt.Fprintf(w, "replay of %s into %s: %d transactions, %d events, %d rows, from %s to %s (recorded over %d s)\n",
+		res.Archive, res.Target, st.Txns, st.Events, st.Rows, res.From, res.Until, res.RecordedSpanSec)
 	if res.Rate > 0 {
 		fmt.Fprintf(w, "pace: %g× the recorded pace\n", res.Rate)
 	}
 	fmt.Fprintf(w, "prepare: %s\n\n", res.Prepare)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "setting\ttime\ttx/s\tevents/s\trow events/s\tspeed-up\tretries\tdeadlocks\tbusy workers\t"
+	head := "setting\ttime\ttx/s\tevents/s\trows/s\tspeed-up\tretries\tdeadlocks\tbusy workers\t"
 	if res.Rate > 0 {
 		head += "max lag\tbehind at\t"
 	}
@@ -37,7 +37,7 @@ func (res *Result) WriteTable(w io.Writer) error {
 			busy = fmt.Sprintf("%.1f/%d", r.BusyWorkers(), r.Threads)
 		}
 		line := fmt.Sprintf("%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f×\t%d\t%d\t%s\t", r.Setting, r.Elapsed.Round(time.Millisecond),
-			r.TxnsPerSec, r.EventsPerSec, r.RowEventsPerSec, r.Speedup, r.Retries, r.Deadlocks, busy)
+			r.TxnsPerSec, r.EventsPerSec, r.RowsPerSec, r.Speedup, r.Retries, r.Deadlocks, busy)
 		if res.Rate > 0 {
 			line += fmt.Sprintf("%.1f s\t%.0f s\t", r.MaxLagSec, r.BehindAtSec)
 		}

@@ -127,7 +127,7 @@ func record(t *testing.T) *recording {
 					if i%3 == 2 {
 						err = exec("BEGIN",
 							fmt.Sprintf("INSERT INTO r.u (w, v) VALUES (%d, 'w%d-%d')", w, w, i),
-							fmt.Sprintf("UPDATE r.t SET n = n + 1 WHERE id = %d", 1+(w*10+i)%40),
+							fmt.Sprintf("UPDATE r.t SET n = n + 1 WHERE id BETWEEN %d AND %d", 1+(w*10+i)%38, 3+(w*10+i)%38),
 							"COMMIT")
 					} else {
 						err = exec(fmt.Sprintf("INSERT INTO r.t VALUES (%d, 'w%d', %d)", id, w, i))
@@ -265,9 +265,13 @@ func TestReplay(t *testing.T) {
 			t.Errorf("the stretch has %d transactions, %d were written", res.Stretch.Txns, rec.txns)
 		}
 		// 2 of every 3 transactions insert one row into r.t; the third
-		// inserts into r.u and updates r.t: one row event each statement.
+		// inserts a row into r.u and updates 3 of r.t: one row event
+		// each statement.
 		if want := int64(rec.txns/3*2 + rec.txns/3*2); res.Stretch.RowEvents != want {
 			t.Errorf("the stretch has %d row events, want %d", res.Stretch.RowEvents, want)
+		}
+		if want := int64(rec.txns/3*2 + rec.txns/3*4); res.Stretch.Rows != want {
+			t.Errorf("the stretch has %d rows, want %d", res.Stretch.Rows, want)
 		}
 		if strings.Join(res.Stretch.Tables, ",") != "`r`.`t`,`r`.`u`" {
 			t.Errorf("tables touched %q", res.Stretch.Tables)
@@ -321,7 +325,7 @@ func TestReplay(t *testing.T) {
 			}
 		}
 		s0 := m["settings"].([]any)[1].(map[string]any)
-		for _, k := range []string{"mode", "threads", "elapsed_ns", "transactions_per_s", "events_per_s", "row_events_per_s", "speedup", "retries", "deadlocks", "checksums", "identical", "samples"} {
+		for _, k := range []string{"mode", "threads", "elapsed_ns", "transactions_per_s", "events_per_s", "row_events_per_s", "rows_per_s", "speedup", "retries", "deadlocks", "checksums", "identical", "samples"} {
 			if _, ok := s0[k]; !ok {
 				t.Errorf("JSON of a setting has no %q", k)
 			}

@@ -50,6 +50,7 @@ type SettingResult struct {
 	TxnsPerSec      float64 `json:"transactions_per_s"`
 	EventsPerSec    float64 `json:"events_per_s"`
 	RowEventsPerSec float64 `json:"row_events_per_s"`
+	RowsPerSec      float64 `json:"rows_per_s"`
 	Speedup         float64 `json:"speedup"`
 	// Retries is the change of Slave_retried_transactions, Deadlocks of
 	// Innodb_deadlocks, over the run.

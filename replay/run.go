@@ -580,6 +580,7 @@ func (r *runner) apply(ctx context.Context, s Setting) (res *SettingResult, err 
 		res.TxnsPerSec = float64(res.Transactions) / secs
 		res.EventsPerSec = float64(r.st.Events) / secs
 		res.RowEventsPerSec = float64(r.st.RowEvents) / secs
+		res.RowsPerSec = float64(r.st.Rows) / secs
 	}
 	if res.Checksums, err = r.checksums(ctx); err != nil {
 		return nil, err

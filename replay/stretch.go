@@ -23,8 +23,10 @@ type Stretch struct {
 	Txns   int            `json:"transactions"`
 	Events int64          `json:"events"`
 	// RowEvents counts the row events (Write/Update/Delete_rows, each
-	// of one or more rows of one table) of the stretch.
+	// of one or more rows of one table) of the stretch; Rows their rows
+	// (an update's before and after image are one row).
 	RowEvents int64    `json:"row_events"`
+	Rows      int64    `json:"rows"`
 	Tables    []string `json:"tables"`
 	// Statements: the stretch has statements other than BEGIN, COMMIT
 	// and XA ones (DDL, statement-based DML): the tables they touch are
@@ -65,19 +67,15 @@ func readStretch(ctx context.Context, scan *pitr.Scan, plan *pitr.Plan) (*Stretc
 		p := replication.NewBinlogParser()
 		p.SetFlavor("mariadb")
 		p.SetVerifyChecksum(false) // the scan checked every event
-		// Row images are not decoded (go-mysql's decoder misreads some of
-		// MariaDB's); the header names the table.
-		p.SetRowsEventDecodeFunc(func(e *replication.RowsEvent, data []byte) error {
-			_, err := e.DecodeHeader(data)
-			return err
-		})
 		in := false
 		n := 0
 		err = binlog.ReadEvents(rc, func(_ int64, e binlog.Event) error {
 			if n++; n&1023 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
-			ev, err := p.Parse(e.Raw)
+			// A copy: the parser keeps slices of a Table_map event, and
+			// ReadEvents reuses its buffer.
+			ev, err := p.Parse(slices.Clone(e.Raw))
 			if err != nil {
 				return fmt.Errorf("%s: %w", f.Name, err)
 			}
@@ -92,6 +90,11 @@ func readStretch(ctx context.Context, scan *pitr.Scan, plan *pitr.Plan) (*Stretc
 			case *replication.RowsEvent:
 				if in {
 					st.RowEvents++
+					rows := int64(len(x.Rows))
+					if isUpdate(ev.Header.EventType) {
+						rows /= 2
+					}
+					st.Rows += rows
 				}
 			case *replication.QueryEvent:
 				if in {
@@ -117,4 +120,13 @@ func readStretch(ctx context.Context, scan *pitr.Scan, plan *pitr.Plan) (*Stretc
 	}
 	slices.Sort(st.Tables)
 	return st, nil
+}
+
+func isUpdate(t replication.EventType) bool {
+	switch t {
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2,
+		replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1, replication.PARTIAL_UPDATE_ROWS_EVENT:
+		return true
+	}
+	return false
 }

@@ -56,7 +56,8 @@ connection 'dbpilot_replay', then dbpilot serves the stretch as a binlog
 source (the one of point-in-time restore) at full speed, or at --rate times
 the recorded pace (the events' timestamps), and the target replicates it with
 START SLAVE UNTIL the end. Measured from START SLAVE to the end position:
-the time, transactions/s, events/s and row events/s, the speed-up over
+the time, transactions/s, events/s and rows/s (the stretch's events and the
+rows of its row events, over the time), the speed-up over
 single-threaded, retries (Slave_retried_transactions) and deadlocks
 (Innodb_deadlocks) of the run, the parallel workers' states (sampled from
 information_schema.PROCESSLIST; "busy workers" is the mean number not
