@@ -126,6 +126,9 @@ func Run(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt O
 		r.snap = dir
 		r.res.PrepareTime = time.Since(t0)
 		r.res.Prepare = fmt.Sprintf("%s was at the start; dumped it once (%s) and restored that dump before each further setting", key, r.res.PrepareTime.Round(time.Millisecond))
+		if len(r.opt.Settings) == 1 {
+			r.res.Prepare = fmt.Sprintf("%s was at the start (one setting: nothing restored)", key)
+		}
 	} else {
 		r.res.Prepare = fmt.Sprintf("restored the dump %s before each setting", r.snap)
 	}
