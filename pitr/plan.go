@@ -306,3 +306,34 @@ func wants(g gtid.MariaGTID, from gtid.MariaList, until map[uint32]uint64) bool 
 	f, _ := from.DomainSeq(g.Domain)
 	return g.Seq > f.Seq
 }
+
+// Start is the archive's position before its first transaction (the
+// index's gtid_start of the first file, else its Gtid_list).
+func (s *Scan) Start() gtid.MariaList { return s.archiveStart() }
+
+// End is the archive's last complete transaction of each domain.
+func (s *Scan) End() gtid.MariaList {
+	var last []gtid.MariaGTID
+	at := map[uint32]int{}
+	for _, t := range s.Txns {
+		if i, ok := at[t.GTID.Domain]; ok {
+			if t.GTID.Seq > last[i].Seq {
+				last[i] = t.GTID
+			}
+			continue
+		}
+		at[t.GTID.Domain] = len(last)
+		last = append(last, t.GTID)
+	}
+	return gtid.NewMariaList(last...)
+}
+
+// Wants reports whether the plan applies transaction g to a target at from.
+func (p *Plan) Wants(g gtid.MariaGTID, from gtid.MariaList) bool {
+	for _, u := range p.Until {
+		if u.Domain == g.Domain {
+			return wants(g, from, map[uint32]uint64{u.Domain: u.Seq})
+		}
+	}
+	return false
+}

@@ -49,9 +49,13 @@ type Source struct {
 	until   map[uint32]uint64
 	exclude map[gtid.MariaGTID]bool
 
-	// Sent counts transactions and events sent (since the start).
+	// Sent counts transactions, events and event bytes sent (since the
+	// start).
 	SentTxns   atomic.Int64
 	SentEvents atomic.Int64
+	SentBytes  atomic.Int64
+
+	opt SourceOptions
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -62,10 +66,25 @@ type Source struct {
 	err    error
 }
 
+// SourceOptions tune how a Source serves.
+type SourceOptions struct {
+	// Pace, when above 0, replays at Pace times the recorded pace: each
+	// transaction is sent no earlier than the time between its GTID
+	// event's timestamp and the first sent one's, divided by Pace, after
+	// the first was sent (2: twice as fast as it was written). 0: as fast
+	// as the replica reads (restore, and replay's default).
+	Pace float64
+}
+
 // StartSource listens on listen (HOST:PORT; port 0 picks one) and serves
 // plan's transactions of the scanned archive to replicas that log in as
 // SourceUser with the generated password.
 func StartSource(ctx context.Context, listen string, s *Scan, p *Plan, log *slog.Logger) (*Source, error) {
+	return StartSourceWith(ctx, listen, s, p, log, SourceOptions{})
+}
+
+// StartSourceWith is StartSource with options.
+func StartSourceWith(ctx context.Context, listen string, s *Scan, p *Plan, log *slog.Logger, o SourceOptions) (*Source, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -83,7 +102,19 @@ func StartSource(ctx context.Context, listen string, s *Scan, p *Plan, log *slog
 		until:   map[uint32]uint64{},
 		exclude: map[gtid.MariaGTID]bool{},
 		conns:   map[net.Conn]bool{},
+		opt:     o,
 	}
+	src.prepare()
+	src.ctx, src.cancel = context.WithCancel(ctx)
+	src.wg.Add(1)
+	go src.accept()
+	return src, nil
+}
+
+// prepare fills the until and exclude maps and the server id from the
+// plan and the scan.
+func (src *Source) prepare() {
+	s, p := src.scan, src.plan
 	for _, g := range p.Until {
 		src.until[g.Domain] = g.Seq
 	}
@@ -96,10 +127,39 @@ func StartSource(ctx context.Context, listen string, s *Scan, p *Plan, log *slog
 			src.serverID = f.ServerID
 		}
 	}
+}
+
+// ServeRate is how fast the source serves a plan by itself.
+type ServeRate struct {
+	Txns    int64         `json:"transactions"`
+	Events  int64         `json:"events"`
+	Bytes   int64         `json:"bytes"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// EventsPerSec is the events sent per second.
+func (r ServeRate) EventsPerSec() float64 { return float64(r.Events) / max(r.Elapsed.Seconds(), 1e-9) }
+
+// TxnsPerSec is the transactions sent per second.
+func (r ServeRate) TxnsPerSec() float64 { return float64(r.Txns) / max(r.Elapsed.Seconds(), 1e-9) }
+
+// MeasureServe serves plan's transactions after from, as a dump to a
+// replica at from would get them (files, Format_descriptions, events,
+// packet framing), to a sink that discards them: the source's own serving
+// rate, with no replica to wait for (o.Pace 0: as fast as it can).
+func MeasureServe(ctx context.Context, s *Scan, p *Plan, from gtid.MariaList, o SourceOptions) (ServeRate, error) {
+	src := &Source{scan: s, plan: p, log: slog.New(slog.DiscardHandler), until: map[uint32]uint64{}, exclude: map[gtid.MariaGTID]bool{}, opt: o}
+	src.prepare()
 	src.ctx, src.cancel = context.WithCancel(ctx)
-	src.wg.Add(1)
-	go src.accept()
-	return src, nil
+	defer src.cancel()
+	cw := &countWriter{w: io.Discard}
+	d := &dumper{s: src, pw: &packetWriter{w: bufio.NewWriterSize(cw, 256<<10), seq: 1}, from: from,
+		alg: src.checksum(), stop: errors.New("until reached")}
+	t0 := time.Now()
+	if err := d.serve(); err != nil {
+		return ServeRate{}, err
+	}
+	return ServeRate{Txns: src.SentTxns.Load(), Events: src.SentEvents.Load(), Bytes: cw.n, Elapsed: time.Since(t0)}, nil
 }
 
 // Addr is the address the source listens on.
@@ -346,7 +406,16 @@ func (s *Source) dump(c net.Conn, vars map[string]string) error {
 	d := &dumper{s: s, pw: &packetWriter{w: bufio.NewWriterSize(c, 256<<10), seq: 1}, from: from,
 		alg: s.checksum(), stop: errors.New("until reached")}
 	s.log.Debug("pitr source: dump", "from", from.String(), "until", s.plan.Until.String())
+	if err := d.serve(); err != nil {
+		return err
+	}
+	d.keepAlive(c, hb)
+	return nil
+}
 
+// serve sends the planned transactions after the replica's connect state.
+func (d *dumper) serve() error {
+	s := d.s
 	first := d.start()
 	// Each file is served as a source serves its binary logs: an
 	// artificial Rotate naming it (with the checksum algorithm the replica
@@ -376,11 +445,7 @@ func (s *Source) dump(c net.Conn, vars map[string]string) error {
 			return err
 		}
 	}
-	if err := d.pw.w.Flush(); err != nil {
-		return err
-	}
-	d.keepAlive(c, hb)
-	return nil
+	return d.pw.w.Flush()
 }
 
 // dumper is one dump to a replica.
@@ -393,6 +458,43 @@ type dumper struct {
 	file string          // the file being sent
 	pos  uint32          // the position in it
 	stop error           // sendFile's walk ends with it once every domain is served
+	// pace: the wall clock and the event timestamp of the first
+	// transaction sent (SourceOptions.Pace).
+	paceWall time.Time
+	paceTS   uint32
+}
+
+// pace waits, with SourceOptions.Pace set, until the transaction that
+// begins at event timestamp ts is due; what was written so far is flushed
+// first so that the replica is not kept waiting for it.
+func (d *dumper) pace(ts uint32) error {
+	rate := d.s.opt.Pace
+	if rate <= 0 {
+		return nil
+	}
+	if d.paceWall.IsZero() {
+		d.paceWall, d.paceTS = time.Now(), ts
+		return nil
+	}
+	if ts <= d.paceTS {
+		return nil
+	}
+	due := d.paceWall.Add(time.Duration(float64(ts-d.paceTS) * float64(time.Second) / rate))
+	wait := time.Until(due)
+	if wait <= 0 {
+		return nil
+	}
+	if err := d.pw.w.Flush(); err != nil {
+		return err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-d.s.ctx.Done():
+		return d.s.ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // start notes the domains still to serve, sets the file to announce, and
@@ -449,6 +551,9 @@ func (d *dumper) sendFile(f File) error {
 			if !wants(g, d.from, s.until) {
 				return nil
 			}
+			if err := d.pace(we.H.Timestamp); err != nil {
+				return err
+			}
 			if s.exclude[g] {
 				if err := pw.event(emptyGTIDEvent(we.Raw, w.alg)); err != nil {
 					return err
@@ -468,6 +573,7 @@ func (d *dumper) sendFile(f File) error {
 			return err
 		}
 		s.SentEvents.Add(1)
+		s.SentBytes.Add(int64(len(we.Raw)))
 		if we.End {
 			sending = false
 			return s.sent(we.Txn.GTID, d.left, d.stop)

@@ -128,6 +128,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.queriesCommand(),
 		a.watchdogCommand(),
 		a.binlogCommand(),
+		a.replayCommand(),
 	)
 	groupCommands(root)
 	return root
@@ -171,7 +172,9 @@ Backup and copy: 'dump', 'restore', 'verify' and 'clone' make a parallel,
 consistent logical backup with its GTID position, load it, check it, and
 provision replicas; 'binlog' archives binary logs continuously, which
 'restore --until-gtid|--until-time' replays (point-in-time recovery); 'copy'
-keeps a copy of databases current on another server until cut-over.
+keeps a copy of databases current on another server until cut-over; 'replay'
+applies an archive into a scratch server once per parallel replication
+setting and recommends the fastest that keeps the data identical.
 
 Galera: 'galera' bootstraps a cluster from its most advanced node and
 restarts it node by node.
@@ -198,7 +201,7 @@ var commandGroups = []struct {
 	{"serve", "The daemon:", []string{"serve", "token", "top", "alerts", "recoveries", "report"}},
 	{"change", "Topology changes:", []string{"failover", "switchover", "relocate", "relocate-replicas", "rejoin", "ack"}},
 	{"prove", "Proving it:", []string{"drill", "bench"}},
-	{"backup", "Backup and copy:", []string{"dump", "restore", "verify", "clone", "binlog", "copy"}},
+	{"backup", "Backup and copy:", []string{"dump", "restore", "verify", "clone", "binlog", "copy", "replay"}},
 	{"galera", "Galera:", []string{"galera"}},
 	{"queries", "Queries:", []string{"queries", "watchdog"}},
 }

@@ -1,0 +1,5 @@
+package replay
+
+import "errors"
+
+func errorsAs(err error, target any) bool { return err != nil && errors.As(err, target) }
