@@ -34,6 +34,40 @@ type ReplicaApply struct {
 	// FallingBehindBy is CommitRate − ApplyRate in state falling_behind
 	// (transactions per second the backlog grows by).
 	FallingBehindBy float64 `json:"falling_behind_by,omitempty"`
+
+	// From serve's metrics (absent without them): the parallel applier
+	// workers (latest reading) and, on MariaDB, the transactions that
+	// optimistic parallel apply retried per second over the last minute
+	// (Slave_retried_transactions). ParallelMode is MariaDB's
+	// slave_parallel_mode of its first channel.
+	WorkersBusy  int     `json:"workers_busy,omitempty"`
+	WorkersTotal int     `json:"workers_total,omitempty"`
+	RetryRate    float64 `json:"retry_rate,omitempty"`
+	ParallelMode string  `json:"parallel_mode,omitempty"`
+}
+
+// GroupCommit is a primary's binary log group commit over the last
+// minute, from MariaDB's status counters (serve's metrics): how many
+// transactions each group carried and what closed the groups.
+type GroupCommit struct {
+	Key InstanceKey `json:"key"`
+	// CommitRate is Binlog_commits per second, GroupRate
+	// Binlog_group_commits per second.
+	CommitRate float64 `json:"commit_rate"`
+	GroupRate  float64 `json:"group_rate"`
+	// CommitsPerGroup is CommitRate / GroupRate (0 with no group).
+	CommitsPerGroup float64 `json:"commits_per_group"`
+	// What closed the groups, per second: binlog_commit_wait_count
+	// commits reached (Binlog_group_commit_trigger_count),
+	// binlog_commit_wait_usec elapsed (_trigger_timeout), a transaction
+	// that must not wait came (_trigger_lock_wait).
+	TriggerCountRate    float64 `json:"trigger_count_rate"`
+	TriggerTimeoutRate  float64 `json:"trigger_timeout_rate"`
+	TriggerLockWaitRate float64 `json:"trigger_lock_wait_rate"`
+	// The settings: binlog_commit_wait_count and binlog_commit_wait_usec
+	// (-1 when not read).
+	WaitCount int64 `json:"binlog_commit_wait_count"`
+	WaitUsec  int64 `json:"binlog_commit_wait_usec"`
 }
 
 // Catch-up states of a ReplicaApply.

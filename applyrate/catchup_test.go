@@ -71,25 +71,25 @@ func TestPredict(t *testing.T) {
 			state: dbpilot.CatchUpStopped, behind: 100, backlog: 2000,
 		},
 		{
-			name: "just restarted: one second of apply is not enough",
+			name:    "just restarted: one second of apply is not enough",
 			primary: primaryAt(100, 31), replica: replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 20)...), step{300, true})),
 			state: dbpilot.CatchUpUnknown, backlog: 1800,
 		},
 		{
 			// 20 s stopped (backlog 2000), then 3 s at 300 tx/s against
 			// 100: backlog 2000 - 3*200 = 1400, catches up in 1400/200 s.
-			name: "catching up after a stop: the stopped time does not dilute the rate",
+			name:    "catching up after a stop: the stopped time does not dilute the rate",
 			primary: primaryAt(100, 33), replica: replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 20)...), repeat(step{300, true}, 3)...)),
 			state: dbpilot.CatchUpCatching, backlog: 1400, catchup: 7, rate: 300, rateSecs: 2,
 		},
 		{
 			// Applies 80 of the 100 a second for 30 s: 20 tx/s behind.
-			name: "falling behind",
+			name:    "falling behind",
 			primary: primaryAt(100, 30), replica: replicaOf(100, repeat(step{80, true}, 30)),
 			state: dbpilot.CatchUpFalling, backlog: 600, behind: 20, rate: 80, rateSecs: 29,
 		},
 		{
-			name: "no primary commits: any backlog is caught up at the apply rate",
+			name:    "no primary commits: any backlog is caught up at the apply rate",
 			primary: primaryAt(0, 10), replica: func() []Point {
 				var out []Point
 				for i := 0; i <= 10; i++ {
