@@ -17,18 +17,18 @@ import (
 )
 
 // TestCatchUpPrediction is issue 28's test of the catch-up prediction: a
-// replica's SQL thread is stopped for 20 s while bench writes at a steady
-// open-loop 45 transactions/s (oltp_write_only), then started again; the
+// replica's SQL thread is stopped for 25 s while bench writes at a steady
+// open-loop 35 transactions/s (oltp_write_only), then started again; the
 // first prediction serve makes after the start is within 25% of the time
 // the replica actually took to catch up (from that prediction until its
 // gtid_slave_pos reached what the primary had committed).
 //
 // The replica applies slower than a sandbox replica would: triggers on
 // the replica only (slave_run_triggers_for_rbr=YES, created with
-// sql_log_bin=0) sleep 2 ms per row applied. Unthrottled, a sandbox replica
+// sql_log_bin=0) sleep 1 ms per row applied. Unthrottled, a sandbox replica
 // applies the backlog in a second or two on an idle machine and in an
 // unknown time on a loaded one; throttled, it catches up at a steady
-// ~110 tx/s against 45, in about 14 s: long enough for the prediction to
+// ~85 tx/s against 35, in about 15 s: long enough for the prediction to
 // mean something. The replica applies serially (slave_parallel_threads=0):
 // with the sandbox's 2 optimistic workers the sleeps overlap by chance and
 // the apply speed varied by a third from run to run.
