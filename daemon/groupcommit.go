@@ -26,7 +26,8 @@ type applyFigures struct {
 
 // readFigures reads the figures of cs from the metrics store, at most
 // every figuresEvery, and sets them into the status: the primary's group
-// commit and each replica's workers and retry rate.
+// commit and each replica's workers and retry rate, and the advice they
+// support (applyrate.Advise) among the problems.
 func (d *Daemon) readFigures(ctx context.Context, cs *clusterState, primary *dbpilot.Instance) {
 	if d.metrics == nil || !d.running.Load() || primary == nil || d.unqueryable() != nil {
 		return
@@ -53,6 +54,11 @@ func (d *Daemon) readFigures(ctx context.Context, cs *clusterState, primary *dbp
 				a.ParallelMode = m.Channels[0].ParallelMode
 			}
 		}
+	}
+	// The advice these figures support, as info problems beside the
+	// analysis's (the status's problems are set afresh every observation).
+	if adv := applyrate.Advise(f.group, cs.status.ReplicaApply); len(adv) > 0 {
+		cs.status.Problems = append(append(make([]dbpilot.Problem, 0, len(cs.status.Problems)+len(adv)), cs.status.Problems...), adv...)
 	}
 }
 
