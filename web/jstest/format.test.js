@@ -63,6 +63,7 @@ test('format: catch-up', () => {
   eq(f.catchUp({ state: 'catching_up', catchup_seconds: 74.6 }), 'catch-up 1m15s');
   eq(f.catchUp({ state: 'falling_behind', falling_behind_by: 12.34 }), 'behind +12.3 tx/s');
   eq(f.catchUp({ state: 'stopped', falling_behind_by: 40 }), 'SQL stopped');
+  eq(f.catchUp({ state: 'unknown' }), '');
   eq(f.catchUpDetail({ state: 'catching_up', catchup_seconds: 16, backlog_transactions: 1442, backlog_bytes: 3032348,
     apply_rate: 169.8, rate_seconds: 2, commit_rate: 79.7, workers_busy: 2, workers_total: 4, parallel_mode: 'optimistic' }),
   'catches up in 16s — backlog 1442 tx (2.89 MiB of relay log); applies 170 tx/s (over 2s), primary commits 79.7 tx/s; 2/4 workers busy, mode optimistic');

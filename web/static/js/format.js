@@ -122,14 +122,13 @@ export function between(a, b) {
 /** onOff formats a boolean as ON/OFF. */
 export const onOff = (b) => (b ? 'ON' : 'OFF');
 
-/** catchUp formats a replica's catch-up state (a ClusterStatus replica_apply entry) shortly, for a topology box: "" when caught up or unknown to serve. */
+/** catchUp formats a replica's catch-up state (a ClusterStatus replica_apply entry) shortly, for a topology box: "" when caught up, not measured yet, or unknown to serve. */
 export function catchUp(a) {
   if (!a) return '';
   switch (a.state) {
     case 'catching_up': return `catch-up ${duration(Math.round(a.catchup_seconds))}`;
     case 'falling_behind': return `behind +${trimRate(a.falling_behind_by)} tx/s`;
     case 'stopped': return 'SQL stopped';
-    case 'unknown': return 'catch-up ?';
     default: return '';
   }
 }
