@@ -732,7 +732,6 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
 	}
 	d.noteProblems(cs, pk, problems)
-	d.readFigures(ctx, cs, primary)
 	cs.mu.Lock()
 	apply := cs.status.ReplicaApply
 	cs.mu.Unlock()
@@ -917,6 +916,7 @@ func (d *Daemon) record(cs *clusterState, c crawled, comp *dbpilot.Cluster, memb
 	}
 	cs.status.ObservedAt = now
 	cs.status.ReplicaApply = cs.apply.observe(primary, members)
+	cs.setFigures()
 	if comp != nil && len(comp.Primaries) > 1 {
 		cs.status.State = dbpilot.ClusterOK
 	}
@@ -1057,6 +1057,11 @@ func pickComponent(comps []*dbpilot.Cluster, cur dbpilot.InstanceKey, seeds []db
 // primary assessed.
 func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 	members, primary, err := d.observe(ctx, cs)
+	if err == nil {
+		// The group commit and applier figures, from the metrics, after
+		// the tick's decisions.
+		defer d.refreshFigures(ctx, cs, primary)
+	}
 	if err != nil {
 		d.log.Warn("discovery failed", "cluster", cs.cfg.Name, "err", err)
 		cs.mu.Lock()

@@ -24,11 +24,11 @@ type applyFigures struct {
 	retries map[dbpilot.InstanceKey]float64
 }
 
-// readFigures reads the figures of cs from the metrics store, at most
-// every figuresEvery, and sets them into the status: the primary's group
-// commit and each replica's workers and retry rate, and the advice they
-// support (applyrate.Advise) among the problems.
-func (d *Daemon) readFigures(ctx context.Context, cs *clusterState, primary *dbpilot.Instance) {
+// refreshFigures reads the figures of cs from the metrics store when the
+// last read is figuresEvery old, and sets them into the status
+// (setFigures). The watch loop calls it at the end of its tick, so that the
+// queries never delay detection.
+func (d *Daemon) refreshFigures(ctx context.Context, cs *clusterState, primary *dbpilot.Instance) {
 	if d.metrics == nil || !d.running.Load() || primary == nil || d.unqueryable() != nil {
 		return
 	}
@@ -36,15 +36,31 @@ func (d *Daemon) readFigures(ctx context.Context, cs *clusterState, primary *dbp
 	f := cs.figures
 	cs.mu.Unlock()
 	now := time.Now()
-	if f == nil || now.Sub(f.at) >= figuresEvery {
-		f = d.queryFigures(ctx, cs.cfg.Name, primary, now)
-		cs.mu.Lock()
-		cs.figures = f
-		cs.mu.Unlock()
+	if f != nil && now.Sub(f.at) < figuresEvery {
+		return
 	}
+	f = d.queryFigures(ctx, cs.cfg.Name, primary, now)
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	cs.status.GroupCommit = f.group
+	cs.figures = f
+	cs.setFigures()
+	cs.touch()
+}
+
+// setFigures sets the figures last read into the status: the primary's
+// group commit, each replica's workers, retry rate and parallel mode, and
+// the advice they support (applyrate.Advise) among the problems. Called
+// by record after every observation (the status's replicas and problems
+// are set afresh) and by refreshFigures. The caller holds cs.mu.
+func (cs *clusterState) setFigures() {
+	f := cs.figures
+	if f == nil {
+		return
+	}
+	cs.status.GroupCommit = nil
+	if f.group != nil && f.group.Key.Equal(cs.status.Primary) {
+		cs.status.GroupCommit = f.group
+	}
 	for i := range cs.status.ReplicaApply {
 		a := &cs.status.ReplicaApply[i]
 		k := a.Key.Normalized()
@@ -55,10 +71,17 @@ func (d *Daemon) readFigures(ctx context.Context, cs *clusterState, primary *dbp
 			}
 		}
 	}
-	// The advice these figures support, as info problems beside the
-	// analysis's (the status's problems are set afresh every observation).
-	if adv := applyrate.Advise(f.group, cs.status.ReplicaApply); len(adv) > 0 {
-		cs.status.Problems = append(append(make([]dbpilot.Problem, 0, len(cs.status.Problems)+len(adv)), cs.status.Problems...), adv...)
+	var problems []dbpilot.Problem
+	for _, p := range cs.status.Problems {
+		if p.Code != dbpilot.ProblemSmallCommitGroups && p.Code != dbpilot.ProblemOptimisticRetries {
+			problems = append(problems, p)
+		}
+	}
+	if adv := applyrate.Advise(cs.status.GroupCommit, cs.status.ReplicaApply); len(adv) > 0 || len(problems) != len(cs.status.Problems) {
+		cs.status.Problems = append(problems, adv...)
+		if cs.status.Problems == nil {
+			cs.status.Problems = []dbpilot.Problem{}
+		}
 	}
 }
 
