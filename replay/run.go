@@ -487,20 +487,8 @@ func (r *runner) apply(ctx context.Context, s Setting) (res *SettingResult, err 
 			err = cerr
 		}
 	}()
-	change := fmt.Sprintf("CHANGE MASTER '%s' TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
-		Channel, host, src.Addr().Port, pitr.SourceUser, src.Password())
-	if err := r.db.Exec(ctx, change); err != nil {
-		// The error names the statement by its first words, never the password.
-		return nil, fmt.Errorf("replay: point %s of %s at the dbpilot source on %s:%d: %w", Channel, r.key, host, src.Addr().Port, err)
-	}
-	stmts, err := settingSQL(dbpilot.FlavorMariaDB, Channel, s, r.opt.MaxQueued)
-	if err != nil {
+	if err := r.pointAt(ctx, host, src.Addr().Port, src.Password(), s); err != nil {
 		return nil, err
-	}
-	for _, q := range stmts {
-		if err := r.db.Exec(ctx, q); err != nil {
-			return nil, fmt.Errorf("replay: set %s on %s (%s; its other replication connections must be stopped): %w", s, r.key, q, err)
-		}
 	}
 	counters := []string{"Slave_retried_transactions", "Innodb_deadlocks"}
 	before, err := r.status(ctx, counters...)
@@ -589,6 +577,27 @@ func (r *runner) apply(ctx context.Context, s Setting) (res *SettingResult, err 
 		return nil, err
 	}
 	return res, nil
+}
+
+// pointAt points the target's replay connection at the dbpilot source on
+// host:port and sets the parallel setting s on it.
+func (r *runner) pointAt(ctx context.Context, host string, port int, password string, s Setting) error {
+	change := fmt.Sprintf("CHANGE MASTER '%s' TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
+		Channel, host, port, pitr.SourceUser, password)
+	if err := r.db.Exec(ctx, change); err != nil {
+		// The error names the statement by its first words, never the password.
+		return fmt.Errorf("replay: point %s of %s at the dbpilot source on %s:%d: %w", Channel, r.key, host, port, err)
+	}
+	stmts, err := settingSQL(dbpilot.FlavorMariaDB, Channel, s, r.opt.MaxQueued)
+	if err != nil {
+		return err
+	}
+	for _, q := range stmts {
+		if err := r.db.Exec(ctx, q); err != nil {
+			return fmt.Errorf("replay: set %s on %s (%s; its other replication connections must be stopped): %w", s, r.key, q, err)
+		}
+	}
+	return nil
 }
 
 func mustPos(l gtid.MariaList, err error) gtid.MariaList {

@@ -439,45 +439,52 @@ func newTopology(id, title string, c *dbpilot.ClusterAt) Topology {
 	}
 	for _, in := range c.Instances {
 		k := in.Key.String()
-		role, state := nodeRole(in, c.Primary, parent(in) != "", len(children[k]) > 0), nodeState(in)
-		xy := pos[k]
-		fmt.Fprintf(&b, `<g class="node %s" data-key="%s" data-role="%s" data-state="%s" transform="translate(%.1f,%.1f)">`,
-			state, esc(k), role, state, xy[0], xy[1])
-		fmt.Fprintf(&b, `<rect width="%d" height="%d" rx="5"/>`, nodeW, nodeH)
-		fmt.Fprintf(&b, `<text class="key" x="8" y="17">%s</text>`, esc(k))
-		line2 := role
-		switch {
-		case !in.Reachable:
-			line2 += " · unreachable"
-		case in.ReadOnly:
-			line2 += " · ro"
-		default:
-			line2 += " · RW"
-		}
-		if lag, ok := c.Lag[k]; ok && role != "primary" {
-			line2 += " · lag " + formatValue(lag, "s")
-		}
-		fmt.Fprintf(&b, `<text x="8" y="32">%s</text>`, esc(line2))
-		if len(in.Channels) > 0 {
-			ch := in.Channels[0]
-			io, sql := "✔", "✔"
-			if ch.IORunning != dbpilot.IORunning {
-				io = "✖"
-			}
-			if !ch.SQLRunning {
-				sql = "✖"
-			}
-			line3 := fmt.Sprintf("IO %s SQL %s", io, sql)
-			if parent(in) == "" {
-				line3 += " · from " + ch.Source.String()
-			}
-			fmt.Fprintf(&b, `<text class="small" x="8" y="46">%s</text>`, esc(line3))
-		}
-		b.WriteString(`</g>`)
+		role := nodeRole(in, c.Primary, parent(in) != "", len(children[k]) > 0)
+		writeNode(&b, in, role, c.Lag, pos[k], parent(in) != "")
 	}
 	b.WriteString(`</svg>`)
 	t.SVG = template.HTML(b.String()) // every text above is escaped
 	return t
+}
+
+// writeNode draws one instance of the topology at xy: its address, role,
+// writability and lag, and its first channel's threads (with the source
+// when that is not drawn as an edge).
+func writeNode(b *strings.Builder, in *dbpilot.Instance, role string, lags map[string]float64, xy [2]float64, hasParent bool) {
+	k, state := in.Key.String(), nodeState(in)
+	fmt.Fprintf(b, `<g class="node %s" data-key="%s" data-role="%s" data-state="%s" transform="translate(%.1f,%.1f)">`,
+		state, esc(k), role, state, xy[0], xy[1])
+	fmt.Fprintf(b, `<rect width="%d" height="%d" rx="5"/>`, nodeW, nodeH)
+	fmt.Fprintf(b, `<text class="key" x="8" y="17">%s</text>`, esc(k))
+	line2 := role
+	switch {
+	case !in.Reachable:
+		line2 += " · unreachable"
+	case in.ReadOnly:
+		line2 += " · ro"
+	default:
+		line2 += " · RW"
+	}
+	if lag, ok := lags[k]; ok && role != "primary" {
+		line2 += " · lag " + formatValue(lag, "s")
+	}
+	fmt.Fprintf(b, `<text x="8" y="32">%s</text>`, esc(line2))
+	if len(in.Channels) > 0 {
+		ch := in.Channels[0]
+		io, sql := "✔", "✔"
+		if ch.IORunning != dbpilot.IORunning {
+			io = "✖"
+		}
+		if !ch.SQLRunning {
+			sql = "✖"
+		}
+		line3 := fmt.Sprintf("IO %s SQL %s", io, sql)
+		if !hasParent {
+			line3 += " · from " + ch.Source.String()
+		}
+		fmt.Fprintf(b, `<text class="small" x="8" y="46">%s</text>`, esc(line3))
+	}
+	b.WriteString(`</g>`)
 }
 
 func boolInt(b bool) int {

@@ -23,62 +23,7 @@ func (a *app) replayCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay --binlogs DIR (--dump DIR [--target HOST:PORT | --sandbox NAME] | --target HOST:PORT | --sandbox NAME) [--modes M,...] [--threads N,...]",
 		Short: "Replay a binlog archive into a target once per parallel replication setting and recommend one",
-		Long: `Replay a stretch of a binary log archive (a 'dbpilot binlog stream' archive or a
-copy of a server's binary logs) into a target once per parallel replication
-setting, to learn how fast a replica applies this workload and with which
-settings. The run is MariaDB (target and archive); the MySQL names of the
-settings (replica_parallel_type, replica_parallel_workers) are kept in the
-code for later.
-
-The stretch runs from --from-gtid (default: the archive's start) to
---until-gtid, included (default: the archive's last transaction of each
-domain). The settings are --modes (slave_parallel_mode: conservative,
-optimistic, aggressive, minimal) crossed with --threads
-(slave_parallel_threads); threads 0, single-threaded, always runs first: it
-is the reference of the speed-up and of the data check.
-
-The target:
-  --dump DIR          the dump (dbpilot dump, taken at the stretch's start) is
-                      restored before each setting into a fresh sandbox that
-                      replay deploys and destroys (--keep-sandbox keeps it), or
-                      into --target/--sandbox, whose databases are dropped first
-  --target HOST:PORT  (or --sandbox NAME) without --dump: the server must be at
-                      the start already (gtid_slave_pos or gtid_current_pos);
-                      replay dumps it once and restores that before each
-                      further setting
-The target is a scratch server: its databases are replaced, and
-gtid_strict_mode is off while replay runs (each setting applies the same
-GTIDs again). The time of each restore is shown.
-
-Per setting: STOP SLAVE, SET GLOBAL slave_parallel_threads (and
-slave_parallel_max_queued with --max-queued), the mode on the temporary
-connection 'dbpilot_replay', then dbpilot serves the stretch as a binlog
-source (the one of point-in-time restore) at full speed, or at --rate times
-the recorded pace (the events' timestamps), and the target replicates it with
-START SLAVE UNTIL the end. Measured from START SLAVE to the end position:
-the time, transactions/s, events/s and rows/s (the stretch's events and the
-rows of its row events, over the time), the speed-up over
-single-threaded, retries (Slave_retried_transactions) and deadlocks
-(Innodb_deadlocks) of the run, the parallel workers' states (sampled from
-information_schema.PROCESSLIST; "busy workers" is the mean number not
-waiting for work), with --rate the most the target fell behind the recorded
-pace and where, and at the end CHECKSUM TABLE of every table the stretch's
-row events touched (every table when it has DDL or statements), compared with
-the single-threaded run's: identical or not.
-
-The recommendation is the fastest setting whose data was identical, with the
-reason (and the faster settings left out, and why). The source's own rate
-(events/s served to a sink that discards them) is printed beside the fastest
-apply: at 3x or more, the source is not what limits the apply.
-
-Refused before anything is applied, in one line naming what does not match:
-an archive with a gap or a corrupt file, a stretch not in the archive, a dump
-whose GTID position is not the stretch's start, a target (without --dump)
-whose position is not the start, a target that is part of a replication tree
-(it has a source configured or replicas in SHOW SLAVE HOSTS) unless --force,
-a target that is not MariaDB or has the archive's server_id.
-
-Exit status 1 when a setting failed or its data differed.` + exitHelp,
+		Long:  replayLong + exitHelp,
 		Example: `  dbpilot replay --binlogs /archive/prod --dump /backups/prod-0300 --modes conservative,optimistic,aggressive --threads 0,4,8,16
   dbpilot replay --binlogs /archive/prod --sandbox lab --until-gtid 0-1-90000 --threads 0,8 --html replay.html
   dbpilot replay --binlogs /archive/prod --dump /backups/prod-0300 --rate 2 --modes optimistic --threads 8 --json`,
@@ -141,36 +86,7 @@ Exit status 1 when a setting failed or its data differed.` + exitHelp,
 			if err != nil {
 				return err
 			}
-			if htmlOut != "" {
-				f, err := os.Create(htmlOut)
-				if err != nil {
-					return fmt.Errorf("replay: write the report: %w", err)
-				}
-				if err := res.WriteHTML(f); err != nil {
-					f.Close()
-					return err
-				}
-				if err := f.Close(); err != nil {
-					return fmt.Errorf("replay: write the report %s: %w", htmlOut, err)
-				}
-			}
-			if asJSON {
-				err = writeJSON(a.stdout, res)
-			} else {
-				err = res.WriteTable(a.stdout)
-				if htmlOut != "" {
-					fmt.Fprintf(a.stdout, "report: %s\n", htmlOut)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			for _, s := range res.Settings {
-				if s.Error != "" || (!s.Identical && s.Threads > 0) {
-					return errProblemsFound
-				}
-			}
-			return nil
+			return a.replayOutput(res, htmlOut, asJSON)
 		},
 	}
 	tf.register(cmd)
@@ -193,6 +109,101 @@ Exit status 1 when a setting failed or its data differed.` + exitHelp,
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
 	return cmd
+}
+
+// replayLong is replay's --help.
+const replayLong = `Replay a stretch of a binary log archive (a 'dbpilot binlog stream' archive or a
+copy of a server's binary logs) into a target once per parallel replication
+setting, to learn how fast a replica applies this workload and with which
+settings. The run is MariaDB (target and archive); the MySQL names of the
+settings (replica_parallel_type, replica_parallel_workers) are kept in the
+code for later.
+
+The stretch runs from --from-gtid (default: the archive's start) to
+--until-gtid, included (default: the archive's last transaction of each
+domain). The settings are --modes (slave_parallel_mode: conservative,
+optimistic, aggressive, minimal) crossed with --threads
+(slave_parallel_threads); threads 0, single-threaded, always runs first: it
+is the reference of the speed-up and of the data check.
+
+The target:
+  --dump DIR          the dump (dbpilot dump, taken at the stretch's start) is
+                      restored before each setting into a fresh sandbox that
+                      replay deploys and destroys (--keep-sandbox keeps it), or
+                      into --target/--sandbox, whose databases are dropped first
+  --target HOST:PORT  (or --sandbox NAME) without --dump: the server must be at
+                      the start already (gtid_slave_pos or gtid_current_pos);
+                      replay dumps it once and restores that before each
+                      further setting
+The target is a scratch server: its databases are replaced, and
+gtid_strict_mode is off while replay runs (each setting applies the same
+GTIDs again). The time of each restore is shown.
+
+Per setting: STOP SLAVE, SET GLOBAL slave_parallel_threads (and
+slave_parallel_max_queued with --max-queued), the mode on the temporary
+connection 'dbpilot_replay', then dbpilot serves the stretch as a binlog
+source (the one of point-in-time restore) at full speed, or at --rate times
+the recorded pace (the events' timestamps), and the target replicates it with
+START SLAVE UNTIL the end. Measured from START SLAVE to the end position:
+the time, transactions/s, events/s and rows/s (the stretch's events and the
+rows of its row events, over the time), the speed-up over
+single-threaded, retries (Slave_retried_transactions) and deadlocks
+(Innodb_deadlocks) of the run, the parallel workers' states (sampled from
+information_schema.PROCESSLIST; "busy workers" is the mean number not
+waiting for work), with --rate the most the target fell behind the recorded
+pace and where, and at the end CHECKSUM TABLE of every table the stretch's
+row events touched (every table when it has DDL or statements), compared with
+the single-threaded run's: identical or not.
+
+The recommendation is the fastest setting whose data was identical, with the
+reason (and the faster settings left out, and why). The source's own rate
+(events/s served to a sink that discards them) is printed beside the fastest
+apply: at 3x or more, the source is not what limits the apply.
+
+Refused before anything is applied, in one line naming what does not match:
+an archive with a gap or a corrupt file, a stretch not in the archive, a dump
+whose GTID position is not the stretch's start, a target (without --dump)
+whose position is not the start, a target that is part of a replication tree
+(it has a source configured or replicas in SHOW SLAVE HOSTS) unless --force,
+a target that is not MariaDB or has the archive's server_id.
+
+Exit status 1 when a setting failed or its data differed.`
+
+// replayOutput writes res: the HTML report to htmlOut (when given), then
+// the table or JSON; errProblemsFound when a setting failed or its data
+// differed.
+func (a *app) replayOutput(res *replay.Result, htmlOut string, asJSON bool) error {
+	var err error
+	if htmlOut != "" {
+		f, err := os.Create(htmlOut)
+		if err != nil {
+			return fmt.Errorf("replay: write the report: %w", err)
+		}
+		if err := res.WriteHTML(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("replay: write the report %s: %w", htmlOut, err)
+		}
+	}
+	if asJSON {
+		err = writeJSON(a.stdout, res)
+	} else {
+		err = res.WriteTable(a.stdout)
+		if htmlOut != "" {
+			fmt.Fprintf(a.stdout, "report: %s\n", htmlOut)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, s := range res.Settings {
+		if s.Error != "" || (!s.Identical && s.Threads > 0) {
+			return errProblemsFound
+		}
+	}
+	return nil
 }
 
 func parseList(flag, s string) (gtid.MariaList, error) {
