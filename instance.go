@@ -20,6 +20,10 @@ type Instance struct {
 	// refuses dbpilot. Reachable is false (nothing could be read).
 	RefusedErrno uint16    `json:"refused_errno,omitempty"`
 	ObservedAt   time.Time `json:"observed_at"`
+	// ReadStartedAt is when the inspection that gave ObservedAt began:
+	// its GTID positions were read between the two. Zero when unknown
+	// (ObservedAt then stands for both).
+	ReadStartedAt time.Time `json:"read_started_at,omitzero"`
 
 	Flavor         Flavor  `json:"flavor,omitempty"`
 	Version        Version `json:"version"`

@@ -150,6 +150,7 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 		vars map[string]string
 	)
 	var status map[string]string // shared by a collector (s.shared), or read below
+	started := time.Now()
 	if known != nil {
 		shared := s.shared
 		// What every inspection reads, in one round trip: the variables,
@@ -227,7 +228,7 @@ func (s *session) inspect(ctx context.Context, known *serverIdent) (*dbpilot.Ins
 	} else if inst.Replicas, err = s.readReplicas(ctx, id); err != nil {
 		return nil, nil, err
 	}
-	inst.ObservedAt = time.Now()
+	inst.ReadStartedAt, inst.ObservedAt = started, time.Now()
 	return inst, &id, nil
 }
 

@@ -403,11 +403,18 @@ func (a *analyzer) errantGTID(i int) {
 	if !ok {
 		return
 	}
-	// Snapshot skew is possible when the replica was observed after a source.
+	// Snapshot skew is possible unless the replica's inspection ended
+	// before a source's began: the replica's GTIDs may then be newer than
+	// the source's read (a replica inspected alongside its source, its read
+	// finishing first, had the source's last heartbeat and read as errant).
 	skew := false
 	var srcKeys []string
 	for _, s := range srcs {
-		if in.ObservedAt.IsZero() || s.ObservedAt.IsZero() || in.ObservedAt.After(s.ObservedAt) {
+		srcStart := s.ReadStartedAt
+		if srcStart.IsZero() {
+			srcStart = s.ObservedAt
+		}
+		if in.ObservedAt.IsZero() || srcStart.IsZero() || in.ObservedAt.After(srcStart) {
 			skew = true
 		}
 		if s.Flavor.IsMySQLFamily() != in.Flavor.IsMySQLFamily() {

@@ -412,3 +412,30 @@ func TestErrantAfterFailover(t *testing.T) {
 		t.Errorf("got %v %v", c, got)
 	}
 }
+
+// TestErrantSnapshotSkew: a replica whose inspection ended before its
+// source's did, but after the source's began, may hold a transaction the
+// source's read missed (serve's own heartbeat): not errant. One that ended
+// before the source's read began is compared strictly.
+func TestErrantSnapshotSkew(t *testing.T) {
+	in := loadCase(t, "healthy")
+	p, r := find(in, 21001), find(in, 21002)
+	p.GTID.BinlogState, p.GTID.BinlogPos, p.GTID.CurrentPos = "0-1-49", "0-1-49", "0-1-49"
+	r.GTID.BinlogState, r.GTID.BinlogPos, r.GTID.CurrentPos, r.GTID.SlavePos = "0-1-50", "0-1-50", "0-1-50", "0-1-50"
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		name        string
+		replicaRead [2]time.Duration // start, end of the replica's inspection
+		errant      bool
+	}{
+		{"overlapping, replica first to end", [2]time.Duration{10 * time.Millisecond, 40 * time.Millisecond}, false},
+		{"replica read before the source's", [2]time.Duration{-50 * time.Millisecond, -10 * time.Millisecond}, true},
+	} {
+		p.ReadStartedAt, p.ObservedAt = t0, t0.Add(60*time.Millisecond)
+		r.ReadStartedAt, r.ObservedAt = t0.Add(c.replicaRead[0]), t0.Add(c.replicaRead[1])
+		got := Analyze([]*dbpilot.Instance{p, r}, AnalyzeOptions{})
+		if has := slices.Contains(codes(got, false), "21002:ErrantGTID"); has != c.errant {
+			t.Errorf("%s: errant %t, want %t: %v", c.name, has, c.errant, got)
+		}
+	}
+}
