@@ -9,14 +9,19 @@
 #   sim      1000 simulated instances (bin/dbpilot-sim, clusters of one
 #            primary and 4 replicas, as bench/scale.sh starts them);
 #            churn: every HIST_SIM_EVERY s one replica is killed (POST /kill
-#            to the simulator: it is unreachable) and the one killed before
-#            it is revived, each step in another cluster;
+#            to the simulator: it is unreachable) and the one killed
+#            HIST_SIM_DOWN s before it is revived, each step in another
+#            cluster (down long enough to be observed: at 1000 instances a
+#            loaded serve observes a cluster every few seconds, not every
+#            second);
 #   sandbox  10 replication sandboxes of a primary and 4 replicas (`dbpilot
 #            sandbox deploy`, real MariaDB: 50 mariadbd) in a temporary
 #            DBPILOT_HOME; churn: every HIST_SANDBOX_EVERY s STOP SLAVE
 #            SQL_THREAD on one replica and START SLAVE SQL_THREAD on the one
 #            stopped before it, each step in another cluster.
-# An event is one instance changing (a kill, a revive, a stop, a start).
+# An event is one instance changing (a kill, a revive, a stop, a start); a
+# recorded event, one that serve recorded (an instance change in the
+# history). Churn leaves what it stopped running again at the end.
 #
 # For each fleet: wait until every instance is discovered and reachable,
 # let the first observations (every instance recorded as joined) settle,
@@ -42,7 +47,10 @@
 #     live state file: bytes per change is the growth over the churn window
 #     divided by the rows it added (when it added 100 or more: whole pages),
 #     else the table's average. Changes per event: the churn window's rows
-#     less the steady window's rate, per event. Extrapolated to MB per 1000
+#     less the steady window's rate, per recorded event. Beside it, how
+#     stale serve's observations were (age of the oldest cluster
+#     observation, p50 and max over the clusters, at the end of each
+#     window): a serve that observes late sees fewer events. Extrapolated to MB per 1000
 #     instances per week (x 604800 s x 1000 / instances):
 #       (a) at the measured churn (a stress rate, far above a real fleet's),
 #       (b) in the steady state (the steady window's rate),
@@ -59,14 +67,19 @@
 #   HIST_QUIET=30              seconds of the steady window (no churn)
 #   HIST_WINDOW=60             seconds of the churn window
 #   HIST_SIM_EVERY=1           seconds between churn steps, simulated fleet
+#   HIST_SIM_DOWN=30           seconds a killed simulated replica stays down
 #   HIST_SANDBOX_EVERY=2       seconds between churn steps, sandboxes
+#   HIST_SANDBOX_DOWN=2        seconds a replica's SQL thread stays stopped
 #   HIST_ASSUMED="24 1"        events per instance per day assumed for (c), each
 #   HIST_BASE_PORT=26000       the simulator's first port (below the ephemeral
 #                              range: it listens on HIST_INSTANCES ports)
 #   HIST_SANDBOX_PORT=         first sandbox's --port-base, the next ones +10
 #                              (default: each sandbox takes a free block)
 #   HIST_GOMEMLIMIT=1GiB       serve's GOMEMLIMIT, as bench/scale.sh ("default": unset)
-#   HIST_READY_TIMEOUT=180     seconds to wait for every instance to be reachable
+#   HIST_COLLECT=1             0: metrics collection off (metrics.disabled), a lighter
+#                              serve: the history's share of it is then an upper bound
+#   HIST_READY_TIMEOUT=120     seconds to wait for every instance to be reachable
+#                              (past it, measured anyway)
 #   HIST_KEEP=1                keep the work directory (logs, profiles, state files)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,12 +90,15 @@ NODES="${HIST_NODES:-5}"
 QUIET="${HIST_QUIET:-30}"
 WINDOW="${HIST_WINDOW:-60}"
 SIM_EVERY="${HIST_SIM_EVERY:-1}"
+SIM_DOWN="${HIST_SIM_DOWN:-30}"
 SB_EVERY="${HIST_SANDBOX_EVERY:-2}"
+SB_DOWN="${HIST_SANDBOX_DOWN:-2}"
+COLLECT="${HIST_COLLECT:-1}"
 ASSUMED="${HIST_ASSUMED:-24 1}"
 BASE_PORT="${HIST_BASE_PORT:-26000}"
 SB_PORT="${HIST_SANDBOX_PORT:-}"
 MEMLIMIT="${HIST_GOMEMLIMIT:-1GiB}"
-READY_TIMEOUT="${HIST_READY_TIMEOUT:-180}"
+READY_TIMEOUT="${HIST_READY_TIMEOUT:-120}"
 SETTLE=15 # seconds after readiness: the first observations' joins written, collectors settled
 
 make build >/dev/null
@@ -131,7 +147,7 @@ now_ns() { date +%s%N; }
 HZ=$(getconf CLK_TCK)
 
 echo "dbpilot topology history cost — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores (load average $(cut -d" " -f1-3 /proc/loadavg) at start), $(awk '/MemTotal/{printf "%.0f GB", $2/1048576}' /proc/meminfo), serve $("$SERVE_BIN" --version) (-tags pprof), GOMEMLIMIT=$MEMLIMIT"
-echo "per fleet: steady window ${QUIET}s (no churn), churn window ${WINDOW}s; every collector at its default interval, auto_failover off"
+echo "per fleet: steady window ${QUIET}s (no churn), churn window ${WINDOW}s; $([ "$COLLECT" = 1 ] && echo 'every collector at its default interval' || echo 'no metrics collection'), auto_failover off"
 RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
 
@@ -178,33 +194,47 @@ sleep_until() {
 	return 0
 }
 
-# churn SECONDS EVERY TARGETS-FILE: every EVERY s, the next target (a line
-# of TARGETS-FILE, in order, round robin) is taken down and the one before
-# it brought back, until SECONDS have passed; each event is logged in
-# $D/events (Unix ns, action, target) and the target left down in
-# $D/churn.last. down/up TARGET are the fleet's own.
+# churn SECONDS EVERY DOWN TARGETS-FILE: every EVERY s the next target (a
+# line of TARGETS-FILE, in order, round robin) is taken down and the one
+# taken down DOWN s before brought back, until SECONDS have passed; each
+# event is logged in $D/events (Unix ns, action, target), and the targets
+# left down in $D/churn.down. down/up TARGET are the fleet's own.
 churn() {
-	local secs=$1 every=$2 targets=() i=0 prev="" start end next t
-	mapfile -t targets <"$3"
+	local secs=$1 every=$2 targets=() i=0 lag start end next t
+	mapfile -t targets <"$4"
+	lag=$(awk -v d="$3" -v e="$every" 'BEGIN{l = int(d / e + 0.5); print (l < 1 ? 1 : l)}')
 	start=$(date +%s%3N)
 	end=$((start + secs * 1000))
+	: >"$D/churn.down"
 	while :; do
 		next=$(awk -v s="$start" -v i="$i" -v e="$every" 'BEGIN{printf "%d", s + i*e*1000}')
 		[ "$next" -ge "$end" ] && break
 		sleep_until "$next"
 		t=${targets[$((i % ${#targets[@]}))]}
 		if down "$t"; then echo "$(now_ns) down $t" >>"$D/events"; fi
-		if [ -n "$prev" ] && up "$prev"; then echo "$(now_ns) up $prev" >>"$D/events"; fi
-		prev=$t
-		echo "$prev" >"$D/churn.last"
+		if [ "$i" -ge "$lag" ]; then
+			t=${targets[$(((i - lag) % ${#targets[@]}))]}
+			if up "$t"; then echo "$(now_ns) up $t" >>"$D/events"; fi
+		fi
 		i=$((i + 1))
+		for ((k = (i > lag ? i - lag : 0); k < i; k++)); do echo "${targets[$((k % ${#targets[@]}))]}"; done >"$D/churn.down"
 	done
+}
+
+# staleness API: the age of each cluster's last observation, p50 and max
+# in seconds.
+staleness() {
+	curl -s --max-time 30 "http://127.0.0.1:$1/api/clusters" | python3 -c '
+import datetime, json, sys
+now = datetime.datetime.now(datetime.timezone.utc)
+ages = sorted((now - datetime.datetime.fromisoformat(c["observed_at"].replace("Z", "+00:00"))).total_seconds() for c in json.load(sys.stdin) if c.get("observed_at"))
+print(f"{ages[len(ages) // 2]:.1f} {ages[-1]:.1f}" if ages else "nan nan")' 2>/dev/null || echo "nan nan"
 }
 
 # measure FLEET INSTANCES WHAT: the two windows on the running fleet (serve
 # $SERVE, API $API, pprof $PPROF, state file $STATE), one line of results.
 measure() {
-	local fleet=$1 n=$2 what=$3 tq0 tq1 tc0 tc1 c0 c1 c2 c3 s0 s1 s2 CH
+	local fleet=$1 n=$2 what=$3 down=$4 tq0 tq1 tc0 tc1 c0 c1 c2 c3 s0 s1 s2 CH stq stc
 	sleep "$SETTLE"
 	: >"$D/events"
 	# steady
@@ -213,28 +243,30 @@ measure() {
 	profile steady "$QUIET"
 	wait "${PROF[@]}"
 	tq1=$(now_ns); c1=$(cpu_ticks "$SERVE")
+	stq=$(staleness "$API")
 	s1=$("$HISTSTAT" "$STATE")
 	# churn
 	tc0=$(now_ns); c2=$(cpu_ticks "$SERVE")
-	churn "$WINDOW" "$EVERY" "$D/targets" &
+	churn "$WINDOW" "$EVERY" "$down" "$D/targets" &
 	CH=$!
 	PIDS+=("$CH")
 	profile churn "$WINDOW"
 	wait "${PROF[@]}"
 	tc1=$(now_ns); c3=$(cpu_ticks "$SERVE")
+	stc=$(staleness "$API")
 	wait "$CH" || true
 	unset 'PIDS[${#PIDS[@]}-1]'
 	sleep 3 # the last observations' changes written (once a second)
 	s2=$("$HISTSTAT" -span "$tq0:$tq1" -span "$tc0:$tc1" "$STATE")
-	[ -s "$D/churn.last" ] && up "$(cat "$D/churn.last")" || true
+	while read -r t; do up "$t" || echo "$fleet: could not bring $t back"; done <"$D/churn.down"
 	for p in steady churn; do
 		go tool pprof -traces -unit=ms "$D/$p.cpu" >"$D/$p.cpu.txt" 2>"$D/pprof.err" || { echo "$fleet: no CPU profile ($p): $(head -1 "$D/pprof.err")"; : >"$D/$p.cpu.txt"; }
 		go tool pprof -traces -sample_index=alloc_space -unit=B "$D/$p.heap" >"$D/$p.alloc.txt" 2>"$D/pprof.err" || { echo "$fleet: no heap profile ($p): $(head -1 "$D/pprof.err")"; : >"$D/$p.alloc.txt"; }
 	done
 	go tool pprof -top -cum -nodecount=25 -focus='daemon\.\(\*Daemon\)\.recordHistory|daemon\.\(\*changeBatcher\)' "$D/churn.cpu" >"$D/churn.history.top" 2>/dev/null || true
-	python3 - "$fleet" "$n" "$what" "$HZ" "$tq0" "$tq1" "$tc0" "$tc1" "$c0" "$c1" "$c2" "$c3" "$s0" "$s1" "$s2" "$D" "$READY" >>"$RESULTS" <<'PY'
+	python3 - "$fleet" "$n" "$what" "$HZ" "$tq0" "$tq1" "$tc0" "$tc1" "$c0" "$c1" "$c2" "$c3" "$s0" "$s1" "$s2" "$D" "$READY" "$stq" "$stc" >>"$RESULTS" <<'PY'
 import json, re, sys
-(fleet, n, what, hz, tq0, tq1, tc0, tc1, c0, c1, c2, c3, s0, s1, s2, d, ready) = sys.argv[1:]
+(fleet, n, what, hz, tq0, tq1, tc0, tc1, c0, c1, c2, c3, s0, s1, s2, d, ready, stq, stc) = sys.argv[1:]
 n, hz = int(n), float(hz)
 tq0, tq1, tc0, tc1 = (int(x) / 1e9 for x in (tq0, tq1, tc0, tc1))
 s0, s1, s2 = json.loads(s0), json.loads(s1), json.loads(s2)
@@ -288,6 +320,8 @@ print(json.dumps({
     "cpu_quiet": cpu("steady"), "cpu_churn": cpu("churn"),
     "events": ev_churn,
     "rows_quiet": s2["in_span"][0], "rows_churn": s2["in_span"][1],
+    "inst_quiet": s2["in_span_by_kind"][0].get("instance", 0), "inst_churn": s2["in_span_by_kind"][1].get("instance", 0),
+    "stale_quiet": [float(x) for x in stq.split()], "stale_churn": [float(x) for x in stc.split()],
     "rows_start": s0["rows"], "rows_before": s1["rows"], "rows_end": s2["rows"],
     "bytes_before": s1["page_bytes"], "bytes_end": s2["page_bytes"], "used_end": s2["used_bytes"],
     "by_kind": s2["by_kind"], "avg_state": s2["avg_state_bytes"], "avg_cluster_state": s2["avg_cluster_state_bytes"],
@@ -295,10 +329,11 @@ print(json.dumps({
     "kinds_quiet": s2["span_kinds"][0], "kinds_churn": s2["span_kinds"][1],
 }))
 PY
-	errs=$(grep -c 'level=ERROR' "$D/serve.log" || true)
+	# Alerts firing (MySQLDown of a killed replica) are no error of serve's.
+	errs=$(grep 'level=ERROR' "$D/serve.log" | grep -vc 'msg=alert ' || true)
 	if [ "${errs:-0}" -gt 0 ]; then
 		echo "$fleet: serve logged $errs errors, the first ones:"
-		awk '/level=ERROR/ && n < 3 { print "  " substr($0, 1, 220); n++ }' "$D/serve.log"
+		grep 'level=ERROR' "$D/serve.log" | grep -v 'msg=alert ' | awk 'n < 3 { print "  " substr($0, 1, 220); n++ }'
 	fi
 	if grep -q 'level=WARN.*topology history' "$D/serve.log"; then
 		echo "$fleet: serve warned about the topology history:"
@@ -317,7 +352,7 @@ start_serve() { # CONFIG
 run_sim() {
 	D="$WORK/sim"
 	mkdir -p "$D"
-	local ctl simpid
+	local simpid
 	CTL=$(free_port)
 	API=$(free_port)
 	STATE="$D/state.db"
@@ -327,6 +362,7 @@ run_sim() {
 	PIDS+=("$simpid")
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$CTL/stats" >/dev/null 2>&1 && break; sleep 0.1; done
 	curl -sf "http://127.0.0.1:$CTL/stats" >/dev/null || { echo "dbpilot-sim did not start:"; cat "$D/sim.log"; exit 1; }
+	[ "$COLLECT" = 1 ] || echo "metrics: {disabled: true}" >>"$D/serve.yaml"
 	# The replicas, by replica index then cluster: each step in another cluster.
 	curl -s "http://127.0.0.1:$CTL/clusters" | python3 -c '
 import json, sys
@@ -342,7 +378,7 @@ for i in range(max(len(c["replicas"]) for c in cs)):
 	READY=$(wait_ready "$API" "$SIM_N")
 	[ "$READY" = exited ] && exit 1
 	echo "sim: $SIM_N simulated instances reachable after ${READY}s"
-	measure sim "$SIM_N" "kill + revive a replica every ${SIM_EVERY}s"
+	measure sim "$SIM_N" "every ${SIM_EVERY}s a replica killed, the one killed ${SIM_DOWN}s before revived" "$SIM_DOWN"
 	stop "$SERVE" "$simpid"
 	PIDS=()
 	echo "sim: measured"
@@ -369,6 +405,7 @@ run_sandbox() {
 		echo "token: bench"
 		echo "credentials: {user: $user, password: $pass}"
 		echo "replication: {user: repl, password: unused}"
+		[ "$COLLECT" = 1 ] || echo "metrics: {disabled: true}"
 		echo "clusters:"
 	} >"$D/serve.yaml"
 	: >"$D/replicas"
@@ -399,7 +436,7 @@ run_sandbox() {
 	READY=$(wait_ready "$API" $((n * NODES)))
 	[ "$READY" = exited ] && exit 1
 	echo "sandbox: $((n * NODES)) instances reachable after ${READY}s"
-	measure sandbox $((n * NODES)) "STOP/START SLAVE SQL_THREAD every ${SB_EVERY}s"
+	measure sandbox $((n * NODES)) "every ${SB_EVERY}s STOP SLAVE SQL_THREAD on a replica, START on the one stopped ${SB_DOWN}s before" "$SB_DOWN"
 	stop "$SERVE"
 	PIDS=()
 	destroy_sandboxes
@@ -441,11 +478,15 @@ for r in rows:
         f[f"cpu_{w}"] = judged(tot, CPU_TARGET, f"{tot:.2f}% ({d:.2f}% + GC {tot - d:.2f}%)")
         f[f"split_{w}"] = f"{c['record_ms']:.0f} / {c['write_ms']:.0f} / {c['gc_part_ms']:.0f} of {c['samples_ms']:.0f}"
     ev_s = r["events"] / r["window_s"]
-    f["events"] = f"{r['events']} ({ev_s:.2f}/s)"
     q = r["rows_quiet"] / r["quiet_s"]
     ch = r["rows_churn"] / r["window_s"]
+    # Recorded events: the churn window's instance changes beyond the
+    # steady window's rate.
+    seen = max(0.0, r["inst_churn"] - r["inst_quiet"] / r["quiet_s"] * r["window_s"])
+    f["events"] = f"{r['events']} ({ev_s:.2f}/s) / {seen:.0f}"
+    f["stale"] = "{:.1f}/{:.1f}, {:.1f}/{:.1f}".format(*r["stale_quiet"], *r["stale_churn"])
     f["rows_s"] = f"{q:.2f} / {ch:.2f}"
-    per_event = max(0.0, r["rows_churn"] - q * r["window_s"]) / r["events"] if r["events"] else nan
+    per_event = max(0.0, r["rows_churn"] - q * r["window_s"]) / seen if seen else nan
     f["per_event"] = f"{per_event:.2f}"
     drows = r["rows_end"] - r["rows_before"]
     dbytes = r["bytes_end"] - r["bytes_before"]
@@ -464,7 +505,7 @@ for r in rows:
     for i, a in enumerate(assumed):
         v = mb(r["instances"] * a / 86400 * per_event)
         f[f"c{i}"] = judged(v, MB_TARGET, f"{v:.1f}")
-    allowed = MB_TARGET * 1e6 / (1000 * per_event * per_change) if per_event and per_change else nan
+    allowed = MB_TARGET * 1e6 / (1000 * per_event * per_change) if per_event > 0 and per_change > 0 else nan
     f["allowed"] = f"{allowed:.0f} ({allowed / 7:.1f} a day)"
     cols.append((r, f))
 
@@ -478,9 +519,10 @@ lines = [
     ("history share of serve's CPU, churn", "<= 1%", "cpu_churn"),
     ("  ms record / write / GC part of ms (steady)", "", "split_quiet"),
     ("  ms record / write / GC part of ms (churn)", "", "split_churn"),
-    ("churn events in the window", "", "events"),
+    ("cluster observation age s, p50/max (steady, churn)", "", "stale"),
+    ("churn events in the window: made / recorded", "", "events"),
     ("changes recorded per second (steady / churn)", "", "rows_s"),
-    ("changes per event (net of the steady rate)", "", "per_event"),
+    ("changes per recorded event (net of steady rate)", "", "per_event"),
     ("bytes per change (pages, dbstat)", "", "bytes"),
     ("record text B: state / cluster state / summary", "", "payload"),
     ("history at the end", "", "table"),

@@ -63,6 +63,8 @@ type Stat struct {
 	// InSpan[i]: the rows whose time is in the i-th -span, FROM included,
 	// TO excluded.
 	InSpan []int64 `json:"in_span"`
+	// InSpanByKind[i]: those rows by kind (instance, left, cluster).
+	InSpanByKind []map[string]int64 `json:"in_span_by_kind"`
 	// Kinds[i]: the changes of the i-th -span by summary, addresses and
 	// numbers taken out, the most frequent first (at most topKinds).
 	Kinds [][]Kind `json:"span_kinds"`
@@ -151,7 +153,7 @@ func stat(path string, ss spans) (*Stat, error) {
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 
-	st := &Stat{ByKind: map[string]int64{}, ByObject: map[string]int64{}, InSpan: make([]int64, len(ss))}
+	st := &Stat{ByKind: map[string]int64{}, ByObject: map[string]int64{}, InSpan: make([]int64, len(ss)), InSpanByKind: []map[string]int64{}}
 	rows, err := tx.QueryContext(ctx, `SELECT kind, count(*) FROM topology_changes GROUP BY kind`)
 	if err != nil {
 		return nil, fmt.Errorf("%s: count the changes: %w", path, err)
@@ -171,9 +173,14 @@ func stat(path string, ss spans) (*Stat, error) {
 		return nil, fmt.Errorf("%s: count the changes: %w", path, err)
 	}
 	for i, s := range ss {
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM topology_changes WHERE time >= ? AND time < ?`, s.from, s.to).Scan(&st.InSpan[i]); err != nil {
+		byKind, err := spanCounts(ctx, tx, s)
+		if err != nil {
 			return nil, fmt.Errorf("%s: count the changes in a span: %w", path, err)
 		}
+		for _, n := range byKind {
+			st.InSpan[i] += n
+		}
+		st.InSpanByKind = append(st.InSpanByKind, byKind)
 	}
 	for _, s := range ss {
 		kinds, err := spanKinds(ctx, tx, s)
@@ -213,6 +220,25 @@ func stat(path string, ss spans) (*Stat, error) {
 		return nil, fmt.Errorf("%s: dbstat: %w", path, err)
 	}
 	return st, nil
+}
+
+// spanCounts returns the number of changes of s by kind.
+func spanCounts(ctx context.Context, tx *sql.Tx, s span) (map[string]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT kind, count(*) FROM topology_changes WHERE time >= ? AND time < ? GROUP BY kind`, s.from, s.to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var kind string
+		var n int64
+		if err := rows.Scan(&kind, &n); err != nil {
+			return nil, err
+		}
+		out[kind] = n
+	}
+	return out, rows.Err()
 }
 
 // spanKinds returns the kinds of the changes of s, the most frequent

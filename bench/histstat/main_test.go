@@ -52,6 +52,9 @@ func TestStat(t *testing.T) {
 	if len(small.InSpan) != 1 || small.InSpan[0] != 10 {
 		t.Errorf("in span %v, want [10] (seconds 0-4, two records each)", small.InSpan)
 	}
+	if len(small.InSpanByKind) != 1 || small.InSpanByKind[0][dbpilot.ChangeInstance] != 5 || small.InSpanByKind[0][dbpilot.ChangeCluster] != 5 {
+		t.Errorf("in span by kind %v, want [5 instance, 5 cluster]", small.InSpanByKind)
+	}
 	want := []Kind{{"HOST: change N", 5}, {"problem raised", 5}}
 	if len(small.Kinds) != 1 || !slices.Equal(small.Kinds[0], want) {
 		t.Errorf("kinds %v, want [%v]", small.Kinds, want)
