@@ -4,10 +4,16 @@
 # the state file, extrapolated to MB per 1000 instances per week. Targets:
 # <= 1% of serve's CPU, <= 50 MB per 1000 instances per week.
 #
-# Two fleets, one serve each (built with -tags pprof, DBPILOT_PPROF; every
-# collector at its default interval, auto_failover off):
+# Two fleets, one serve each (built with -tags pprof, DBPILOT_PPROF;
+# auto_failover off):
 #   sim      1000 simulated instances (bin/dbpilot-sim, clusters of one
-#            primary and 4 replicas, as bench/scale.sh starts them);
+#            primary and 4 replicas, as bench/scale.sh starts them), serve
+#            without metrics collection by default (HIST_SIM_COLLECT=0:
+#            discovery, liveness, detection and the history): the history's
+#            share of that lighter serve is an upper bound of its share of a
+#            collecting one, and a collecting serve at 1000 instances on 2
+#            shared cores falls behind (clusters observed every 30-120 s,
+#            measured), which hides the churn it is to record;
 #            churn: every HIST_SIM_EVERY s one replica is killed (POST /kill
 #            to the simulator: it is unreachable) and the one killed
 #            HIST_SIM_DOWN s before it is revived, each step in another
@@ -16,7 +22,8 @@
 #            second);
 #   sandbox  10 replication sandboxes of a primary and 4 replicas (`dbpilot
 #            sandbox deploy`, real MariaDB: 50 mariadbd) in a temporary
-#            DBPILOT_HOME; churn: every HIST_SANDBOX_EVERY s STOP SLAVE
+#            DBPILOT_HOME, serve with every collector at its default interval
+#            (HIST_SANDBOX_COLLECT=1); churn: every HIST_SANDBOX_EVERY s STOP SLAVE
 #            SQL_THREAD on one replica and START SLAVE SQL_THREAD on the one
 #            stopped before it, each step in another cluster.
 # An event is one instance changing (a kill, a revive, a stop, a start); a
@@ -76,8 +83,8 @@
 #   HIST_SANDBOX_PORT=         first sandbox's --port-base, the next ones +10
 #                              (default: each sandbox takes a free block)
 #   HIST_GOMEMLIMIT=1GiB       serve's GOMEMLIMIT, as bench/scale.sh ("default": unset)
-#   HIST_COLLECT=1             0: metrics collection off (metrics.disabled), a lighter
-#                              serve: the history's share of it is then an upper bound
+#   HIST_SIM_COLLECT=0         1: metrics collection on for the simulated fleet
+#   HIST_SANDBOX_COLLECT=1     0: metrics collection off (metrics.disabled) for the sandboxes
 #   HIST_READY_TIMEOUT=120     seconds to wait for every instance to be reachable
 #                              (past it, measured anyway)
 #   HIST_KEEP=1                keep the work directory (logs, profiles, state files)
@@ -93,7 +100,8 @@ SIM_EVERY="${HIST_SIM_EVERY:-1}"
 SIM_DOWN="${HIST_SIM_DOWN:-30}"
 SB_EVERY="${HIST_SANDBOX_EVERY:-2}"
 SB_DOWN="${HIST_SANDBOX_DOWN:-2}"
-COLLECT="${HIST_COLLECT:-1}"
+SIM_COLLECT="${HIST_SIM_COLLECT:-0}"
+SB_COLLECT="${HIST_SANDBOX_COLLECT:-1}"
 ASSUMED="${HIST_ASSUMED:-24 1}"
 BASE_PORT="${HIST_BASE_PORT:-26000}"
 SB_PORT="${HIST_SANDBOX_PORT:-}"
@@ -147,7 +155,7 @@ now_ns() { date +%s%N; }
 HZ=$(getconf CLK_TCK)
 
 echo "dbpilot topology history cost — $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores (load average $(cut -d" " -f1-3 /proc/loadavg) at start), $(awk '/MemTotal/{printf "%.0f GB", $2/1048576}' /proc/meminfo), serve $("$SERVE_BIN" --version) (-tags pprof), GOMEMLIMIT=$MEMLIMIT"
-echo "per fleet: steady window ${QUIET}s (no churn), churn window ${WINDOW}s; $([ "$COLLECT" = 1 ] && echo 'every collector at its default interval' || echo 'no metrics collection'), auto_failover off"
+echo "per fleet: steady window ${QUIET}s (no churn), churn window ${WINDOW}s, auto_failover off; metrics collection: simulated fleet $([ "$SIM_COLLECT" = 1 ] && echo on || echo off), sandboxes $([ "$SB_COLLECT" = 1 ] && echo on || echo off)"
 RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
 
@@ -264,9 +272,9 @@ measure() {
 		go tool pprof -traces -sample_index=alloc_space -unit=B "$D/$p.heap" >"$D/$p.alloc.txt" 2>"$D/pprof.err" || { echo "$fleet: no heap profile ($p): $(head -1 "$D/pprof.err")"; : >"$D/$p.alloc.txt"; }
 	done
 	go tool pprof -top -cum -nodecount=25 -focus='daemon\.\(\*Daemon\)\.recordHistory|daemon\.\(\*changeBatcher\)' "$D/churn.cpu" >"$D/churn.history.top" 2>/dev/null || true
-	python3 - "$fleet" "$n" "$what" "$HZ" "$tq0" "$tq1" "$tc0" "$tc1" "$c0" "$c1" "$c2" "$c3" "$s0" "$s1" "$s2" "$D" "$READY" "$stq" "$stc" >>"$RESULTS" <<'PY'
+	python3 - "$fleet" "$n" "$what" "$HZ" "$tq0" "$tq1" "$tc0" "$tc1" "$c0" "$c1" "$c2" "$c3" "$s0" "$s1" "$s2" "$D" "$READY" "$stq" "$stc" "$COLLECTING" >>"$RESULTS" <<'PY'
 import json, re, sys
-(fleet, n, what, hz, tq0, tq1, tc0, tc1, c0, c1, c2, c3, s0, s1, s2, d, ready, stq, stc) = sys.argv[1:]
+(fleet, n, what, hz, tq0, tq1, tc0, tc1, c0, c1, c2, c3, s0, s1, s2, d, ready, stq, stc, collect) = sys.argv[1:]
 n, hz = int(n), float(hz)
 tq0, tq1, tc0, tc1 = (int(x) / 1e9 for x in (tq0, tq1, tc0, tc1))
 s0, s1, s2 = json.loads(s0), json.loads(s1), json.loads(s2)
@@ -313,7 +321,7 @@ def cpu(window):
 events = [l.split() for l in open(f"{d}/events") if l.strip()]
 ev_churn = sum(1 for e in events if tc0 <= int(e[0]) / 1e9 < tc1)
 print(json.dumps({
-    "fleet": fleet, "instances": n, "what": what, "ready_s": float(ready),
+    "fleet": fleet, "instances": n, "what": what, "collect": collect == "1", "ready_s": float(ready),
     "quiet_s": tq1 - tq0, "window_s": tc1 - tc0,
     "cores_quiet": (int(c1) - int(c0)) / hz / (tq1 - tq0),
     "cores_churn": (int(c3) - int(c2)) / hz / (tc1 - tc0),
@@ -362,7 +370,7 @@ run_sim() {
 	PIDS+=("$simpid")
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$CTL/stats" >/dev/null 2>&1 && break; sleep 0.1; done
 	curl -sf "http://127.0.0.1:$CTL/stats" >/dev/null || { echo "dbpilot-sim did not start:"; cat "$D/sim.log"; exit 1; }
-	[ "$COLLECT" = 1 ] || echo "metrics: {disabled: true}" >>"$D/serve.yaml"
+	[ "$SIM_COLLECT" = 1 ] || echo "metrics: {disabled: true}" >>"$D/serve.yaml"
 	# The replicas, by replica index then cluster: each step in another cluster.
 	curl -s "http://127.0.0.1:$CTL/clusters" | python3 -c '
 import json, sys
@@ -378,6 +386,7 @@ for i in range(max(len(c["replicas"]) for c in cs)):
 	READY=$(wait_ready "$API" "$SIM_N")
 	[ "$READY" = exited ] && exit 1
 	echo "sim: $SIM_N simulated instances reachable after ${READY}s"
+	COLLECTING=$SIM_COLLECT
 	measure sim "$SIM_N" "every ${SIM_EVERY}s a replica killed, the one killed ${SIM_DOWN}s before revived" "$SIM_DOWN"
 	stop "$SERVE" "$simpid"
 	PIDS=()
@@ -405,7 +414,7 @@ run_sandbox() {
 		echo "token: bench"
 		echo "credentials: {user: $user, password: $pass}"
 		echo "replication: {user: repl, password: unused}"
-		[ "$COLLECT" = 1 ] || echo "metrics: {disabled: true}"
+		[ "$SB_COLLECT" = 1 ] || echo "metrics: {disabled: true}"
 		echo "clusters:"
 	} >"$D/serve.yaml"
 	: >"$D/replicas"
@@ -436,6 +445,7 @@ run_sandbox() {
 	READY=$(wait_ready "$API" $((n * NODES)))
 	[ "$READY" = exited ] && exit 1
 	echo "sandbox: $((n * NODES)) instances reachable after ${READY}s"
+	COLLECTING=$SB_COLLECT
 	measure sandbox $((n * NODES)) "every ${SB_EVERY}s STOP SLAVE SQL_THREAD on a replica, START on the one stopped ${SB_DOWN}s before" "$SB_DOWN"
 	stop "$SERVE"
 	PIDS=()
@@ -469,7 +479,7 @@ def judged(v, target, text):
 cols = []
 for r in rows:
     f = {}
-    f["fleet"] = f"{r['instances']} {'simulated' if r['fleet'] == 'sim' else 'MariaDB sandbox'}"
+    f["fleet"] = f"{r['instances']} {'simulated' if r['fleet'] == 'sim' else 'MariaDB'}" + ("" if r["collect"] else ", no collection")
     f["ready"] = f"{r['ready_s']:.0f} s"
     f["cores"] = f"{r['cores_quiet']:.2f} / {r['cores_churn']:.2f}"
     for w in ("quiet", "churn"):
@@ -486,6 +496,11 @@ for r in rows:
     f["events"] = f"{r['events']} ({ev_s:.2f}/s) / {seen:.0f}"
     f["stale"] = "{:.1f}/{:.1f}, {:.1f}/{:.1f}".format(*r["stale_quiet"], *r["stale_churn"])
     f["rows_s"] = f"{q:.2f} / {ch:.2f}"
+    # CPU per change: the write's samples over both windows per change
+    # written in them (10 ms samples: few changes, coarse).
+    written = r["rows_quiet"] + r["rows_churn"]
+    wms = r["cpu_quiet"]["write_ms"] + r["cpu_churn"]["write_ms"]
+    f["write_per_change"] = f"{wms / written:.3f} ({wms:.0f} ms / {written})" if written else "nan"
     per_event = max(0.0, r["rows_churn"] - q * r["window_s"]) / seen if seen else nan
     f["per_event"] = f"{per_event:.2f}"
     drows = r["rows_end"] - r["rows_before"]
@@ -519,6 +534,7 @@ lines = [
     ("history share of serve's CPU, churn", "<= 1%", "cpu_churn"),
     ("  ms record / write / GC part of ms (steady)", "", "split_quiet"),
     ("  ms record / write / GC part of ms (churn)", "", "split_churn"),
+    ("  write CPU ms per change (both windows)", "", "write_per_change"),
     ("cluster observation age s, p50/max (steady, churn)", "", "stale"),
     ("churn events in the window: made / recorded", "", "events"),
     ("changes recorded per second (steady / churn)", "", "rows_s"),
