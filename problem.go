@@ -37,6 +37,16 @@ const (
 	// it has that the cluster's primary lacks). 'dbpilot rejoin' attaches
 	// it below the primary, with --reclone when it has errant transactions.
 	ProblemFencedOldPrimary ProblemCode = "FencedOldPrimary"
+	// ProblemSmallCommitGroups (advice, info): replicas lag while the
+	// primary's binary log groups carry about one commit each, so a
+	// parallel replica has little to apply at once; the message gives
+	// what binlog_commit_wait_count/_usec would buy and cost, from the
+	// measured commit rate (serve with metrics, MariaDB).
+	ProblemSmallCommitGroups ProblemCode = "SmallCommitGroups"
+	// ProblemOptimisticRetries (advice, info): a replica's optimistic (or
+	// aggressive) parallel apply retries many transactions
+	// (Slave_retried_transactions); conservative mode does not retry.
+	ProblemOptimisticRetries ProblemCode = "OptimisticRetries"
 
 	// Galera.
 	ProblemNonPrimaryComponent ProblemCode = "NonPrimaryComponent"

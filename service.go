@@ -43,6 +43,13 @@ type ClusterStatus struct {
 	// Owner is, with several serves (coordination), the member that
 	// observes the cluster and collects its metrics: its leader.
 	Owner string `json:"owner,omitempty"`
+	// ReplicaApply is every reachable replica's apply: backlog, apply
+	// and commit rates, catch-up prediction (serve's observations of the
+	// last minute; see docs/monitoring.md).
+	ReplicaApply []ReplicaApply `json:"replica_apply,omitempty"`
+	// GroupCommit is the primary's group commit over the last minute
+	// (serve with metrics, MariaDB; nil otherwise).
+	GroupCommit *GroupCommit `json:"group_commit,omitempty"`
 }
 
 // FencedInstance is a former primary kept out of its cluster after a

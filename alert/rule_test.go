@@ -241,7 +241,7 @@ func TestLoadRulesMissingFile(t *testing.T) {
 func TestDefaultRules(t *testing.T) {
 	rules := DefaultRules()
 	want := []string{
-		"MySQLDown", "CollectionLagging", "RefusesDbpilot", "MultipleWritable", "ClusterOverlap", "MySQLRestarted", "ReplicationIOStopped", "ReplicationSQLStopped", "ReplicationLagHigh",
+		"MySQLDown", "CollectionLagging", "RefusesDbpilot", "MultipleWritable", "ClusterOverlap", "MySQLRestarted", "ReplicationIOStopped", "ReplicationSQLStopped", "ReplicationLagHigh", "ReplicaWillNotCatchUp",
 		"SemiSyncFellBack", "InnoDBCheckpointAgeHigh", "InnoDBDirtyPagesHigh", "InnoDBDeadlocks",
 		"InnoDBHistoryListGrowing", "ThreadsRunningHigh", "ConnectionsHigh", "GaleraNonPrimary", "GaleraClusterSizeMismatch", "GaleraNotSynced",
 		"GaleraSSTInProgress", "GaleraNodeDesynced", "GaleraDesyncLeftOn", "GaleraFlowControlPaused", "GaleraFlowControlSent",

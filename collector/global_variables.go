@@ -96,6 +96,7 @@ var gvEssential = gsSet(
 	"read_rnd_buffer_size", "max_allowed_packet", "net_buffer_length", "wait_timeout", "interactive_timeout",
 	"long_query_time", "slow_query_log", "general_log", "performance_schema", "userstat",
 	"log_bin", "sync_binlog", "binlog_cache_size", "max_binlog_size", "expire_logs_days", "binlog_expire_logs_seconds",
+	"binlog_commit_wait_count", "binlog_commit_wait_usec", "binlog_group_commit_sync_delay", "binlog_group_commit_sync_no_delay_count",
 	"log_slave_updates", "log_replica_updates", "read_only", "super_read_only", "server_id", "port",
 	"gtid_strict_mode", "gtid_domain_id", "slave_parallel_threads", "slave_parallel_workers", "replica_parallel_workers",
 	"slave_net_timeout", "replica_net_timeout", "slave_max_allowed_packet",

@@ -364,6 +364,11 @@ type AlertsConfig struct {
 	Webhook string `yaml:"webhook"`
 	// WebhookTimeout bounds one webhook request.
 	WebhookTimeout Duration `yaml:"webhook_timeout"`
+	// CatchUpHorizon is how soon a lagging replica must be predicted to
+	// catch up: serve writes dbpilot_replica_catchup_beyond_horizon 1 for
+	// one predicted to take longer, or falling behind (the alert
+	// ReplicaWillNotCatchUp reads it). Default 10m.
+	CatchUpHorizon Duration `yaml:"catchup_horizon"`
 }
 
 // ClusterConfig is one cluster serve watches.
@@ -432,7 +437,9 @@ var collectorNames = []string{"global_status", "global_variables", "replication"
 const (
 	DefaultListen       = "127.0.0.1:7070"
 	DefaultPollInterval = time.Second
-	DefaultBlockPeriod  = 10 * time.Minute
+	// DefaultCatchUpHorizon is alerts.catchup_horizon's default.
+	DefaultCatchUpHorizon = 10 * time.Minute
+	DefaultBlockPeriod    = 10 * time.Minute
 )
 
 // Example is a commented configuration, printed by `dbpilot serve --help`.
@@ -757,6 +764,9 @@ func (c *Config) validateAlerts() error {
 	}
 	if c.Alerts.Interval.D() < 100*time.Millisecond {
 		return fmt.Errorf("alerts.interval: %s is below 100ms", c.Alerts.Interval.D())
+	}
+	if err := setDuration(&c.Alerts.CatchUpHorizon, DefaultCatchUpHorizon, "alerts.catchup_horizon"); err != nil {
+		return err
 	}
 	if err := setDuration(&c.Alerts.WebhookTimeout, 5*time.Second, "alerts.webhook_timeout"); err != nil {
 		return err

@@ -108,6 +108,12 @@ type clusterState struct {
 	problemSig     string
 	problemAt      dbpilot.InstanceKey
 	problemWritten time.Time
+	// apply is the last minute of transaction counters, for the
+	// replicas' catch-up predictions.
+	apply applyState
+	// figures are the group commit and applier figures last read from
+	// the metrics (readFigures; nil before).
+	figures *applyFigures
 	// wake asks the watch loop for a tick now (a failed liveness ping).
 	wake chan struct{}
 	// primaryChanged is closed (and replaced) when primary changes: the
@@ -726,6 +732,10 @@ func (d *Daemon) observe(ctx context.Context, cs *clusterState) ([]*dbpilot.Inst
 		d.mon.reconcile(ctx, cs.cfg.Name, members, primary)
 	}
 	d.noteProblems(cs, pk, problems)
+	cs.mu.Lock()
+	apply := cs.status.ReplicaApply
+	cs.mu.Unlock()
+	d.noteApply(cs, apply)
 	d.forget(ctx, cs, forgotten)
 	if d.store != nil && len(members) > 0 && cs.shouldSave(d.now(), members) {
 		if err := d.store.SaveInstances(ctx, cs.cfg.Name, members); err != nil && ctx.Err() == nil {
@@ -905,6 +915,8 @@ func (d *Daemon) record(cs *clusterState, c crawled, comp *dbpilot.Cluster, memb
 		cs.status.Problems = []dbpilot.Problem{}
 	}
 	cs.status.ObservedAt = now
+	cs.status.ReplicaApply = cs.apply.observe(primary, members)
+	cs.setFigures()
 	if comp != nil && len(comp.Primaries) > 1 {
 		cs.status.State = dbpilot.ClusterOK
 	}
@@ -1045,6 +1057,11 @@ func pickComponent(comps []*dbpilot.Cluster, cur dbpilot.InstanceKey, seeds []db
 // primary assessed.
 func (d *Daemon) tick(ctx context.Context, cs *clusterState, auto bool) {
 	members, primary, err := d.observe(ctx, cs)
+	if err == nil {
+		// The group commit and applier figures, from the metrics, after
+		// the tick's decisions.
+		defer d.refreshFigures(ctx, cs, primary)
+	}
 	if err != nil {
 		d.log.Warn("discovery failed", "cluster", cs.cfg.Name, "err", err)
 		cs.mu.Lock()

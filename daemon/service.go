@@ -49,6 +49,7 @@ func (d *Daemon) snapshot(ctx context.Context, cs *clusterState) *dbpilot.Cluste
 	st.Problems = append([]dbpilot.Problem(nil), cs.status.Problems...)
 	st.Detached = append([]*dbpilot.Instance(nil), cs.status.Detached...)
 	st.Fenced = append([]dbpilot.FencedInstance(nil), cs.status.Fenced...)
+	st.ReplicaApply = append([]dbpilot.ReplicaApply(nil), cs.status.ReplicaApply...)
 	cs.mu.Unlock()
 	if st.Instances == nil {
 		st.Instances = []*dbpilot.Instance{}

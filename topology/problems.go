@@ -42,6 +42,8 @@ var ProblemKinds = []ProblemKind{
 	{dbpilot.ProblemNoGTID, 25, "alert"},
 	{dbpilot.ProblemSlowFailureDetection, 26, "alert"},
 	{dbpilot.ProblemSemiSyncPrimaryOnReplica, 27, "alert; a failover or switchover turns the primary side off on the servers it moves, first, and back on after"},
+	{dbpilot.ProblemSmallCommitGroups, 28, "advice only (serve, from its metrics: applyrate.Advise); nothing is changed"},
+	{dbpilot.ProblemOptimisticRetries, 29, "advice only (serve, from its metrics: applyrate.Advise); nothing is changed"},
 }
 
 // Priority returns the priority of a problem code (ProblemKinds), or a number

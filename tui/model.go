@@ -106,6 +106,11 @@ type Row struct {
 
 	// Alerts is the number of firing alerts on the instance (Server only).
 	Alerts int
+
+	// Apply is serve's catch-up figures of a replica, GroupCommit its
+	// group commit figures of a primary (Server only; nil otherwise).
+	Apply       *dbpilot.ReplicaApply
+	GroupCommit *dbpilot.GroupCommit
 }
 
 // Channel is one replication channel of a Row.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dbpilot/dbpilot"
 )
 
 // Screen is what Render draws: a frame in a view, in a terminal of Width
@@ -227,7 +229,8 @@ func innodb(f *Frame) []string {
 
 func replication(f *Frame) []string {
 	cols := []column{{"INSTANCE", false}, {"ROLE", false}, {"CHANNEL", false}, {"SOURCE", false}, {"IO", false},
-		{"SQL", false}, {"LAG", true}, {"RELAY_SPACE", true}, {"GTID", false}}
+		{"SQL", false}, {"LAG", true}, {"RELAY_SPACE", true}, {"BACKLOG", true}, {"APPLY/s", true}, {"CATCH_UP", false},
+		{"WORKERS", true}, {"COMMITS/GRP", true}, {"GTID", false}}
 	var rows []tableRow
 	for _, r := range f.Rows {
 		if r.Err != "" {
@@ -235,8 +238,9 @@ func replication(f *Frame) []string {
 			continue
 		}
 		gtid := dash(r.GTID)
+		backlog, apply, catchUp, workers := applyCells(r.Apply)
 		if len(r.Channels) == 0 {
-			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, "-", "-", "-", "-", "-", "-", gtid}})
+			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", groupCell(r.GroupCommit), gtid}})
 			continue
 		}
 		for _, c := range r.Channels {
@@ -252,10 +256,48 @@ func replication(f *Frame) []string {
 				l = seconds(r.Lag.V) // the heartbeat lag when serve has it
 			}
 			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, name, c.Source, dash(c.IORunning),
-				dash(c.SQLRunning), l, size(c.RelayLogSpace), gtid}})
+				dash(c.SQLRunning), l, size(c.RelayLogSpace), backlog, apply, catchUp, workers, groupCell(r.GroupCommit), gtid}})
 		}
 	}
 	return table(cols, rows)
+}
+
+// applyCells formats serve's catch-up figures of a replica: its backlog
+// in transactions, its apply rate, the catch-up ("ok" caught up, the
+// predicted time, "+N/s" falling behind by N transactions a second,
+// "stopped", "?" not measured yet) and its busy/total parallel workers.
+func applyCells(a *dbpilot.ReplicaApply) (backlog, apply, catchUp, workers string) {
+	if a == nil {
+		return "-", "-", "-", "-"
+	}
+	backlog, apply, workers = count(N(float64(a.BacklogTransactions))), "-", "-"
+	if a.RateSeconds > 0 {
+		apply = fixed(N(a.ApplyRate), 1)
+	}
+	if a.WorkersTotal > 0 {
+		workers = fmt.Sprintf("%d/%d", a.WorkersBusy, a.WorkersTotal)
+	}
+	switch a.State {
+	case dbpilot.CatchUpCaughtUp:
+		catchUp = "ok"
+	case dbpilot.CatchUpCatching:
+		catchUp = seconds(math.Round(a.CatchUpSeconds))
+	case dbpilot.CatchUpFalling:
+		catchUp = "+" + strconv.FormatFloat(a.FallingBehindBy, 'f', 1, 64) + "/s"
+	case dbpilot.CatchUpStopped:
+		catchUp = "stopped"
+	default:
+		catchUp = "?"
+	}
+	return backlog, apply, catchUp, workers
+}
+
+// groupCell formats a primary's commits per binlog group commit.
+func groupCell(gc *dbpilot.GroupCommit) string {
+	if gc == nil || gc.GroupRate <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(gc.CommitsPerGroup, 'f', 2, 64)
 }
 
 func wsrep(f *Frame) []string {
@@ -346,6 +388,16 @@ func Lines(f *Frame) []string {
 			}
 			kv("io", dash(io))
 			kv("sql", dash(sql))
+		}
+		if r.Apply != nil {
+			backlog, apply, catchUp, workers := applyCells(r.Apply)
+			kv("backlog", backlog)
+			kv("apply_per_s", apply)
+			kv("catch_up", catchUp)
+			kv("workers", workers)
+		}
+		if r.GroupCommit != nil {
+			kv("commits_per_group", groupCell(r.GroupCommit))
 		}
 		if r.Wsrep {
 			kv("wsrep_state", strconv.Quote(r.WsrepState))

@@ -33,7 +33,8 @@ func directFrame() *Frame {
 				DirtyPct: N(19.97), CheckpointAge: N(8388608), CheckpointPct: N(25),
 				RowsRead: N(2095.5), RowsInserted: N(12), RowsUpdated: N(8.4), RowsDeleted: N(1),
 				HistoryLength: N(212), PendingReads: N(0), PendingWrites: N(1), PendingFsyncs: N(0),
-				GTID: "0-16501-1043",
+				GTID:        "0-16501-1043",
+				GroupCommit: &dbpilot.GroupCommit{CommitRate: 120, GroupRate: 96, CommitsPerGroup: 1.25, WaitCount: 0, WaitUsec: 100000},
 			},
 			{
 				Instance: "127.0.0.1:16502", Role: RoleReplica, ReadOnly: true,
@@ -44,6 +45,8 @@ func directFrame() *Frame {
 				HistoryLength: N(0), PendingReads: N(0), PendingWrites: N(0), PendingFsyncs: N(0),
 				GTID:     "0-16501-1043",
 				Channels: []Channel{{Source: "127.0.0.1:16501", IORunning: "Yes", SQLRunning: "Yes", Lag: N(0), RelayLogSpace: N(10125)}},
+				Apply: &dbpilot.ReplicaApply{BacklogTransactions: 1820, ApplyRate: 310.4, RateSeconds: 12, CommitRate: 120,
+					State: dbpilot.CatchUpCatching, CatchUpSeconds: 9.57, WorkersBusy: 3, WorkersTotal: 4},
 			},
 			{
 				Instance: "127.0.0.1:16503", Role: RoleReplica, ReadOnly: true,
@@ -54,6 +57,7 @@ func directFrame() *Frame {
 				HistoryLength: N(0), PendingReads: N(0), PendingWrites: N(0), PendingFsyncs: N(0),
 				GTID:     "0-16501-987",
 				Channels: []Channel{{Source: "127.0.0.1:16501", IORunning: "Yes", SQLRunning: "No", RelayLogSpace: N(5242880)}},
+				Apply:    &dbpilot.ReplicaApply{BacklogTransactions: 56, CommitRate: 120, State: dbpilot.CatchUpStopped, FallingBehindBy: 120},
 			},
 			{Instance: "127.0.0.1:16504", Err: "mysql: connect on 127.0.0.1:16504: connection refused"},
 		},

@@ -329,6 +329,16 @@ func (s *Server) addRows(f *Frame, clusters []*dbpilot.ClusterStatus) (map[strin
 			if r.Err == "" && !c.Primary.IsZero() && inst.Key.Equal(c.Primary) {
 				r.Role = RolePrimary
 			}
+			for i := range c.ReplicaApply {
+				if c.ReplicaApply[i].Key.Equal(inst.Key) {
+					a := c.ReplicaApply[i]
+					r.Apply = &a
+				}
+			}
+			if c.GroupCommit != nil && c.GroupCommit.Key.Equal(inst.Key) {
+				gc := *c.GroupCommit
+				r.GroupCommit = &gc
+			}
 			f.Rows = append(f.Rows, r)
 			scratch = append(scratch, serverScratch{
 				target:     collector.Target{Key: inst.Key, Flavor: inst.Flavor, Version: inst.Version},

@@ -44,6 +44,17 @@ problems a running serve found in the clusters it watches). Problems:
                          errant transactions (GTIDs the primary lacks), which
                          'dbpilot rejoin --reclone' discards
 
+Advice (info: not a problem for the exit code; with --server only, from
+serve's metrics of the last minute):
+  SmallCommitGroups      replicas lag while the primary's binlog groups carry
+                         about one commit each: what binlog_commit_wait_count
+                         and _usec would buy (groups of min(N, 1 + R·U)
+                         commits at the measured R commits/s) and cost (up
+                         to U added to each commit)
+  OptimisticRetries      a replica's optimistic parallel apply retries many
+                         transactions (Slave_retried_transactions):
+                         slave_parallel_mode=conservative does not retry
+
 Galera clusters (one group of writers, not a tree):
   NonPrimaryComponent    a node lost quorum (non-Primary): it refuses queries
   ClusterSizeMismatch    the Primary component has fewer members than the

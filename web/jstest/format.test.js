@@ -57,3 +57,18 @@ test('format: time is local YYYY-MM-DD HH:MM:SS', () => {
   eq(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(f.time('2026-01-02T03:04:05Z')), true);
   eq(/\.\d{3}$/.test(f.timeMs('2026-01-02T03:04:05.123Z')), true);
 });
+test('format: catch-up', () => {
+  eq(f.catchUp(null), '');
+  eq(f.catchUp({ state: 'caught_up' }), '');
+  eq(f.catchUp({ state: 'catching_up', catchup_seconds: 74.6 }), 'catch-up 1m15s');
+  eq(f.catchUp({ state: 'falling_behind', falling_behind_by: 12.34 }), 'behind +12.3 tx/s');
+  eq(f.catchUp({ state: 'stopped', falling_behind_by: 40 }), 'SQL stopped');
+  eq(f.catchUp({ state: 'unknown' }), '');
+  eq(f.catchUpDetail({ state: 'catching_up', catchup_seconds: 16, backlog_transactions: 1442, backlog_bytes: 3032348,
+    apply_rate: 169.8, rate_seconds: 2, commit_rate: 79.7, workers_busy: 2, workers_total: 4, parallel_mode: 'optimistic' }),
+  'catches up in 16s — backlog 1442 tx (2.89 MiB of relay log); applies 170 tx/s (over 2s), primary commits 79.7 tx/s; 2/4 workers busy, mode optimistic');
+  eq(f.catchUpDetail({ state: 'unknown', backlog_transactions: 10, backlog_bytes: 0, rate_seconds: 0, commit_rate: 5 }),
+    'catch-up not predicted yet — backlog 10 tx (0 B of relay log); apply rate not measured yet, primary commits 5 tx/s');
+  eq(f.groupCommit({ commit_rate: 46, group_rate: 45.4, commits_per_group: 1.0132, trigger_count_rate: 0, trigger_timeout_rate: 0, trigger_lock_wait_rate: 0, binlog_commit_wait_count: 0, binlog_commit_wait_usec: 100000 }),
+    '1.01 commits per group (46 commits/s in 45.4 groups/s); closed by count 0/s, timeout 0/s, lock wait 0/s; binlog_commit_wait_count 0, _usec 100000');
+});

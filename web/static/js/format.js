@@ -121,3 +121,47 @@ export function between(a, b) {
 
 /** onOff formats a boolean as ON/OFF. */
 export const onOff = (b) => (b ? 'ON' : 'OFF');
+
+/** catchUp formats a replica's catch-up state (a ClusterStatus replica_apply entry) shortly, for a topology box: "" when caught up, not measured yet, or unknown to serve. */
+export function catchUp(a) {
+  if (!a) return '';
+  switch (a.state) {
+    case 'catching_up': return `catch-up ${duration(Math.round(a.catchup_seconds))}`;
+    case 'falling_behind': return `behind +${trimRate(a.falling_behind_by)} tx/s`;
+    case 'stopped': return 'SQL stopped';
+    default: return '';
+  }
+}
+
+/** catchUpDetail is the catch-up with the numbers behind it, for the instance page. */
+export function catchUpDetail(a) {
+  if (!a) return '';
+  const backlog = `backlog ${a.backlog_transactions} tx (${bytes(a.backlog_bytes)} of relay log)`;
+  const rates = `${a.rate_seconds > 0 ? `applies ${trimRate(a.apply_rate)} tx/s (over ${duration(Math.round(a.rate_seconds))})` : 'apply rate not measured yet'}, primary commits ${trimRate(a.commit_rate)} tx/s`;
+  let verdict;
+  switch (a.state) {
+    case 'caught_up': verdict = 'caught up'; break;
+    case 'catching_up': verdict = `catches up in ${duration(Math.round(a.catchup_seconds))}`; break;
+    case 'falling_behind': verdict = `falling behind by ${trimRate(a.falling_behind_by)} tx/s`; break;
+    case 'stopped': verdict = `SQL thread stopped: falling behind by ${trimRate(a.falling_behind_by)} tx/s`; break;
+    default: verdict = 'catch-up not predicted yet';
+  }
+  const extra = [];
+  if (a.workers_total > 0) extra.push(`${a.workers_busy}/${a.workers_total} workers busy`);
+  if (a.retry_rate > 0) extra.push(`${trimRate(a.retry_rate)} retries/s`);
+  if (a.parallel_mode) extra.push(`mode ${a.parallel_mode}`);
+  return `${verdict} — ${backlog}; ${rates}${extra.length ? '; ' + extra.join(', ') : ''}`;
+}
+
+/** groupCommit formats a primary's group commit figures (ClusterStatus group_commit). */
+export function groupCommit(gc) {
+  if (!gc) return '';
+  const per = gc.group_rate > 0 ? `${gc.commits_per_group.toFixed(2)} commits per group` : 'no group commits';
+  const wait = gc.binlog_commit_wait_count >= 0 ? `; binlog_commit_wait_count ${gc.binlog_commit_wait_count}, _usec ${gc.binlog_commit_wait_usec}` : '';
+  return `${per} (${trimRate(gc.commit_rate)} commits/s in ${trimRate(gc.group_rate)} groups/s); closed by count ${trimRate(gc.trigger_count_rate)}/s, timeout ${trimRate(gc.trigger_timeout_rate)}/s, lock wait ${trimRate(gc.trigger_lock_wait_rate)}/s${wait}`;
+}
+
+function trimRate(v) {
+  if (v == null || !Number.isFinite(v)) return '—';
+  return v >= 100 ? String(Math.round(v)) : trim(v.toFixed(1));
+}

@@ -2,7 +2,7 @@
 // channel, drag-and-drop (pointer events) and keyboard relocation.
 import { html, useState, useRef, useEffect } from '../vendor/preact-htm/standalone.module.js';
 import { layout, edgePath } from './layout.js';
-import { key as fmtKey, lag as fmtLag, lagLevel } from './format.js';
+import { key as fmtKey, lag as fmtLag, lagLevel, catchUp as fmtCatchUp } from './format.js';
 import { navigate, instanceHref, notice, SEV_RANK, useCan } from './ui.js';
 import * as actions from './actions.js';
 
@@ -205,6 +205,8 @@ export function Topology({ status, lag, id = 'topology', readonly = false, marks
         const what = fenced ? fencedText(fenced) : former ? `former primary (${former.kind} #${former.id})` : 'outside the cluster';
         const state = nodeState(i, status, ps);
         const lg = lag && lag.get(k);
+        const ap = (status.replica_apply || []).find((a) => fmtKey(a.key) === k);
+        const cu = fmtCatchUp(ap);
         const semi = SEMI(i.semi_sync || {});
         // The history keeps no GTID state (Instance.Shape): a past box says
         // whether the replica used GTID, not the server's mode.
@@ -231,7 +233,7 @@ export function Topology({ status, lag, id = 'topology', readonly = false, marks
           <text class="line" x="14" y="38"><tspan class="role">${role}</tspan> · ${shortVersion(i.version) || i.flavor || (i.reachable ? '?' : 'not reachable')}</text>
           <text class="line" x="14" y="55">${i.reachable ? `${i.read_only ? 'ro' : 'RW'} · ${i.log_bin ? i.binlog_format || 'binlog' : 'no binlog'}${gtid ? ` · ${gtid}` : ''}` : 'last seen state'}</text>
           <text class="line" x="14" y="72">${semi ? `semi-sync ${semi}${i.semi_sync.primary_enabled ? (i.semi_sync.primary_active ? ' (on)' : ' (fell back)') : ''}` : 'async'}${rule ? ` · promo ${rule}` : ''}</text>
-          <text class="line" x="14" y="89">${role === 'detached' ? html`<tspan class=${fenced && fenced.errant ? 'warn-text' : ''}>${what.length > 34 ? what.slice(0, 33) + '…' : what}<title>${what}</title></tspan>` : channelText(i) || (role === 'primary' ? `${kids.length} replica(s)` : '')}${i.channels && i.channels.length ? html` · lag <tspan class=${`lag lag-${lagLevel(lg)}`}>${fmtLag(lg)}</tspan>` : ''}</text>
+          <text class="line" x="14" y="89">${role === 'detached' ? html`<tspan class=${fenced && fenced.errant ? 'warn-text' : ''}>${what.length > 34 ? what.slice(0, 33) + '…' : what}<title>${what}</title></tspan>` : channelText(i) || (role === 'primary' ? `${kids.length} replica(s)` : '')}${i.channels && i.channels.length ? html` · lag <tspan class=${`lag lag-${lagLevel(lg)}`}>${fmtLag(lg)}</tspan>` : ''}${cu ? html` · <tspan class="catchup" data-state=${ap.state}>${cu}</tspan>` : ''}</text>
           ${state !== 'ok' && html`<text class="statemark" x=${BOX.w - 10} y="20" text-anchor="end">${STATE_MARK[state]}</text>`}
           ${ps.slice(0, 2).map((pr, n) => html`<g class=${`pbadge sev-${pr.severity}`} transform=${`translate(${14 + n * 104}, 102)`}>
             <title>${pr.message}</title>

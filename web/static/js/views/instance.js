@@ -6,7 +6,7 @@ import { usePoll, useNow, useCan, Link, NotFound, ErrorLine, StateBadge, Problem
 import { ChartPanel } from '../charts.js';
 import { Alerts, lagMap } from './cluster.js';
 import { nodeRole, nodeState, fencedOf, fencedText } from '../topology.js';
-import { key as fmtKey, onOff, durationNs, lag as fmtLag, lagLevel, ago, duration } from '../format.js';
+import { key as fmtKey, onOff, durationNs, lag as fmtLag, lagLevel, ago, duration, catchUpDetail, groupCommit } from '../format.js';
 
 function norm(k) { return k.replace(/^localhost:|^\[::1\]:/i, '127.0.0.1:').toLowerCase(); }
 
@@ -31,6 +31,8 @@ export function InstanceView({ addr }) {
   const role = nodeRole(inst, cluster, hasChildren, detached);
   const state = nodeState(inst, cluster, problems);
   const lg = st.data.lag.get(k);
+  const apply = detached ? null : (cluster.replica_apply || []).find((a) => fmtKey(a.key) === k);
+  const gc = cluster.group_commit && fmtKey(cluster.group_commit.key) === k ? cluster.group_commit : null;
   const rule = (cluster.promotion_rules || {})[k];
   const fenced = detached ? fencedOf(inst, cluster) : null;
 
@@ -49,6 +51,8 @@ export function InstanceView({ addr }) {
       <${Section} title="Replication">
         ${(inst.channels || []).length === 0 && html`<p class="muted">none (not a replica)</p>`}
         ${(inst.channels || []).map((c) => html`<${Channel} c=${c} lag=${lg} />`)}
+        ${apply && html`<p class="catchup" data-state=${apply.state}>${catchUpDetail(apply)}</p>`}
+        ${gc && html`<p class="group-commit">group commit: ${groupCommit(gc)}</p>`}
         ${(inst.replicas || []).length > 0 && html`<h3>Replicas</h3><ul class="plain">${inst.replicas.map((r) => html`<li><${Link} class="mono" href=${instanceHref(fmtKey(r))}>${fmtKey(r)}</${Link}></li>`)}</ul>`}
       </${Section}>
     </div>
