@@ -76,17 +76,31 @@ func TestPredict(t *testing.T) {
 			state: dbpilot.CatchUpUnknown, backlog: 1800,
 		},
 		{
-			// 20 s stopped (backlog 2000), then 3 s at 300 tx/s against
-			// 100: backlog 2000 - 3*200 = 1400, catches up in 1400/200 s.
+			// 20 s stopped (backlog 2000), then 4 s at 300 tx/s against
+			// 100: backlog 2000 - 4*200 = 1200, catches up in 1200/200 s;
+			// the rate over the last 2 s (the first second after the start
+			// left out).
 			name:    "catching up after a stop: the stopped time does not dilute the rate",
-			primary: primaryAt(100, 33), replica: replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 20)...), repeat(step{300, true}, 3)...)),
-			state: dbpilot.CatchUpCatching, backlog: 1400, catchup: 7, rate: 300, rateSecs: 2,
+			primary: primaryAt(100, 34), replica: replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 20)...), repeat(step{300, true}, 4)...)),
+			state: dbpilot.CatchUpCatching, backlog: 1200, catchup: 6, rate: 300, rateSecs: 2,
+		},
+		{
+			// The SQL thread's first second after a start applies 60, then
+			// 300 a second: the prediction is made from the pace after it.
+			name:    "catching up after a stop: the start-up second is left out",
+			primary: primaryAt(100, 34), replica: replicaOf(100, append(append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 20)...), step{60, true}), repeat(step{300, true}, 3)...)),
+			state: dbpilot.CatchUpCatching, backlog: 1440, catchup: 7.2, rate: 300, rateSecs: 2,
+		},
+		{
+			name:    "a second after a start is not enough: unknown",
+			primary: primaryAt(100, 32), replica: replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 20)...), repeat(step{300, true}, 2)...)),
+			state: dbpilot.CatchUpUnknown, backlog: 1600,
 		},
 		{
 			// Applies 80 of the 100 a second for 30 s: 20 tx/s behind.
 			name:    "falling behind",
 			primary: primaryAt(100, 30), replica: replicaOf(100, repeat(step{80, true}, 30)),
-			state: dbpilot.CatchUpFalling, backlog: 600, behind: 20, rate: 80, rateSecs: 29,
+			state: dbpilot.CatchUpFalling, backlog: 600, behind: 20, rate: 80, rateSecs: 4, // the last RecentSpan
 		},
 		{
 			name:    "no primary commits: any backlog is caught up at the apply rate",
@@ -97,7 +111,7 @@ func TestPredict(t *testing.T) {
 				}
 				return out
 			}(),
-			state: dbpilot.CatchUpCatching, backlog: 500, catchup: 10, rate: 50, rateSecs: 10,
+			state: dbpilot.CatchUpCatching, backlog: 500, catchup: 10, rate: 50, rateSecs: 4,
 		},
 		{
 			name:    "positions unknown",

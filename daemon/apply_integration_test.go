@@ -17,8 +17,8 @@ import (
 )
 
 // TestCatchUpPrediction is issue 28's test of the catch-up prediction: a
-// replica's SQL thread is stopped for 30 s while bench writes at a steady
-// open-loop 25 transactions/s (oltp_write_only), then started again; the
+// replica's SQL thread is stopped for 40 s while bench writes at a steady
+// open-loop 40 transactions/s (oltp_write_only), then started again; the
 // first prediction serve makes after the start is within 25% of the time
 // the replica actually took to catch up (from that prediction until its
 // gtid_slave_pos reached what the primary had committed).
@@ -28,7 +28,7 @@ import (
 // sql_log_bin=0) sleep 1 ms per row applied. Unthrottled, a sandbox replica
 // applies the backlog in a second or two on an idle machine and in an
 // unknown time on a loaded one; throttled, it catches up at a steady
-// ~80 tx/s against 25, in about 14 s: long enough for the prediction to
+// ~130 tx/s against 40, in about 15-20 s: long enough for the prediction to
 // mean something. The replica applies serially (slave_parallel_threads=0):
 // with the sandbox's 2 optimistic workers the sleeps overlap by chance and
 // the apply speed varied by a third from run to run.
@@ -86,7 +86,7 @@ func TestCatchUpPrediction(t *testing.T) {
 	}
 
 	// bench writes, open loop, until the test ends.
-	rate, err := loadgen.ParseRate("25")
+	rate, err := loadgen.ParseRate("40")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestCatchUpPrediction(t *testing.T) {
 		a := applyOf(f.status(), replica)
 		return a != nil && a.State == dbpilot.CatchUpStopped && a.FallingBehindBy > 15, fmt.Sprintf("%+v", a)
 	})
-	time.Sleep(30 * time.Second)
+	time.Sleep(40 * time.Second)
 	f.exec("node2", "START SLAVE SQL_THREAD")
 	started := time.Now()
 
