@@ -11,8 +11,9 @@ import (
 // replication connection channel, with maxQueued (bytes; 0: left as it is)
 // for MariaDB's slave_parallel_max_queued.
 //
-// MariaDB: slave_parallel_threads is global (every replication connection
-// must be stopped to change it); slave_parallel_mode is per connection.
+// MariaDB: slave_parallel_threads and slave_domain_parallel_threads are
+// global (every replication connection must be stopped to change them);
+// slave_parallel_mode is per connection.
 // MySQL: replica_parallel_workers and replica_parallel_type are global
 // (8.0.26+ names); its modes are LOGICAL_CLOCK (transactions that
 // committed together on the source; with replica_preserve_commit_order,
@@ -32,6 +33,9 @@ func settingSQL(flavor dbpilot.Flavor, channel string, s Setting, maxQueued int6
 		default:
 			return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "replay: MySQL has no parallel mode %q (LOGICAL_CLOCK: conservative, DATABASE: database)", s.Mode)
 		}
+		if s.DomainThreads > 0 {
+			return nil, dbpilot.Errorf(dbpilot.EUNSUPPORTED, "replay: MySQL has no GTID domains (slave_domain_parallel_threads is MariaDB's)")
+		}
 		if workers == 0 {
 			// MySQL 8.0.27+ has no single-threaded applier but one worker.
 			workers = 1
@@ -42,7 +46,9 @@ func settingSQL(flavor dbpilot.Flavor, channel string, s Setting, maxQueued int6
 			"SET GLOBAL replica_preserve_commit_order = ON",
 		}, nil
 	case dbpilot.FlavorMariaDB:
-		stmts := []string{fmt.Sprintf("SET GLOBAL slave_parallel_threads = %d", s.Threads)}
+		// slave_domain_parallel_threads is set at every setting, 0 too,
+		// so that no setting inherits the one before's.
+		stmts := []string{fmt.Sprintf("SET GLOBAL slave_parallel_threads = %d", s.Threads), fmt.Sprintf("SET GLOBAL slave_domain_parallel_threads = %d", s.DomainThreads)}
 		if maxQueued > 0 {
 			stmts = append(stmts, fmt.Sprintf("SET GLOBAL slave_parallel_max_queued = %d", maxQueued))
 		}

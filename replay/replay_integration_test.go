@@ -193,7 +193,7 @@ func TestReplay(t *testing.T) {
 	rec := record(t)
 	tgt := connect(t, testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologySingle}))
 	ctx := context.Background()
-	settings, err := Settings([]string{"conservative", "optimistic"}, []int{0, 4})
+	settings, err := Settings([]string{"conservative", "optimistic"}, []int{0, 4}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,9 @@ func TestReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		os.Remove(filepath.Join(rec.dump, backup.ProgressFile))
-		two, _ := Settings([]string{"optimistic"}, []int{0, 4})
+		// The parallel setting with a domain limit
+		// (slave_domain_parallel_threads): the server takes it.
+		two, _ := Settings([]string{"optimistic"}, []int{0, 4}, []int{2})
 		res, err := Run(ctx, tgt2.key, tgt2.opts, Options{Binlogs: rec.archive, Settings: two, RestoreThreads: 2})
 		if err != nil {
 			t.Fatalf("replay into a target at the start: %v", err)
@@ -380,6 +382,9 @@ func TestReplay(t *testing.T) {
 			if s.Error != "" || !s.Identical || s.Transactions != rec.txns {
 				t.Errorf("%s: error %q, identical %v, %d transactions", s.Setting, s.Error, s.Identical, s.Transactions)
 			}
+		}
+		if got := tgt2.value(t, "SELECT @@global.slave_domain_parallel_threads"); res.Settings[1].DomainThreads != 2 || got != "2" {
+			t.Errorf("%s: slave_domain_parallel_threads %s after it", res.Settings[1].Setting, got)
 		}
 		if res.Settings[0].Reset != 0 || res.Settings[1].Reset <= 0 {
 			t.Errorf("resets %s, %s: want none before the first setting, one before the second", res.Settings[0].Reset, res.Settings[1].Reset)

@@ -16,25 +16,43 @@ import (
 )
 
 func TestSettings(t *testing.T) {
-	got, err := Settings([]string{"conservative", "Optimistic"}, []int{4, 0, 8, 4})
+	got, err := Settings([]string{"conservative", "Optimistic"}, []int{4, 0, 8, 4}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Setting{{}, {"conservative", 4}, {"optimistic", 4}, {"conservative", 8}, {"optimistic", 8}}
+	want := []Setting{{}, {"conservative", 4, 0}, {"optimistic", 4, 0}, {"conservative", 8, 0}, {"optimistic", 8, 0}}
 	if !slices.Equal(got, want) {
 		t.Errorf("Settings = %v, want %v", got, want)
 	}
-	if _, err := Settings([]string{"fast"}, []int{4}); err == nil || !strings.Contains(err.Error(), "conservative,optimistic,aggressive,minimal") {
+	// Domain limits: 4 limits nothing with 4 threads, so is left out there.
+	got, err = Settings([]string{"optimistic"}, []int{0, 4, 8}, []int{0, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []Setting{{}, {"optimistic", 4, 0}, {"optimistic", 8, 0}, {"optimistic", 8, 4}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Settings with domain threads = %v, want %v", got, want)
+	}
+	if got[3].String() != "optimistic, 8 threads, 4 a domain" {
+		t.Errorf("String() = %q", got[3].String())
+	}
+	if _, err := Settings([]string{"fast"}, []int{4}, nil); err == nil || !strings.Contains(err.Error(), "conservative,optimistic,aggressive,minimal") {
 		t.Errorf("a bad mode: %v", err)
 	}
-	if _, err := Settings([]string{"optimistic"}, []int{-1}); err == nil {
+	if _, err := Settings([]string{"optimistic"}, []int{-1}, nil); err == nil {
 		t.Errorf("threads -1 accepted")
 	}
-	if n, err := ParseThreads("0, 4,8"); err != nil || !slices.Equal(n, []int{0, 4, 8}) {
+	if _, err := Settings([]string{"optimistic"}, []int{4}, []int{-2}); err == nil {
+		t.Errorf("domain threads -2 accepted")
+	}
+	if _, err := Settings([]string{"optimistic"}, []int{0, 4}, []int{4, 8}); err == nil || !strings.Contains(err.Error(), "no parallel setting is left") {
+		t.Errorf("domain limits that limit nothing: %v", err)
+	}
+	if n, err := ParseThreads("--threads", "0, 4,8"); err != nil || !slices.Equal(n, []int{0, 4, 8}) {
 		t.Errorf("ParseThreads = %v, %v", n, err)
 	}
-	if _, err := ParseThreads("4,x"); err == nil {
-		t.Errorf("ParseThreads accepted x")
+	if _, err := ParseThreads("--domain-threads", "4,x"); err == nil || !strings.Contains(err.Error(), "--domain-threads \"x\"") {
+		t.Errorf("ParseThreads accepted x: %v", err)
 	}
 }
 
@@ -53,21 +71,21 @@ func TestRecommend(t *testing.T) {
 	}{
 		{"fastest identical", []SettingResult{
 			run(Setting{}, 4*time.Second, same, ""),
-			run(Setting{"conservative", 4}, 2*time.Second, same, ""),
-			run(Setting{"optimistic", 8}, time.Second, same, ""),
+			run(Setting{"conservative", 4, 0}, 2*time.Second, same, ""),
+			run(Setting{"optimistic", 8, 0}, time.Second, same, ""),
 		}, "optimistic, 8 threads", []string{"optimistic, 8 threads: 4.0× single-threaded, identical checksums", "next: conservative, 4 threads at 2.0×"}},
 		{"faster but different", []SettingResult{
 			run(Setting{}, 4*time.Second, same, ""),
-			run(Setting{"conservative", 4}, 2*time.Second, same, ""),
-			run(Setting{"aggressive", 8}, time.Second, other, ""),
+			run(Setting{"conservative", 4, 0}, 2*time.Second, same, ""),
+			run(Setting{"aggressive", 8, 0}, time.Second, other, ""),
 		}, "conservative, 4 threads", []string{"2.0× single-threaded", "aggressive, 8 threads was 4.0× but its data differed (app.u)"}},
 		{"faster but failed", []SettingResult{
 			run(Setting{}, 4*time.Second, same, ""),
-			run(Setting{"optimistic", 4}, 0, nil, "Duplicate entry"),
+			run(Setting{"optimistic", 4, 0}, 0, nil, "Duplicate entry"),
 		}, "single-threaded", []string{"no parallel setting was faster", "optimistic, 4 threads failed (Duplicate entry)"}},
 		{"reference failed", []SettingResult{
 			run(Setting{}, 0, nil, "Table doesn't exist"),
-			run(Setting{"optimistic", 4}, time.Second, same, ""),
+			run(Setting{"optimistic", 4, 0}, time.Second, same, ""),
 		}, "", []string{"no recommendation", "Table doesn't exist"}},
 	}
 	for _, c := range cases {
@@ -139,22 +157,28 @@ func TestApplierState(t *testing.T) {
 }
 
 func TestSettingSQL(t *testing.T) {
-	got, err := settingSQL(dbpilot.FlavorMariaDB, Channel, Setting{"optimistic", 8}, 1<<20)
+	got, err := settingSQL(dbpilot.FlavorMariaDB, Channel, Setting{"optimistic", 8, 2}, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"SET GLOBAL slave_parallel_threads = 8", "SET GLOBAL slave_parallel_max_queued = 1048576", "SET GLOBAL `dbpilot_replay`.slave_parallel_mode = 'optimistic'"}
+	want := []string{"SET GLOBAL slave_parallel_threads = 8", "SET GLOBAL slave_domain_parallel_threads = 2", "SET GLOBAL slave_parallel_max_queued = 1048576", "SET GLOBAL `dbpilot_replay`.slave_parallel_mode = 'optimistic'"}
 	if !slices.Equal(got, want) {
 		t.Errorf("MariaDB: %q", got)
 	}
-	got, err = settingSQL(dbpilot.FlavorMySQL, "", Setting{"database", 4}, 0)
+	if got, _ := settingSQL(dbpilot.FlavorMariaDB, Channel, Setting{"optimistic", 8, 0}, 0); !slices.Contains(got, "SET GLOBAL slave_domain_parallel_threads = 0") {
+		t.Errorf("MariaDB without a domain limit does not reset it: %q", got)
+	}
+	if _, err := settingSQL(dbpilot.FlavorMySQL, "", Setting{"conservative", 4, 2}, 0); err == nil {
+		t.Errorf("MySQL accepted a domain limit")
+	}
+	got, err = settingSQL(dbpilot.FlavorMySQL, "", Setting{"database", 4, 0}, 0)
 	if err != nil || !slices.Contains(got, "SET GLOBAL replica_parallel_type = 'DATABASE'") || !slices.Contains(got, "SET GLOBAL replica_parallel_workers = 4") {
 		t.Errorf("MySQL: %q, %v", got, err)
 	}
 	if got, _ := settingSQL(dbpilot.FlavorMySQL, "", Setting{}, 0); !slices.Contains(got, "SET GLOBAL replica_parallel_workers = 1") {
 		t.Errorf("MySQL single-threaded: %q", got)
 	}
-	if _, err := settingSQL(dbpilot.FlavorMySQL, "", Setting{"optimistic", 4}, 0); err == nil {
+	if _, err := settingSQL(dbpilot.FlavorMySQL, "", Setting{"optimistic", 4, 0}, 0); err == nil {
 		t.Errorf("MySQL accepted optimistic")
 	}
 }
@@ -165,7 +189,7 @@ func TestRender(t *testing.T) {
 		Stretch:  &Stretch{Txns: 10, Events: 50, RowEvents: 10, Times: []uint32{100, 100, 101, 101, 102, 103, 103, 104, 104, 105}},
 		Prepare:  "restored the dump /d before each setting",
 		Source:   pitr.ServeRate{Events: 50, Txns: 10, Elapsed: time.Millisecond},
-		Settings: []SettingResult{run(Setting{}, 2*time.Second, same, ""), run(Setting{"optimistic", 4}, time.Second, map[string]string{"app.t": "2"}, ""), run(Setting{"aggressive", 4}, 0, nil, "boom <b>")},
+		Settings: []SettingResult{run(Setting{}, 2*time.Second, same, ""), run(Setting{"optimistic", 4, 0}, time.Second, map[string]string{"app.t": "2"}, ""), run(Setting{"aggressive", 4, 0}, 0, nil, "boom <b>")},
 	}
 	res.Settings[0].Samples = []Sample{{time.Second, 5}, {2 * time.Second, 10}}
 	res.Settings[1].Samples = []Sample{{time.Second / 2, 6}, {time.Second, 10}}

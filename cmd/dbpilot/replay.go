@@ -18,7 +18,7 @@ import (
 func (a *app) replayCommand() *cobra.Command {
 	var tf targetFlags
 	var opt replay.Options
-	var target, from, until, modes, threads, htmlOut string
+	var target, from, until, modes, threads, domainThreads, htmlOut string
 	var asJSON, quiet, keep bool
 	cmd := &cobra.Command{
 		Use:   "replay --binlogs DIR (--dump DIR [--target HOST:PORT | --sandbox NAME] | --target HOST:PORT | --sandbox NAME) [--modes M,...] [--threads N,...]",
@@ -37,11 +37,15 @@ func (a *app) replayCommand() *cobra.Command {
 			if opt.Until, err = parseList("--until-gtid", until); err != nil {
 				return err
 			}
-			th, err := replay.ParseThreads(threads)
+			th, err := replay.ParseThreads("--threads", threads)
 			if err != nil {
 				return err
 			}
-			if opt.Settings, err = replay.Settings(strings.Split(modes, ","), th); err != nil {
+			dth, err := replay.ParseThreads("--domain-threads", domainThreads)
+			if err != nil {
+				return err
+			}
+			if opt.Settings, err = replay.Settings(strings.Split(modes, ","), th, dth); err != nil {
 				return err
 			}
 			if !quiet {
@@ -99,6 +103,7 @@ func (a *app) replayCommand() *cobra.Command {
 	f.StringVar(&until, "until-gtid", "", "the stretch's end, included, one GTID per domain (default: the archive's last transaction of each domain)")
 	f.StringVar(&modes, "modes", "conservative,optimistic", "slave_parallel_mode values to try (conservative, optimistic, aggressive, minimal)")
 	f.StringVar(&threads, "threads", "0,4,8", "slave_parallel_threads values to try (0, single-threaded, always runs first)")
+	f.StringVar(&domainThreads, "domain-threads", "", "slave_domain_parallel_threads values to try with each thread count (0: no limit, the default; archives of several GTID domains)")
 	f.Int64Var(&opt.MaxQueued, "max-queued", 0, "set slave_parallel_max_queued (bytes) for every setting (0: leave it)")
 	f.Float64Var(&opt.Rate, "rate", 0, "replay at this multiple of the recorded pace (1: as fast as it was written; 0: full speed)")
 	f.BoolVar(&opt.Force, "force", false, "replay into a target that has a source or replicas")
@@ -123,8 +128,12 @@ The stretch runs from --from-gtid (default: the archive's start) to
 --until-gtid, included (default: the archive's last transaction of each
 domain). The settings are --modes (slave_parallel_mode: conservative,
 optimistic, aggressive, minimal) crossed with --threads
-(slave_parallel_threads); threads 0, single-threaded, always runs first: it
-is the reference of the speed-up and of the data check.
+(slave_parallel_threads) and, when given, --domain-threads
+(slave_domain_parallel_threads: the most threads one GTID domain may hold, so
+that a busy domain does not starve the others; 0 is no limit, and a limit not
+below a thread count is left out of that count's settings); threads 0,
+single-threaded, always runs first: it is the reference of the speed-up and
+of the data check.
 
 The target:
   --dump DIR          the dump (dbpilot dump, taken at the stretch's start) is
@@ -139,8 +148,9 @@ The target is a scratch server: its databases are replaced, and
 gtid_strict_mode is off while replay runs (each setting applies the same
 GTIDs again). The time of each restore is shown.
 
-Per setting: STOP SLAVE, SET GLOBAL slave_parallel_threads (and
-slave_parallel_max_queued with --max-queued), the mode on the temporary
+Per setting: STOP SLAVE, SET GLOBAL slave_parallel_threads and
+slave_domain_parallel_threads (and slave_parallel_max_queued with
+--max-queued), the mode on the temporary
 connection 'dbpilot_replay', then dbpilot serves the stretch as a binlog
 source (the one of point-in-time restore) at full speed, or at --rate times
 the recorded pace (the events' timestamps), and the target replicates it with
