@@ -18,8 +18,10 @@ type ReplicaApply struct {
 	// Relay_Log_Space (all the relay logs: an upper bound).
 	BacklogBytes int64 `json:"backlog_bytes"`
 	// ApplyRate is the transactions the replica applied per second while
-	// it had a backlog and its SQL thread ran, over the last minute (its
-	// speed, not capped by the primary's pace); 0 when not measured yet.
+	// it had a backlog and its SQL thread ran, within the last minute: the
+	// last 10 s of such apply (its pace now: a replica speeds up as it
+	// warms), its speed, not capped by the primary's pace; 0 when not
+	// measured yet (5 s of such apply are needed).
 	ApplyRate float64 `json:"apply_rate"`
 	// CommitRate is the primary's transactions per second over the last
 	// minute.
@@ -84,7 +86,7 @@ const (
 	// CatchUpStopped: the replica's SQL thread does not run.
 	CatchUpStopped = "stopped"
 	// CatchUpUnknown: not enough observations yet to measure the apply
-	// rate (about 2 s of apply with a backlog), or no GTID positions.
+	// rate (about 5 s of apply with a backlog), or no GTID positions.
 	CatchUpUnknown = "unknown"
 )
 

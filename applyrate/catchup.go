@@ -16,13 +16,17 @@ import (
 const Window = time.Minute
 
 // MinApplySpan is the apply measured (with a backlog, the SQL thread
-// running) before a prediction is made.
-const MinApplySpan = 2 * time.Second
+// running) before a prediction is made. Shorter spans were too noisy on a
+// loaded host: a replica's pace varies by 10-15 % from one second to the
+// next, and the prediction divides by apply − commit rate, which
+// magnifies the error (by 1.4 when the primary commits a third of what the
+// replica applies).
+const MinApplySpan = 5 * time.Second
 
 // RecentSpan bounds the apply measured: the last seconds of the run, so
 // that a replica whose apply speeds up as it warms (its buffer pool, its
 // relay log cached) is predicted from its pace now, not its average.
-const RecentSpan = 4 * time.Second
+const RecentSpan = 10 * time.Second
 
 // Point is one observation of one server.
 type Point struct {
@@ -156,10 +160,21 @@ func BacklogBytes(replica *dbpilot.Instance) int64 {
 	return n
 }
 
+// readAt is when in's GTID positions were read: an inspection reads them
+// in its first round trip, so when it began (ReadStartedAt), not when it
+// ended (ObservedAt, after the replica status and the replicas, later by
+// a varying tens to hundreds of milliseconds on a loaded host).
+func readAt(in *dbpilot.Instance) time.Time {
+	if !in.ReadStartedAt.IsZero() {
+		return in.ReadStartedAt
+	}
+	return in.ObservedAt
+}
+
 // PrimaryPoint is an observation of the cluster's primary.
 func PrimaryPoint(primary *dbpilot.Instance) Point {
 	n, ok := Committed(primary)
-	return Point{At: primary.ObservedAt, Count: n, Known: ok}
+	return Point{At: readAt(primary), Count: n, Known: ok}
 }
 
 // ReplicaPoint is an observation of a replica of primary.
@@ -170,7 +185,7 @@ func ReplicaPoint(primary, replica *dbpilot.Instance) Point {
 	for _, c := range replica.Channels {
 		running = running && c.SQLRunning
 	}
-	return Point{At: replica.ObservedAt, Count: n, Known: ok && bok, Backlog: b, BacklogBytes: BacklogBytes(replica), Running: running}
+	return Point{At: readAt(replica), Count: n, Known: ok && bok, Backlog: b, BacklogBytes: BacklogBytes(replica), Running: running}
 }
 
 // CommitRate returns the transactions per second of the primary's points
@@ -200,9 +215,11 @@ func CommitRate(primary []Point) float64 {
 
 // ApplyRate returns the transactions per second a replica applied over
 // the run of points that ends at its last one in which it had a backlog
-// and its SQL thread ran (within the window), with the seconds measured:
+// and its SQL thread ran (its last RecentSpan), with the seconds measured:
 // its apply speed, not capped by the primary's pace, and not diluted by a
-// time it was stopped or caught up.
+// time it was stopped or caught up. The rate is the least-squares slope
+// of the run's points, not the difference of its ends: one observation
+// read late or early moves it by a fraction of what it moves the ends'.
 func ApplyRate(replica []Point) (rate float64, span time.Duration) {
 	if len(replica) < 2 {
 		return 0, 0
@@ -230,7 +247,27 @@ func ApplyRate(replica []Point) (rate float64, span time.Duration) {
 	if span <= 0 {
 		return 0, 0
 	}
-	return float64(last.Count-replica[k].Count) / span.Seconds(), span
+	return slope(replica[k:]), span
+}
+
+// slope returns the least-squares slope of the points' counts over their
+// times, per second (at least two points, not all at one time).
+func slope(ps []Point) float64 {
+	t0, c0 := ps[0].At, ps[0].Count
+	var n, sx, sy, sxx, sxy float64
+	for _, p := range ps {
+		x, y := p.At.Sub(t0).Seconds(), float64(p.Count-c0)
+		n++
+		sx += x
+		sy += y
+		sxx += x * x
+		sxy += x * y
+	}
+	den := n*sxx - sx*sx
+	if den <= 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
 }
 
 // Predict returns a replica's apply figures and catch-up prediction from

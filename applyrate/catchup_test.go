@@ -76,31 +76,32 @@ func TestPredict(t *testing.T) {
 			state: dbpilot.CatchUpUnknown, backlog: 1800,
 		},
 		{
-			// 20 s stopped (backlog 2000), then 4 s at 300 tx/s against
-			// 100: backlog 2000 - 4*200 = 1200, catches up in 1200/200 s;
-			// the rate over the last 2 s (the first second after the start
+			// 40 s stopped (backlog 4000), then 7 s at 300 tx/s against
+			// 100: backlog 4000 - 7*200 = 2600, catches up in 2600/200 s;
+			// the rate over the last 5 s (the first second after the start
 			// left out).
 			name:    "catching up after a stop: the stopped time does not dilute the rate",
-			primary: primaryAt(100, 34), replica: replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 20)...), repeat(step{300, true}, 4)...)),
-			state: dbpilot.CatchUpCatching, backlog: 1200, catchup: 6, rate: 300, rateSecs: 2,
+			primary: primaryAt(100, 57), replica: replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 40)...), repeat(step{300, true}, 7)...)),
+			state: dbpilot.CatchUpCatching, backlog: 2600, catchup: 13, rate: 300, rateSecs: 5,
 		},
 		{
 			// The SQL thread's first second after a start applies 60, then
 			// 300 a second: the prediction is made from the pace after it.
+			// Backlog 4000 + 40 - 6*200.
 			name:    "catching up after a stop: the start-up second is left out",
-			primary: primaryAt(100, 34), replica: replicaOf(100, append(append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 20)...), step{60, true}), repeat(step{300, true}, 3)...)),
-			state: dbpilot.CatchUpCatching, backlog: 1440, catchup: 7.2, rate: 300, rateSecs: 2,
+			primary: primaryAt(100, 57), replica: replicaOf(100, append(append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 40)...), step{60, true}), repeat(step{300, true}, 6)...)),
+			state: dbpilot.CatchUpCatching, backlog: 2840, catchup: 14.2, rate: 300, rateSecs: 5,
 		},
 		{
-			name:    "a second after a start is not enough: unknown",
-			primary: primaryAt(100, 32), replica: replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 20)...), repeat(step{300, true}, 2)...)),
-			state: dbpilot.CatchUpUnknown, backlog: 1600,
+			name:    "4 s after a start is not enough: unknown",
+			primary: primaryAt(100, 55), replica: replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 40)...), repeat(step{300, true}, 5)...)),
+			state: dbpilot.CatchUpUnknown, backlog: 3000,
 		},
 		{
 			// Applies 80 of the 100 a second for 30 s: 20 tx/s behind.
 			name:    "falling behind",
 			primary: primaryAt(100, 30), replica: replicaOf(100, repeat(step{80, true}, 30)),
-			state: dbpilot.CatchUpFalling, backlog: 600, behind: 20, rate: 80, rateSecs: 4, // the last RecentSpan
+			state: dbpilot.CatchUpFalling, backlog: 600, behind: 20, rate: 80, rateSecs: 10, // the last RecentSpan
 		},
 		{
 			name:    "no primary commits: any backlog is caught up at the apply rate",
@@ -111,7 +112,7 @@ func TestPredict(t *testing.T) {
 				}
 				return out
 			}(),
-			state: dbpilot.CatchUpCatching, backlog: 500, catchup: 10, rate: 50, rateSecs: 4,
+			state: dbpilot.CatchUpCatching, backlog: 500, catchup: 10, rate: 50, rateSecs: 10,
 		},
 		{
 			name:    "positions unknown",
@@ -138,6 +139,28 @@ func TestPredict(t *testing.T) {
 				t.Errorf("apply rate %.3f over %.1f s, want %.3f over %.1f", got.ApplyRate, got.RateSeconds, c.rate, c.rateSecs)
 			}
 		})
+	}
+}
+
+// TestApplyRateLateReading: a replica applying 300 tx/s whose last
+// observation was read 400 ms late (its count that of its second). The
+// difference of the ends says 288 tx/s (-3.8%); the least-squares slope
+// of the span's points is closer.
+func TestApplyRateLateReading(t *testing.T) {
+	ps := replicaOf(100, append(append(repeat(step{100, true}, 10), repeat(step{0, false}, 40)...), repeat(step{300, true}, 12)...))
+	ps[len(ps)-1].At = ps[len(ps)-1].At.Add(400 * time.Millisecond)
+	rate, span := ApplyRate(ps)
+	first := ps[len(ps)-1].At.Add(-span)
+	var c0 uint64
+	for _, p := range ps {
+		if p.At.Equal(first) {
+			c0 = p.Count
+		}
+	}
+	ends := float64(ps[len(ps)-1].Count-c0) / span.Seconds()
+	t.Logf("slope %.1f tx/s, ends %.1f tx/s over %s", rate, ends, span)
+	if math.Abs(rate-300) > 0.025*300 || math.Abs(rate-300) >= math.Abs(ends-300) {
+		t.Errorf("apply rate %.1f tx/s, want within 2.5%% of 300 and closer than the ends' %.1f", rate, ends)
 	}
 }
 
