@@ -37,6 +37,9 @@ type Daemon struct {
 	started time.Time
 	running atomic.Bool // the watch loops run (serve); service calls then read their state
 	closers []io.Closer // what Close releases besides probe and ctl (set by the wiring)
+	// fleetFigures is the fleet's group commit and applier figures, read
+	// from the metrics every figuresEvery (groupcommit.go).
+	fleetFigures figureCache
 
 	// recloner re-provisions a server for 'dbpilot rejoin --reclone' (nil:
 	// refused).

@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"context"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -15,7 +15,8 @@ const figuresEvery = 5 * time.Second
 
 // applyFigures are a cluster's figures read from serve's metrics: the
 // primary's group commit, and per replica (normalized key) its applier
-// workers and retries.
+// workers and retries. The maps are the fleet snapshot's, shared by every
+// cluster and never modified.
 type applyFigures struct {
 	at      time.Time
 	group   *dbpilot.GroupCommit
@@ -24,10 +25,10 @@ type applyFigures struct {
 	retries map[dbpilot.InstanceKey]float64
 }
 
-// refreshFigures reads the figures of cs from the metrics store when the
-// last read is figuresEvery old, and sets them into the status
-// (setFigures). The watch loop calls it at the end of its tick, so that the
-// queries never delay detection.
+// refreshFigures reads the figures of cs from the fleet's snapshot
+// (figureSnapshot) when the cluster's are figuresEvery old, and sets them
+// into the status (setFigures). The watch loop calls it at the end of its
+// tick, so that the queries never delay detection.
 func (d *Daemon) refreshFigures(ctx context.Context, cs *clusterState, primary *dbpilot.Instance) {
 	if d.metrics == nil || !d.running.Load() || primary == nil || d.unqueryable() != nil {
 		return
@@ -39,7 +40,11 @@ func (d *Daemon) refreshFigures(ctx context.Context, cs *clusterState, primary *
 	if f != nil && now.Sub(f.at) < figuresEvery {
 		return
 	}
-	f = d.queryFigures(ctx, cs.cfg.Name, primary, now)
+	snap := d.figureSnapshot(ctx, now)
+	if snap == nil || (f != nil && !snap.at.After(f.at)) {
+		return
+	}
+	f = snap.of(primary)
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.figures = f
@@ -85,60 +90,107 @@ func (cs *clusterState) setFigures() {
 	}
 }
 
-// queryFigures runs the queries of readFigures.
-func (d *Daemon) queryFigures(ctx context.Context, cluster string, primary *dbpilot.Instance, now time.Time) *applyFigures {
+// figureCache is the fleet's last figure snapshot, read by one cluster's
+// watch loop at a time.
+type figureCache struct {
+	mu         sync.Mutex
+	snap       *figureSnapshot
+	refreshing bool
+}
+
+// figureSnapshot is, per instance (normalized key), the values of the
+// figureExprs at one time, over every cluster serve collects: one instant
+// query per figure for the fleet every figuresEvery, not one per figure
+// and cluster (at 200 clusters, 2 queries a second instead of 400).
+type figureSnapshot struct {
+	at time.Time
+	v  map[string]map[dbpilot.InstanceKey]float64 // by figureExprs' name
+}
+
+// figureExprs are the figures read, by name: the applier workers (busy,
+// total), MariaDB's optimistic apply retries per second, and a primary's
+// group commit counters per second and settings.
+var figureExprs = map[string]string{
+	"busy":       `dbpilot_replication_applier_workers_busy`,
+	"total":      `dbpilot_replication_applier_workers_total`,
+	"retries":    `rate(mysql_global_status_slave_retried_transactions[1m])`,
+	"commits":    `rate(mysql_global_status_binlog_commits[1m])`,
+	"groups":     `rate(mysql_global_status_binlog_group_commits[1m])`,
+	"count":      `rate(mysql_global_status_binlog_group_commit_trigger_count[1m])`,
+	"timeout":    `rate(mysql_global_status_binlog_group_commit_trigger_timeout[1m])`,
+	"lock_wait":  `rate(mysql_global_status_binlog_group_commit_trigger_lock_wait[1m])`,
+	"wait_count": `mysql_global_variables_binlog_commit_wait_count`,
+	"wait_usec":  `mysql_global_variables_binlog_commit_wait_usec`,
+}
+
+// figureSnapshot returns the fleet's figures, read again when the last
+// read is figuresEvery old. While one cluster's loop reads them the others
+// take the last snapshot (nil before the first).
+func (d *Daemon) figureSnapshot(ctx context.Context, now time.Time) *figureSnapshot {
+	c := &d.fleetFigures
+	c.mu.Lock()
+	s := c.snap
+	if (s != nil && now.Sub(s.at) < figuresEvery) || c.refreshing {
+		c.mu.Unlock()
+		return s
+	}
+	c.refreshing = true
+	c.mu.Unlock()
+	s = d.queryFigures(ctx, now)
+	c.mu.Lock()
+	c.snap, c.refreshing = s, false
+	c.mu.Unlock()
+	return s
+}
+
+// queryFigures runs figureExprs; a failed query gives no values.
+func (d *Daemon) queryFigures(ctx context.Context, now time.Time) *figureSnapshot {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	sel := `{cluster="` + strings.ReplaceAll(cluster, `"`, `\"`) + `"}`
-	// perInstance returns expr's value per instance (normalized key); a
-	// failed query gives none.
-	perInstance := func(expr string) map[dbpilot.InstanceKey]float64 {
+	s := &figureSnapshot{at: now, v: make(map[string]map[dbpilot.InstanceKey]float64, len(figureExprs))}
+	for name, expr := range figureExprs {
 		out := map[dbpilot.InstanceKey]float64{}
+		s.v[name] = out
 		series, err := d.metrics.QueryInstant(ctx, expr, now)
 		if err != nil {
-			return out
+			continue
 		}
-		for _, s := range series {
-			if len(s.Points) == 0 {
+		for _, sr := range series {
+			if len(sr.Points) == 0 {
 				continue
 			}
-			k, err := dbpilot.ParseInstanceKey(s.Labels["instance"])
+			k, err := dbpilot.ParseInstanceKey(sr.Labels["instance"])
 			if err != nil {
 				continue
 			}
-			out[k.Normalized()] += s.Points[len(s.Points)-1].V
+			out[k.Normalized()] += sr.Points[len(sr.Points)-1].V
 		}
-		return out
 	}
-	f := &applyFigures{at: now}
-	f.busy = perInstance(`dbpilot_replication_applier_workers_busy` + sel)
-	f.total = perInstance(`dbpilot_replication_applier_workers_total` + sel)
-	f.retries = perInstance(`rate(mysql_global_status_slave_retried_transactions` + sel + `[1m])`)
+	return s
+}
+
+// of returns a cluster's figures: the replicas' from the fleet's maps,
+// and the group commit of its primary (MariaDB's counters; none without
+// its commit rate).
+func (s *figureSnapshot) of(primary *dbpilot.Instance) *applyFigures {
+	f := &applyFigures{at: s.at, busy: s.v["busy"], total: s.v["total"], retries: s.v["retries"]}
 	if primary.Flavor != dbpilot.FlavorMariaDB {
 		return f
 	}
 	pk := primary.Key.Normalized()
-	rate := func(name string) (float64, bool) {
-		v, ok := perInstance(`rate(mysql_global_status_` + name + sel + `[1m])`)[pk]
-		return v, ok
+	commits, ok := s.v["commits"][pk]
+	if !ok {
+		return f
 	}
 	setting := func(name string) int64 {
-		if v, ok := perInstance(`mysql_global_variables_` + name + sel)[pk]; ok {
+		if v, ok := s.v[name][pk]; ok {
 			return int64(v)
 		}
 		return -1
 	}
-	commits, ok := rate("binlog_commits")
-	if !ok {
-		return f
-	}
-	groups, _ := rate("binlog_group_commits")
-	count, _ := rate("binlog_group_commit_trigger_count")
-	timeout, _ := rate("binlog_group_commit_trigger_timeout")
-	lockWait, _ := rate("binlog_group_commit_trigger_lock_wait")
-	gc := applyrate.GroupCommitOf(commits, groups, count, timeout, lockWait)
+	gc := applyrate.GroupCommitOf(commits, s.v["groups"][pk], s.v["count"][pk], s.v["timeout"][pk], s.v["lock_wait"][pk])
 	gc.Key = primary.Key
-	gc.WaitCount, gc.WaitUsec = setting("binlog_commit_wait_count"), setting("binlog_commit_wait_usec")
+	gc.WaitCount, gc.WaitUsec = setting("wait_count"), setting("wait_usec")
 	f.group = &gc
 	return f
 }
