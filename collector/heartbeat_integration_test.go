@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -280,7 +282,17 @@ func TestHeartbeatTrueLagOnSandbox(t *testing.T) {
 		return len(sink.since(p.Key(), t0)) >= 2 && len(l) > 0 && l[len(l)-1] == 0, fmt.Sprintf("replica lags %v", l)
 	})
 
-	// Idle for 20 s: every sample at most 50 ms.
+	// Idle for 20 s: every sample at most 50 ms, or a true delay the
+	// servers' own clocks confirm. The sandbox is idle, the host may not be:
+	// on a loaded 2-core host the replica applied a heartbeat more than
+	// 100 ms after the primary wrote it (CI, 2026-11-29: one sample of 115
+	// ms, where the replica's NOW(6) showed it lacked a heartbeat written
+	// 150 ms before). Such a sample is accepted when it is true: the
+	// primary's next heartbeat after the replica's (its ts, from the
+	// primary's own samples) was written before the replica's read (its
+	// NOW(6)), both stamped by the one host clock, at least the lag (less
+	// 20 ms of measurement) before it. A lag that was the age, or any lag
+	// on a replica holding the primary's newest heartbeat, fails it.
 	idle := time.Now()
 	time.Sleep(20 * time.Second)
 	lag, age := lags(sink.since(r.Key(), idle))
@@ -288,12 +300,34 @@ func TestHeartbeatTrueLagOnSandbox(t *testing.T) {
 		t.Fatalf("only %d lag samples in 20 s at 200 ms", len(lag))
 	}
 	maxLag, maxAge := slices.Max(lag), slices.Max(age)
-	t.Logf("idle: %d samples, lag max %.4f s, age max %.4f s", len(lag), maxLag, maxAge)
-	for i, l := range lag {
-		if l > 0.050 {
-			t.Errorf("idle sample %d: lag %.4f s, want at most 0.050 (age %.4f s)", i, l, age[i])
+	pid := strconv.FormatUint(uint64(p.ServerID), 10)
+	var beats []float64 // the primary's heartbeats (ts), as it read its own row
+	for _, b := range sink.since(p.Key(), t0) {
+		if ts, ok := hbValue(b.samples, "mysql_heartbeat_stored_timestamp_seconds", "server_id", pid); ok && (len(beats) == 0 || ts > beats[len(beats)-1]) {
+			beats = append(beats, ts)
 		}
 	}
+	over := 0
+	for i, b := range sink.since(r.Key(), idle) {
+		l, ok := hbValue(b.samples, "dbpilot_heartbeat_lag_seconds")
+		if !ok || l <= 0.050 {
+			continue
+		}
+		over++
+		tsR, _ := hbValue(b.samples, "mysql_heartbeat_stored_timestamp_seconds", "server_id", pid)
+		nowR, _ := hbValue(b.samples, "mysql_heartbeat_now_timestamp_seconds", "server_id", pid)
+		j := sort.SearchFloat64s(beats, tsR+1e-6)
+		if j == len(beats) {
+			t.Errorf("idle sample %d: lag %.4f s on a replica holding the primary's newest heartbeat (ts %.6f)", i, l, tsR)
+			continue
+		}
+		missing := nowR - beats[j] // how long before the replica's read the beat it lacks was written
+		t.Logf("idle sample %d: lag %.4f s; the replica lacked the heartbeat written %.4f s before its read (host load)", i, l, missing)
+		if l > missing+0.020 {
+			t.Errorf("idle sample %d: lag %.4f s, want at most 0.050, or a true delay: the replica lacked the heartbeat written %.4f s before its read", i, l, missing)
+		}
+	}
+	t.Logf("idle: %d samples, %d above 50 ms, lag max %.4f s, age max %.4f s", len(lag), over, maxLag, maxAge)
 	// The samples cover the interval between writes: the age, which the
 	// lag used to be, reaches well above the bound.
 	if maxAge < 0.3 {
