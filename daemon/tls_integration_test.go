@@ -96,7 +96,7 @@ func TestTLSFailover(t *testing.T) {
 	}
 	f.waitValue(newP, "SELECT @@read_only", "0", 30*time.Second)
 	f.exec(newP, "INSERT INTO app.t VALUES (2)")
-	f.waitValue(replica, "SELECT COUNT(*) FROM app.t", "2", 10*time.Second)
+	f.waitValue(replica, "SELECT COUNT(*) FROM app.t", "2", 30*time.Second)
 	if got := f.waitState(dbpilot.ClusterOK, 15*time.Second).Primary; got != rec.NewPrimary {
 		t.Errorf("status primary %s, want %s", got, rec.NewPrimary)
 	}
