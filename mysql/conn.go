@@ -231,7 +231,12 @@ func (d *DB) Close() error { return d.db.Close() }
 // SQL returns the underlying pool for callers that need it (tests, dump).
 func (d *DB) SQL() *sql.DB { return d.db }
 
-// Exec runs statements one by one, each with the query timeout.
+// Exec runs statements one by one, each with the query timeout. Each
+// may run on another of the pool's connections: no session state (SET
+// SESSION, BEGIN … COMMIT, LOCK TABLES, user variables) carries from one
+// to the next unless the pool holds one connection (MaxConns 1, or
+// SQL().SetMaxOpenConns(1), as backup's replaceTarget does). Every caller
+// in the tree runs statements that stand alone.
 func (d *DB) Exec(ctx context.Context, stmts ...string) error {
 	for _, s := range stmts {
 		qctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
