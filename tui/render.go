@@ -230,7 +230,7 @@ func innodb(f *Frame) []string {
 func replication(f *Frame) []string {
 	cols := []column{{"INSTANCE", false}, {"ROLE", false}, {"CHANNEL", false}, {"SOURCE", false}, {"IO", false},
 		{"SQL", false}, {"LAG", true}, {"RELAY_SPACE", true}, {"BACKLOG", true}, {"APPLY/s", true}, {"CATCH_UP", false},
-		{"WORKERS", true}, {"COMMITS/GRP", true}, {"GTID", false}}
+		{"WORKERS", true}, {"RETRY/s", true}, {"COMMITS/GRP", true}, {"GTID", false}}
 	var rows []tableRow
 	for _, r := range f.Rows {
 		if r.Err != "" {
@@ -239,8 +239,9 @@ func replication(f *Frame) []string {
 		}
 		gtid := dash(r.GTID)
 		backlog, apply, catchUp, workers := applyCells(r.Apply)
+		retries := retryCell(r.Apply)
 		if len(r.Channels) == 0 {
-			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", groupCell(r.GroupCommit), gtid}})
+			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", groupCell(r.GroupCommit), gtid}})
 			continue
 		}
 		for _, c := range r.Channels {
@@ -256,7 +257,7 @@ func replication(f *Frame) []string {
 				l = seconds(r.Lag.V) // the heartbeat lag when serve has it
 			}
 			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, name, c.Source, dash(c.IORunning),
-				dash(c.SQLRunning), l, size(c.RelayLogSpace), backlog, apply, catchUp, workers, groupCell(r.GroupCommit), gtid}})
+				dash(c.SQLRunning), l, size(c.RelayLogSpace), backlog, apply, catchUp, workers, retries, groupCell(r.GroupCommit), gtid}})
 		}
 	}
 	return table(cols, rows)
@@ -290,6 +291,16 @@ func applyCells(a *dbpilot.ReplicaApply) (backlog, apply, catchUp, workers strin
 		catchUp = "?"
 	}
 	return backlog, apply, catchUp, workers
+}
+
+// retryCell formats the transactions a replica's optimistic parallel
+// apply retried per second over the last minute (MariaDB's
+// Slave_retried_transactions), for a replica with parallel workers.
+func retryCell(a *dbpilot.ReplicaApply) string {
+	if a == nil || a.WorkersTotal == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(a.RetryRate, 'f', 2, 64)
 }
 
 // groupCell formats a primary's commits per binlog group commit.
@@ -395,6 +406,7 @@ func Lines(f *Frame) []string {
 			kv("apply_per_s", apply)
 			kv("catch_up", catchUp)
 			kv("workers", workers)
+			kv("retries_per_s", retryCell(r.Apply))
 		}
 		if r.GroupCommit != nil {
 			kv("commits_per_group", groupCell(r.GroupCommit))

@@ -46,7 +46,7 @@ func directFrame() *Frame {
 				GTID:     "0-16501-1043",
 				Channels: []Channel{{Source: "127.0.0.1:16501", IORunning: "Yes", SQLRunning: "Yes", Lag: N(0), RelayLogSpace: N(10125)}},
 				Apply: &dbpilot.ReplicaApply{BacklogTransactions: 1820, ApplyRate: 310.4, RateSeconds: 12, CommitRate: 120,
-					State: dbpilot.CatchUpCatching, CatchUpSeconds: 9.57, WorkersBusy: 3, WorkersTotal: 4},
+					State: dbpilot.CatchUpCatching, CatchUpSeconds: 9.57, WorkersBusy: 3, WorkersTotal: 4, RetryRate: 1.25},
 			},
 			{
 				Instance: "127.0.0.1:16503", Role: RoleReplica, ReadOnly: true,
