@@ -1,12 +1,10 @@
 package alert
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/metrics"
 )
 
 // TestReplicaWillNotCatchUpRule evaluates ReplicaWillNotCatchUp over series
@@ -14,21 +12,10 @@ import (
 // the horizon) for 3 minutes, 32002 catches up within it, 32003 was beyond
 // it for 1 minute only (under the rule's for: 2m).
 func TestReplicaWillNotCatchUpRule(t *testing.T) {
-	t0 := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
-	st, err := metrics.Open(metrics.Options{Dir: t.TempDir(), MinFreeBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
+	st, t0, writeSamples := ruleSeries(t, "replica")
 	write := func(port, s int, beyond float64) {
 		t.Helper()
-		b := dbpilot.Batch{Instance: dbpilot.InstanceKey{Host: "127.0.0.1", Port: port}, Cluster: "c", Role: "replica",
-			Collector: "apply", Time: t0.Add(time.Duration(s) * time.Second), Samples: []dbpilot.Sample{
-				{Name: "dbpilot_replica_catchup_beyond_horizon", Type: dbpilot.Gauge, Value: beyond}}}
-		if err := st.Write(ctx, b); err != nil {
-			t.Fatal(err)
-		}
+		writeSamples(port, s, "apply", dbpilot.Sample{Name: "dbpilot_replica_catchup_beyond_horizon", Type: dbpilot.Gauge, Value: beyond})
 	}
 	for s := 0; s <= 180; s++ {
 		write(32001, s, 1)

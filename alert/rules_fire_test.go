@@ -52,3 +52,26 @@ func checkRulesFire(t *testing.T, st *metrics.Store, at time.Time, want map[stri
 		t.Errorf("%d of the %d rules are built in", seen, len(want))
 	}
 }
+
+// ruleSeries opens a metrics store for a rule test and returns it, a time
+// ten minutes ago, and write, which writes samples of collector for the
+// instance 127.0.0.1:port of cluster c in role, s seconds after it, as
+// serve writes them.
+func ruleSeries(t *testing.T, role string) (st *metrics.Store, t0 time.Time, write func(port, s int, collector string, samples ...dbpilot.Sample)) {
+	t.Helper()
+	t0 = time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	st, err := metrics.Open(metrics.Options{Dir: t.TempDir(), MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	write = func(port, s int, collector string, samples ...dbpilot.Sample) {
+		t.Helper()
+		b := dbpilot.Batch{Instance: dbpilot.InstanceKey{Host: "127.0.0.1", Port: port}, Cluster: "c", Role: role,
+			Collector: collector, Time: t0.Add(time.Duration(s) * time.Second), Samples: samples}
+		if err := st.Write(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st, t0, write
+}

@@ -1,13 +1,11 @@
 package alert
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
-	"github.com/dbpilot/dbpilot/metrics"
 )
 
 // TestTopologyProblemRules evaluates MySQLDown, RefusesDbpilot,
@@ -17,21 +15,7 @@ import (
 // crashed replica (mysql_up 0, nothing else); 31003 a healthy primary with
 // a writable old primary 31009 beside it.
 func TestTopologyProblemRules(t *testing.T) {
-	t0 := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
-	st, err := metrics.Open(metrics.Options{Dir: t.TempDir(), MinFreeBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
-	write := func(port, s int, collector string, samples ...dbpilot.Sample) {
-		t.Helper()
-		b := dbpilot.Batch{Instance: dbpilot.InstanceKey{Host: "127.0.0.1", Port: port}, Cluster: "c", Role: "primary",
-			Collector: collector, Time: t0.Add(time.Duration(s) * time.Second), Samples: samples}
-		if err := st.Write(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st, t0, write := ruleSeries(t, "primary")
 	up := func(v float64) dbpilot.Sample { return dbpilot.Sample{Name: "mysql_up", Type: dbpilot.Gauge, Value: v} }
 	problem := func(code string, server int, errno string) dbpilot.Sample {
 		return dbpilot.Sample{Name: "dbpilot_topology_problem", Type: dbpilot.Gauge, Value: 1, Labels: []dbpilot.Label{
