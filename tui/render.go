@@ -230,7 +230,7 @@ func innodb(f *Frame) []string {
 func replication(f *Frame) []string {
 	cols := []column{{"INSTANCE", false}, {"ROLE", false}, {"CHANNEL", false}, {"SOURCE", false}, {"IO", false},
 		{"SQL", false}, {"LAG", true}, {"RELAY_SPACE", true}, {"BACKLOG", true}, {"APPLY/s", true}, {"CATCH_UP", false},
-		{"WORKERS", true}, {"RETRY/s", true}, {"COMMITS/GRP", true}, {"GTID", false}}
+		{"WORKERS", true}, {"RETRY/s", true}, {"COMMITS/GRP", true}, {"GRP_CLOSE/s", false}, {"GTID", false}}
 	var rows []tableRow
 	for _, r := range f.Rows {
 		if r.Err != "" {
@@ -241,7 +241,7 @@ func replication(f *Frame) []string {
 		backlog, apply, catchUp, workers := applyCells(r.Apply)
 		retries := retryCell(r.Apply)
 		if len(r.Channels) == 0 {
-			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", groupCell(r.GroupCommit), gtid}})
+			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", groupCell(r.GroupCommit), triggerCell(r.GroupCommit), gtid}})
 			continue
 		}
 		for _, c := range r.Channels {
@@ -257,7 +257,7 @@ func replication(f *Frame) []string {
 				l = seconds(r.Lag.V) // the heartbeat lag when serve has it
 			}
 			rows = append(rows, tableRow{cells: []string{r.Instance, r.Role, name, c.Source, dash(c.IORunning),
-				dash(c.SQLRunning), l, size(c.RelayLogSpace), backlog, apply, catchUp, workers, retries, groupCell(r.GroupCommit), gtid}})
+				dash(c.SQLRunning), l, size(c.RelayLogSpace), backlog, apply, catchUp, workers, retries, groupCell(r.GroupCommit), triggerCell(r.GroupCommit), gtid}})
 		}
 	}
 	return table(cols, rows)
@@ -301,6 +301,17 @@ func retryCell(a *dbpilot.ReplicaApply) string {
 		return "-"
 	}
 	return strconv.FormatFloat(a.RetryRate, 'f', 2, 64)
+}
+
+// triggerCell formats what closed a primary's binlog group commits, per
+// second: binlog_commit_wait_count reached, binlog_commit_wait_usec
+// elapsed, a transaction that must not wait ("count/timeout/lock_wait").
+func triggerCell(gc *dbpilot.GroupCommit) string {
+	if gc == nil || gc.GroupRate <= 0 {
+		return "-"
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	return f(gc.TriggerCountRate) + "/" + f(gc.TriggerTimeoutRate) + "/" + f(gc.TriggerLockWaitRate)
 }
 
 // groupCell formats a primary's commits per binlog group commit.
@@ -410,6 +421,7 @@ func Lines(f *Frame) []string {
 		}
 		if r.GroupCommit != nil {
 			kv("commits_per_group", groupCell(r.GroupCommit))
+			kv("group_close_per_s", triggerCell(r.GroupCommit))
 		}
 		if r.Wsrep {
 			kv("wsrep_state", strconv.Quote(r.WsrepState))

@@ -34,7 +34,7 @@ func directFrame() *Frame {
 				RowsRead: N(2095.5), RowsInserted: N(12), RowsUpdated: N(8.4), RowsDeleted: N(1),
 				HistoryLength: N(212), PendingReads: N(0), PendingWrites: N(1), PendingFsyncs: N(0),
 				GTID:        "0-16501-1043",
-				GroupCommit: &dbpilot.GroupCommit{CommitRate: 120, GroupRate: 96, CommitsPerGroup: 1.25, WaitCount: 0, WaitUsec: 100000},
+				GroupCommit: &dbpilot.GroupCommit{CommitRate: 120, GroupRate: 96, CommitsPerGroup: 1.25, TriggerCountRate: 6.5, TriggerTimeoutRate: 80.2, TriggerLockWaitRate: 9.3, WaitCount: 4, WaitUsec: 2000},
 			},
 			{
 				Instance: "127.0.0.1:16502", Role: RoleReplica, ReadOnly: true,
