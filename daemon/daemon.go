@@ -63,7 +63,7 @@ type Daemon struct {
 	// history keeps the topology history (nil: none); changes gathers what
 	// serve records into it (nil without it).
 	history dbpilot.TopologyHistory
-	changes *changeBatcher
+	changes *batcher[dbpilot.TopologyChange]
 	// queries gathers the statements collectors' intervals for the
 	// queryStore (nil with it).
 	queries *queryBatcher
@@ -308,11 +308,11 @@ func New(cfg *Config, opt Options) *Daemon {
 	d.alertStore = opt.AlertStore
 	if opt.History != nil {
 		d.history = opt.History
-		d.changes = &changeBatcher{store: opt.History, log: d.log}
+		d.changes = newChangeBatcher(opt.History, d.log)
 	}
 	if !cfg.Queries.Disabled && opt.Metrics != nil && opt.Collectors != nil && opt.QueryStore != nil {
 		d.queryStore = opt.QueryStore
-		d.queries = &queryBatcher{store: opt.QueryStore, log: d.log}
+		d.queries = newQueryBatcher(opt.QueryStore, d.log)
 	}
 	if m, ok := d.coord.(interface {
 		OnRecovery(func(*dbpilot.SharedRecovery))
@@ -374,15 +374,18 @@ func (d *Daemon) Close() error {
 // it started (watch loops, liveness sessions, alert evaluation, collectors)
 // has stopped.
 func (d *Daemon) Run(ctx context.Context) error {
-	if c := d.changes; c != nil {
-		defer func() {
-			// Last, once every loop that observes has stopped: their last
-			// changes too.
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			c.flush(fctx)
-			cancel()
-		}()
-	}
+	defer func() {
+		// Last, once every loop that observes or collects has stopped:
+		// their last changes and intervals too.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if d.changes != nil {
+			d.changes.flush(fctx)
+		}
+		if d.queries != nil {
+			d.queries.flush(fctx)
+		}
+	}()
 	d.bgCtx = ctx
 	defer d.bg.Wait()
 	// The stall meter runs while serve does: a timeout while serve could
@@ -416,14 +419,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			q.run(ctx)
+			q.run(ctx, queryBatchEvery)
 		}()
 	}
 	if c := d.changes; c != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.run(ctx)
+			c.run(ctx, changeBatchEvery)
 		}()
 	}
 	if b := d.binlogBackup; b != nil {

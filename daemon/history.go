@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot"
@@ -33,76 +32,20 @@ const changeBatchMax = 50000
 // historyLoadTimeout bounds reading a cluster's last recorded state.
 const historyLoadTimeout = 5 * time.Second
 
-// changeBatcher gathers the changes of every cluster and writes them
-// once a second (changeBatchEvery) in one call of the store, one
-// transaction: SQLite has one writer, and a transaction per cluster and
-// second would make the history's cost grow with the fleet (the query
-// analytics' queryBatcher has the same shape). run is owned by Daemon.Run.
-type changeBatcher struct {
-	store dbpilot.TopologyHistory
-	log   *slog.Logger
-
-	mu      sync.Mutex
-	pending []dbpilot.TopologyChange
-	warned  time.Time
+// newChangeBatcher writes the topology changes of every cluster to store
+// once a second (changeBatchEvery); a failed write is tried again.
+func newChangeBatcher(store dbpilot.TopologyHistory, log *slog.Logger) *batcher[dbpilot.TopologyChange] {
+	return &batcher[dbpilot.TopologyChange]{what: "topology history: store the changes", max: changeBatchMax, write: store.RecordChanges, requeue: true, log: log}
 }
 
-// add queues changes for the next write; false when the queue is full
-// and they were not queued.
-func (b *changeBatcher) add(changes []dbpilot.TopologyChange) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.pending)+len(changes) > changeBatchMax {
-		b.warn("topology history: the state store does not keep up; changes wait for the next observation", "waiting", len(b.pending))
-		return false
+// queueChanges queues an observation's changes; false when the queue is
+// full (the cluster then keeps its last recorded snapshot).
+func (d *Daemon) queueChanges(changes []dbpilot.TopologyChange) bool {
+	ok, waiting := d.changes.add(changes...)
+	if !ok {
+		d.changes.warn("topology history: the state store does not keep up; changes wait for the next observation", "waiting", waiting)
 	}
-	b.pending = append(b.pending, changes...)
-	return true
-}
-
-// warn logs at most once a minute. The caller holds b.mu.
-func (b *changeBatcher) warn(msg string, args ...any) {
-	if time.Since(b.warned) >= time.Minute {
-		b.warned = time.Now()
-		b.log.Warn(msg, args...)
-	}
-}
-
-// run writes the queued changes every changeBatchEvery until ctx ends
-// (Daemon.Run writes what is left once the watch loops have stopped).
-func (b *changeBatcher) run(ctx context.Context) {
-	t := time.NewTicker(changeBatchEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			b.flush(ctx)
-		}
-	}
-}
-
-// flush writes what is queued; when the write fails, the changes are put
-// back in front of those queued since (in order), as room allows.
-func (b *changeBatcher) flush(ctx context.Context) {
-	b.mu.Lock()
-	changes := b.pending
-	b.pending = nil
-	b.mu.Unlock()
-	if len(changes) == 0 {
-		return
-	}
-	err := b.store.RecordChanges(ctx, changes)
-	if err == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(changes)+len(b.pending) <= changeBatchMax && ctx.Err() == nil {
-		b.pending = append(changes, b.pending...)
-	}
-	b.warn("topology history: store the changes", "changes", len(changes), "err", err)
+	return ok
 }
 
 // recordHistory compares an observation of cs (its status just set by
@@ -139,7 +82,7 @@ func (d *Daemon) recordHistory(ctx context.Context, cs *clusterState, c crawled,
 	if len(c.stale) > 0 {
 		keepUninspected(&next, prev, c.stale)
 	}
-	if changes := topology.Diff(cs.cfg.Name, at, prev, next); len(changes) > 0 && !d.changes.add(changes) {
+	if changes := topology.Diff(cs.cfg.Name, at, prev, next); len(changes) > 0 && !d.queueChanges(changes) {
 		return // prev stays what is recorded
 	}
 	cs.hist = &next
@@ -175,7 +118,7 @@ func (d *Daemon) recordDeadPrimary(cs *clusterState, ev dbpilot.AuditEvent) {
 	if at.IsZero() {
 		at = d.now()
 	}
-	if changes := topology.Diff(cs.cfg.Name, at, prev, next); len(changes) > 0 && !d.changes.add(changes) {
+	if changes := topology.Diff(cs.cfg.Name, at, prev, next); len(changes) > 0 && !d.queueChanges(changes) {
 		return
 	}
 	cs.hist = &next

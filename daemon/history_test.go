@@ -89,7 +89,7 @@ func (h *memHistory) summaries() []string {
 // withHistory gives a test daemon the topology history h.
 func withHistory(d *Daemon, h dbpilot.TopologyHistory) {
 	d.history = h
-	d.changes = &changeBatcher{store: h, log: slog.New(slog.DiscardHandler)}
+	d.changes = newChangeBatcher(h, slog.New(slog.DiscardHandler))
 }
 
 // TestHistoryRecordsChanges: serve records the cluster at its first
@@ -244,20 +244,20 @@ func TestKeepUninspected(t *testing.T) {
 func TestChangeBatcher(t *testing.T) {
 	ctx := context.Background()
 	h := &memHistory{fail: errors.New("database is locked")}
-	b := &changeBatcher{store: h, log: slog.New(slog.DiscardHandler)}
+	b := newChangeBatcher(h, slog.New(slog.DiscardHandler))
 	change := func(cluster, summary string) []dbpilot.TopologyChange {
 		return []dbpilot.TopologyChange{{Cluster: cluster, Kind: dbpilot.ChangeCluster, Summary: summary}}
 	}
-	b.add(change("a", "1"))
+	b.add(change("a", "1")...)
 	b.flush(ctx)
-	b.add(change("b", "2"))
+	b.add(change("b", "2")...)
 	h.fail = nil
 	b.flush(ctx)
 	if got := h.summaries(); !slices.Equal(got, []string{"1", "2"}) || h.writes != 1 {
 		t.Errorf("stored %q in %d writes, want 1 and 2 in one", got, h.writes)
 	}
 	b.pending = make([]dbpilot.TopologyChange, changeBatchMax)
-	if b.add(change("a", "3")) {
+	if ok, waiting := b.add(change("a", "3")...); ok || waiting != changeBatchMax {
 		t.Error("a full queue took more changes")
 	}
 }

@@ -30,14 +30,15 @@ func (s *batchStore) got() [][]dbpilot.QueryInterval {
 	return append([][]dbpilot.QueryInterval(nil), s.batches...)
 }
 
-// The intervals of every instance are written together, once a second,
-// and what is queued when serve stops is written on the way out.
+// The intervals of every instance are written together, once a second;
+// what is queued when serve stops waits for Run's last write (flush, once
+// every collector has stopped).
 func TestQueryBatcher(t *testing.T) {
 	st := &batchStore{}
-	b := &queryBatcher{store: st, log: slog.New(slog.DiscardHandler)}
+	b := newQueryBatcher(st, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { b.run(ctx); close(done) }()
+	go func() { b.run(ctx, queryBatchEvery); close(done) }()
 	for _, inst := range []string{"a:3306", "b:3306", "c:3306"} {
 		if err := b.RecordQueries(ctx, dbpilot.QueryInterval{Source: dbpilot.QuerySource{Instance: inst}}); err != nil {
 			t.Fatal(err)
@@ -53,6 +54,10 @@ func TestQueryBatcher(t *testing.T) {
 	_ = b.RecordQueries(ctx, dbpilot.QueryInterval{Source: dbpilot.QuerySource{Instance: "d:3306"}})
 	cancel()
 	<-done
+	if g := st.got(); len(g) != 1 {
+		t.Errorf("batches %v: written after the stop, before Run's last write", g)
+	}
+	b.flush(context.Background())
 	if g := st.got(); len(g) != 2 || len(g[1]) != 1 || g[1][0].Source.Instance != "d:3306" {
 		t.Errorf("batches %v: want the interval queued at the stop written on the way out", g)
 	}
