@@ -29,6 +29,7 @@
 #
 # Usage: [DURATION=10] [LOAD_THREADS=8] [TABLES=4] [TABLE_SIZE=20000] [NODES=20000]
 #        [MODES=conservative,optimistic,aggressive] [THREADS=0,4,8,16] [WORKLOADS="oltp_write_only linkbench"]
+#        [REPEAT=1] (runs of each setting; its median run is reported)
 #        [OUT=bench-replay] bash bench/replay.sh
 # Other knobs: BUFFER_POOL=256M, DBPILOT_BIN (a binary instead of bin/dbpilot).
 # Needs: mariadb-server, mariadb-client.
@@ -41,6 +42,7 @@ TABLE_SIZE="${TABLE_SIZE:-20000}"
 NODES="${NODES:-20000}"
 MODES="${MODES:-conservative,optimistic,aggressive}"
 THREADS="${THREADS:-0,4,8,16}"
+REPEAT="${REPEAT:-1}"
 WORKLOADS="${WORKLOADS:-oltp_write_only linkbench}"
 BUFFER_POOL="${BUFFER_POOL:-256M}"
 OUT="${OUT:-bench-replay}"
@@ -110,7 +112,7 @@ for W in $WORKLOADS; do
 	log "$W: archive $(du -sm "$WORK/archive-$W" | cut -f1) MB; replaying across modes $MODES, threads $THREADS"
 	"$DBP" sandbox destroy "$S" >/dev/null
 	set +e
-	"$DBP" replay --binlogs "$WORK/archive-$W" --dump "$WORK/dump-$W" --modes "$MODES" --threads "$THREADS" \
+	"$DBP" replay --binlogs "$WORK/archive-$W" --dump "$WORK/dump-$W" --modes "$MODES" --threads "$THREADS" --repeat "$REPEAT" \
 		--html "$OUT/replay-$W.html" >"$OUT/replay-$W.txt" 2>"$WORK/replay-$W.err"
 	rc=$?
 	set -e

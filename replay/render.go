@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,7 +37,11 @@ func (res *Result) WriteTable(w io.Writer) error {
 		if r.Threads > 0 {
 			busy = fmt.Sprintf("%.1f/%d", r.BusyWorkers(), r.Threads)
 		}
-		line := fmt.Sprintf("%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f×\t%d\t%d\t%s\t", r.Setting, r.Elapsed.Round(time.Millisecond),
+		elapsed := r.Elapsed.Round(time.Millisecond).String()
+		if len(r.Runs) > 1 {
+			elapsed += " (" + spread(r.Runs) + ")"
+		}
+		line := fmt.Sprintf("%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f×\t%d\t%d\t%s\t", r.Setting, elapsed,
 			r.TxnsPerSec, r.EventsPerSec, r.RowsPerSec, r.Speedup, r.Retries, r.Deadlocks, busy)
 		if res.Rate > 0 {
 			line += fmt.Sprintf("%.1f s\t%.0f s\t", r.MaxLagSec, r.BehindAtSec)
@@ -70,11 +75,12 @@ func (res *Result) WriteTable(w io.Writer) error {
 var pageHTML string
 
 var page = template.Must(template.New("replay").Funcs(template.FuncMap{
-	"dur":  func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"f0":   func(f float64) string { return fmt.Sprintf("%.0f", f) },
-	"f1":   func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"f2":   func(f float64) string { return fmt.Sprintf("%.2f", f) },
-	"join": strings.Join,
+	"dur":    func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"spread": spread,
+	"f0":     func(f float64) string { return fmt.Sprintf("%.0f", f) },
+	"f1":     func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"f2":     func(f float64) string { return fmt.Sprintf("%.2f", f) },
+	"join":   strings.Join,
 }).Parse(pageHTML))
 
 // WriteHTML writes the result as one self-contained HTML page: the table,
@@ -112,6 +118,13 @@ func (res *Result) WriteHTML(w io.Writer) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// spread formats the fastest and slowest of a setting's runs, with their
+// count ("3 runs 12.03–22.31 s").
+func spread(runs []time.Duration) string {
+	lo, hi := slices.Min(runs), slices.Max(runs)
+	return fmt.Sprintf("%d runs %.2f–%.2f s", len(runs), lo.Seconds(), hi.Seconds())
 }
 
 // svg is a line chart of the transactions applied over time; x runs to

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -374,9 +375,15 @@ func TestReplay(t *testing.T) {
 		// The parallel setting with a domain limit
 		// (slave_domain_parallel_threads): the server takes it.
 		two, _ := Settings([]string{"optimistic"}, []int{0, 4}, []int{2})
-		res, err := Run(ctx, tgt2.key, tgt2.opts, Options{Binlogs: rec.archive, Settings: two, RestoreThreads: 2})
+		// Each setting twice (--repeat 2): the target reset before each run.
+		res, err := Run(ctx, tgt2.key, tgt2.opts, Options{Binlogs: rec.archive, Settings: two, RestoreThreads: 2, Repeat: 2})
 		if err != nil {
 			t.Fatalf("replay into a target at the start: %v", err)
+		}
+		for _, s := range res.Settings {
+			if len(s.Runs) != 2 || !slices.Contains(s.Runs, s.Elapsed) {
+				t.Errorf("%s: runs %v, elapsed %s: want 2 runs, the result one of them", s.Setting, s.Runs, s.Elapsed)
+			}
 		}
 		for _, s := range res.Settings {
 			if s.Error != "" || !s.Identical || s.Transactions != rec.txns {
@@ -386,8 +393,12 @@ func TestReplay(t *testing.T) {
 		if got := tgt2.value(t, "SELECT @@global.slave_domain_parallel_threads"); res.Settings[1].DomainThreads != 2 || got != "2" {
 			t.Errorf("%s: slave_domain_parallel_threads %s after it", res.Settings[1].Setting, got)
 		}
-		if res.Settings[0].Reset != 0 || res.Settings[1].Reset <= 0 {
-			t.Errorf("resets %s, %s: want none before the first setting, one before the second", res.Settings[0].Reset, res.Settings[1].Reset)
+		// No reset before the first run (the target is at the start), one
+		// before every other: the first setting's result has none only when
+		// it is its first run.
+		firstRun := res.Settings[0].Elapsed == res.Settings[0].Runs[0]
+		if (res.Settings[0].Reset == 0) != firstRun || res.Settings[1].Reset <= 0 {
+			t.Errorf("resets %s (first run: %v), %s: want none before the first run, one before every other", res.Settings[0].Reset, firstRun, res.Settings[1].Reset)
 		}
 		t.Logf("prepare: %s", res.Prepare)
 	})

@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +45,9 @@ type SettingResult struct {
 	// before this setting (0 for the first setting on a --target).
 	Reset   time.Duration `json:"reset_ns"`
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// Runs are the times of every run of the setting, in run order, with
+	// --repeat; the result is the median run's (Elapsed among them).
+	Runs []time.Duration `json:"runs_ns,omitempty"`
 	// Transactions are those applied (the target's GTID position moved
 	// through them); the events and row events per second are the
 	// stretch's over the time.
@@ -100,6 +105,36 @@ func (r *SettingResult) BusyWorkers() float64 {
 func idleState(st string) bool {
 	s := strings.ToLower(st)
 	return strings.Contains(s, "waiting for work") || s == ""
+}
+
+// medianRun returns a setting's result from its runs: a failed run's
+// when one failed, else the median run's (the faster of the two middle
+// ones for an even count), with every run's time in Runs. Runs whose data
+// differ from each other make the result a failure: the setting does not
+// apply the stretch the same way twice.
+func medianRun(runs []*SettingResult) *SettingResult {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	times := make([]time.Duration, len(runs))
+	for i, r := range runs {
+		times[i] = r.Elapsed
+		if r.Error != "" {
+			r.Runs = times[:i+1]
+			return r
+		}
+	}
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, func(a, b *SettingResult) int { return cmp.Compare(a.Elapsed, b.Elapsed) })
+	m := sorted[(len(sorted)-1)/2]
+	m.Runs = times
+	for i, r := range runs {
+		if same, differ := sameChecksums(runs[0].Checksums, r.Checksums); !same {
+			m.Error = fmt.Sprintf("run %d's data differ from run 1's (%s)", i+1, strings.Join(differ, ", "))
+			break
+		}
+	}
+	return m
 }
 
 // compare sets each result's speed-up and data check against the

@@ -48,6 +48,9 @@ type Options struct {
 	WorkDir string
 	// RestoreThreads is the restore's connections (default 4).
 	RestoreThreads int
+	// Repeat runs each setting this many times (default 1), the target
+	// reset before each run; a setting's result is its median run.
+	Repeat int
 	// Poll is how often the target's position is read (default 20 ms);
 	// worker states are sampled every 5 polls.
 	Poll time.Duration
@@ -71,6 +74,12 @@ func (o *Options) validate() error {
 	}
 	if o.RestoreThreads <= 0 {
 		o.RestoreThreads = 4
+	}
+	if o.Repeat < 0 || o.Repeat > 100 {
+		return dbpilot.Errorf(dbpilot.EINVALID, "replay: --repeat %d: want 1..100 runs of each setting", o.Repeat)
+	}
+	if o.Repeat == 0 {
+		o.Repeat = 1
 	}
 	if o.Poll <= 0 {
 		o.Poll = 20 * time.Millisecond
@@ -156,32 +165,52 @@ func Run(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt O
 		return nil, fmt.Errorf("replay: measure the source's rate: %w", err)
 	}
 	for i, s := range r.opt.Settings {
-		var reset time.Duration
-		if i > 0 || !r.fresh {
-			t0 := time.Now()
-			if err := r.reset(ctx); err != nil {
+		var runs []*SettingResult
+		for k := 0; k < r.opt.Repeat; k++ {
+			sr, err := r.runOnce(ctx, i == 0 && k == 0, s)
+			if err != nil {
 				return nil, err
 			}
-			reset = time.Since(t0)
-			if i == 0 && r.res.PrepareTime == 0 {
-				r.res.PrepareTime = reset
-				r.res.Prepare += fmt.Sprintf(" (%s)", reset.Round(time.Millisecond))
+			runs = append(runs, sr)
+			line := fmt.Sprintf("replay: %s: %d transactions in %s (%.0f tx/s)", s, sr.Transactions, sr.Elapsed.Round(time.Millisecond), sr.TxnsPerSec)
+			if sr.Error != "" {
+				line = fmt.Sprintf("replay: %s: failed: %s", s, sr.Error)
+			}
+			if r.opt.Repeat > 1 {
+				line += fmt.Sprintf(" [run %d of %d]", k+1, r.opt.Repeat)
+			}
+			fmt.Fprintln(r.opt.Progress, line)
+			if sr.Error != "" {
+				break
 			}
 		}
-		sr, err := r.apply(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		sr.Reset = reset
-		r.res.Settings = append(r.res.Settings, *sr)
-		line := fmt.Sprintf("replay: %s: %d transactions in %s (%.0f tx/s)", s, sr.Transactions, sr.Elapsed.Round(time.Millisecond), sr.TxnsPerSec)
-		if sr.Error != "" {
-			line = fmt.Sprintf("replay: %s: failed: %s", s, sr.Error)
-		}
-		fmt.Fprintln(r.opt.Progress, line)
+		r.res.Settings = append(r.res.Settings, *medianRun(runs))
 	}
 	r.res.compare()
 	return r.res, nil
+}
+
+// runOnce brings the target to the stretch's start (unless first, on a
+// target prepared fresh) and replays the stretch with setting s.
+func (r *runner) runOnce(ctx context.Context, first bool, s Setting) (*SettingResult, error) {
+	var reset time.Duration
+	if !first || !r.fresh {
+		t0 := time.Now()
+		if err := r.reset(ctx); err != nil {
+			return nil, err
+		}
+		reset = time.Since(t0)
+		if first && r.res.PrepareTime == 0 {
+			r.res.PrepareTime = reset
+			r.res.Prepare += fmt.Sprintf(" (%s)", reset.Round(time.Millisecond))
+		}
+	}
+	sr, err := r.apply(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	sr.Reset = reset
+	return sr, nil
 }
 
 // Check makes every check of Run without applying anything: the archive

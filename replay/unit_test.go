@@ -233,3 +233,46 @@ func TestThin(t *testing.T) {
 		t.Errorf("thin: %d samples, first %v, last %v", len(got), got[0], got[len(got)-1])
 	}
 }
+
+// TestMedianRun: a setting's result is its median run with every run's
+// time; a failed run, or runs whose data differ, fail the setting.
+func TestMedianRun(t *testing.T) {
+	same := map[string]string{"app.t": "1"}
+	runOf := func(secs int, sums map[string]string, errText string) *SettingResult {
+		r := run(Setting{"optimistic", 8, 0}, time.Duration(secs)*time.Second, sums, errText)
+		return &r
+	}
+	got := medianRun([]*SettingResult{runOf(5, same, ""), runOf(3, same, ""), runOf(9, same, "")})
+	if got.Elapsed != 5*time.Second || !slices.Equal(got.Runs, []time.Duration{5 * time.Second, 3 * time.Second, 9 * time.Second}) || got.Error != "" {
+		t.Errorf("3 runs: elapsed %s, runs %v, error %q", got.Elapsed, got.Runs, got.Error)
+	}
+	if got := medianRun([]*SettingResult{runOf(4, same, ""), runOf(2, same, "")}); got.Elapsed != 2*time.Second {
+		t.Errorf("2 runs: elapsed %s, want the faster middle one", got.Elapsed)
+	}
+	got = medianRun([]*SettingResult{runOf(4, same, ""), runOf(2, map[string]string{"app.t": "2"}, "")})
+	if !strings.Contains(got.Error, "run 2's data differ from run 1's (app.t)") {
+		t.Errorf("runs with different data: error %q", got.Error)
+	}
+	got = medianRun([]*SettingResult{runOf(4, same, ""), runOf(1, nil, "Duplicate entry")})
+	if got.Error != "Duplicate entry" || len(got.Runs) != 2 {
+		t.Errorf("a failed run: error %q, runs %v", got.Error, got.Runs)
+	}
+	one := runOf(7, same, "")
+	if got := medianRun([]*SettingResult{one}); got != one || got.Runs != nil {
+		t.Errorf("one run: %+v", got)
+	}
+	// The table shows the spread.
+	res := &Result{Archive: "/a", Target: "t", Stretch: &Stretch{Txns: 1}, Settings: []SettingResult{*runOf(10, same, ""), *medianRun([]*SettingResult{runOf(5, same, ""), runOf(3, same, ""), runOf(9, same, "")})}}
+	res.compare()
+	var b strings.Builder
+	if err := res.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "5s (3 runs 3.00–9.00 s)") {
+		t.Errorf("the table does not show the runs:\n%s", b.String())
+	}
+	var h strings.Builder
+	if err := res.WriteHTML(&h); err != nil || !strings.Contains(h.String(), "(3 runs 3.00–9.00 s)") {
+		t.Errorf("the page does not show the runs (%v)", err)
+	}
+}

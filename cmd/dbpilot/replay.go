@@ -109,6 +109,7 @@ func (a *app) replayCommand() *cobra.Command {
 	f.BoolVar(&opt.Force, "force", false, "replay into a target that has a source or replicas")
 	f.StringVar(&opt.Listen, "listen", "127.0.0.1:0", "where dbpilot serves the archive; the target connects to this host")
 	f.IntVar(&opt.RestoreThreads, "restore-threads", 4, "connections of each restore")
+	f.IntVar(&opt.Repeat, "repeat", 1, "run each setting N times (the target reset before each) and take the median run; the table shows every run's spread")
 	f.StringVar(&htmlOut, "html", "", "also write the report as one self-contained HTML page to FILE")
 	f.BoolVar(&keep, "keep-sandbox", false, "with --dump and no target: keep the sandbox replay deployed")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
@@ -164,6 +165,12 @@ waiting for work), with --rate the most the target fell behind the recorded
 pace and where, and at the end CHECKSUM TABLE of every table the stretch's
 row events touched (every table when it has DDL or statements), compared with
 the single-threaded run's: identical or not.
+
+With --repeat N each setting runs N times, the target reset before each run;
+its figures are the median run's, the table shows the fastest and slowest
+runs, and runs of one setting whose data differ make that setting fail. On a
+shared or noisy machine one run can stall for seconds: repeat before choosing
+between settings within a few tenths of each other.
 
 The recommendation is the fastest setting whose data was identical, with the
 reason (and the faster settings left out, and why). The source's own rate
