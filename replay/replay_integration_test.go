@@ -364,6 +364,26 @@ func TestReplay(t *testing.T) {
 		t.Logf("recorded span %d s, at 2x: %s, max lag %.1f s at %.0f s\n%s", res.RecordedSpanSec, s.Elapsed, s.MaxLagSec, s.BehindAtSec, tb.String())
 	})
 
+	// One setting twice into a target at the start: the second run applies
+	// the same GTIDs again (gtid_strict_mode off for it).
+	t.Run("repeat-one-setting", func(t *testing.T) {
+		tgt3 := connect(t, testutil.MustSandbox(t, sandbox.Spec{Topology: sandbox.TopologySingle}))
+		if _, err := backup.Restore(ctx, tgt3.key, tgt3.opts, backup.RestoreOptions{Dir: rec.dump, Threads: 2, SetGTIDPosition: true}); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(rec.dump, backup.ProgressFile))
+		res, err := Run(ctx, tgt3.key, tgt3.opts, Options{Binlogs: rec.archive, Settings: []Setting{{}}, RestoreThreads: 2, Repeat: 2})
+		if err != nil {
+			t.Fatalf("one setting, twice: %v", err)
+		}
+		if s := res.Settings[0]; s.Error != "" || len(s.Runs) != 2 || s.Transactions != rec.txns {
+			t.Errorf("one setting, twice: error %q, runs %v, %d transactions", s.Error, s.Runs, s.Transactions)
+		}
+		if got := tgt3.value(t, "SELECT @@global.gtid_strict_mode"); got != "1" {
+			t.Errorf("gtid_strict_mode %s after the replay, want it set back to 1", got)
+		}
+	})
+
 	// Without --dump: the target is at the start already (restored and
 	// positioned by hand); replay snapshots it for the second setting.
 	t.Run("target", func(t *testing.T) {

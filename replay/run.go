@@ -127,7 +127,8 @@ func Run(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt O
 		}
 		dir = filepath.Join(dir, "snapshot")
 		t0 := time.Now()
-		if len(r.opt.Settings) > 1 {
+		runs := len(r.opt.Settings) * r.opt.Repeat
+		if runs > 1 {
 			if _, err := backup.Dump(ctx, key, r.dumpConn(), backup.DumpOptions{Out: dir, Threads: r.opt.RestoreThreads}); err != nil {
 				return nil, fmt.Errorf("replay: snapshot %s at the start, to restore between settings: %w", key, err)
 			}
@@ -135,8 +136,8 @@ func Run(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt O
 		r.snap = dir
 		r.res.PrepareTime = time.Since(t0)
 		r.res.Prepare = fmt.Sprintf("%s was at the start; dumped it once (%s) and restored that dump before each further setting", key, r.res.PrepareTime.Round(time.Millisecond))
-		if len(r.opt.Settings) == 1 {
-			r.res.Prepare = fmt.Sprintf("%s was at the start (one setting: nothing restored)", key)
+		if runs == 1 {
+			r.res.Prepare = fmt.Sprintf("%s was at the start (one run: nothing restored)", key)
 		}
 	} else {
 		r.res.Prepare = fmt.Sprintf("restored the dump %s before each setting", r.snap)
@@ -150,7 +151,7 @@ func Run(ctx context.Context, key dbpilot.InstanceKey, conn mysql.Options, opt O
 	if err != nil {
 		return nil, fmt.Errorf("replay: read gtid_strict_mode of %s: %w", key, err)
 	}
-	if strict == "1" && (len(r.opt.Settings) > 1 || !r.fresh) {
+	if strict == "1" && (len(r.opt.Settings)*r.opt.Repeat > 1 || !r.fresh) {
 		if err := r.db.Exec(ctx, "SET GLOBAL gtid_strict_mode = 0"); err != nil {
 			return nil, fmt.Errorf("replay: turn gtid_strict_mode off on %s for the replays of the same GTIDs: %w", key, err)
 		}
